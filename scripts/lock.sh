@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Regenerate constraints.txt, the lock file every install uses (like Airflow's constraints files).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+uv pip compile pyproject.toml --extra spark --extra testing --extra dev \
+    --constraint constraints.in --python-version 3.11 --no-header --no-annotate \
+    -o constraints.txt

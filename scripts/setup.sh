@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Create .venv/ in the repo root and install this package with every extra, pinned by constraints.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    echo "[setup] creating .venv with $($PY --version)"
+    "$PY" -m venv .venv
+fi
+if [ ! -x .venv/bin/uv ]; then
+    echo "[setup] installing uv (fast, lock-respecting installer) into .venv"
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==0.13.9"
+fi
+echo "[setup] installing airflow-samza-expand[spark,testing,dev] with constraints.txt"
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install --quiet --python .venv/bin/python \
+    -c constraints.txt -e ".[spark,testing,dev]"
+echo "[setup] done: $(.venv/bin/python --version), $(.venv/bin/python -c 'import airflow; print("airflow", airflow.__version__)' 2>/dev/null)"
