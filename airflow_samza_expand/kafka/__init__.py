@@ -1,0 +1,1 @@
+"""Kafka layer: confluent-kafka adapters, partitioner hashes, coordinator store, barrier."""
