@@ -1,0 +1,336 @@
+"""Blocking Kafka admin adapter: partition counts, partition growth, watermarks, group offsets.
+
+Refusals (no retry helps) raise `ExpansionError` subclasses; an unreachable or slow broker raises
+`KafkaUnavailableError`, which is deliberately *not* an `ExpansionError`, so callers retry it.
+Triggers call these methods through `asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+
+from airflow_samza_expand.core.errors import (
+    ExpansionError,
+    InvalidGrowthError,
+    UnknownTopicError,
+)
+from airflow_samza_expand.kafka.config import bootstrap_of
+
+log = logging.getLogger(__name__)
+
+# Consumer-only settings that an AdminClient/Producer would warn about.
+CONSUMER_ONLY_SETTINGS = frozenset(
+    {
+        "group.id",
+        "group.instance.id",
+        "enable.auto.commit",
+        "auto.commit.interval.ms",
+        "auto.offset.reset",
+        "enable.partition.eof",
+        "isolation.level",
+        "session.timeout.ms",
+        "max.poll.interval.ms",
+        "fetch.min.bytes",
+        "fetch.max.bytes",
+        "fetch.wait.max.ms",
+        "max.partition.fetch.bytes",
+        "partition.assignment.strategy",
+    }
+)
+
+# Error codes that mean "the broker did not answer in time / cannot be reached".
+UNAVAILABLE_CODES = frozenset(
+    {
+        KafkaError._TIMED_OUT,
+        KafkaError._TIMED_OUT_QUEUE,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NOT_CONTROLLER,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+    }
+)
+
+# Offset value librdkafka reports for "no committed offset".
+_NO_OFFSET = -1001
+
+
+class KafkaUnavailableError(Exception):
+    """The broker could not be reached or did not answer in time; retrying may help."""
+
+
+def without_consumer_settings(config: Mapping[str, str]) -> dict[str, str]:
+    """`config` minus consumer-only settings (for AdminClient and Producer)."""
+    return {k: v for k, v in config.items() if k not in CONSUMER_ONLY_SETTINGS}
+
+
+def kafka_error_of(exc: BaseException) -> KafkaError | None:
+    """The KafkaError inside a KafkaException, if any."""
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0]
+    return None
+
+
+def is_unavailable(error: KafkaError | None) -> bool:
+    """True for timeouts, transport failures and other retriable broker states."""
+    if error is None:
+        return False
+    return error.code() in UNAVAILABLE_CODES or bool(error.retriable())
+
+
+def unavailable(what: str, config: Mapping[str, Any], detail: object) -> KafkaUnavailableError:
+    """A KafkaUnavailableError naming the operation and the bootstrap servers."""
+    return KafkaUnavailableError(
+        f"Kafka at {bootstrap_of(config)} did not complete {what}: {detail} - "
+        "check that the brokers are reachable and retry"
+    )
+
+
+class KafkaAdmin:
+    """Thin, blocking wrapper over confluent-kafka's AdminClient with typed errors."""
+
+    def __init__(self, config: Mapping[str, str], *, timeout_s: float = 30.0) -> None:
+        self.config = dict(config)
+        self.timeout_s = float(timeout_s)
+        self._client = AdminClient(without_consumer_settings(self.config))
+
+    def __repr__(self) -> str:  # never shows secrets
+        return f"KafkaAdmin(bootstrap={bootstrap_of(self.config)!r}, timeout_s={self.timeout_s})"
+
+    @property
+    def bootstrap(self) -> str:
+        return bootstrap_of(self.config)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _result(self, future: concurrent.futures.Future, what: str) -> Any:
+        """Wait for an admin future; translate timeouts into KafkaUnavailableError."""
+        try:
+            return future.result(timeout=self.timeout_s + 5.0)
+        except concurrent.futures.TimeoutError:
+            raise unavailable(what, self.config, f"no answer within {self.timeout_s:g} s") from None
+        except KafkaException as exc:
+            error = kafka_error_of(exc)
+            if is_unavailable(error):
+                raise unavailable(what, self.config, error.str() if error else exc) from None
+            raise
+
+    def _metadata(self, what: str, topic: str | None = None) -> Any:
+        try:
+            return self._client.list_topics(topic=topic, timeout=self.timeout_s)
+        except KafkaException as exc:
+            error = kafka_error_of(exc)
+            if error is None or is_unavailable(error):
+                detail = error.str() if error else exc
+                raise unavailable(what, self.config, detail) from None
+            raise
+
+    # -- topics ----------------------------------------------------------------------------
+
+    def topic_names(self) -> list[str]:
+        """Names of the existing topics (sorted)."""
+        metadata = self._metadata("listing topics")
+        return sorted(
+            name for name, meta in metadata.topics.items() if meta.error is None or not meta.error
+        )
+
+    def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
+        """Current partition count of each topic; UnknownTopicError if one does not exist."""
+        wanted = list(dict.fromkeys(topics))
+        metadata = self._metadata(f"reading metadata of {', '.join(wanted) or 'no topics'}")
+        counts: dict[str, int] = {}
+        for topic in wanted:
+            meta = metadata.topics.get(topic)
+            error = getattr(meta, "error", None) if meta is not None else None
+            if meta is None or (error is not None and error.code() in _UNKNOWN_TOPIC_CODES):
+                raise self._unknown_topic(topic, metadata)
+            if error is not None and error.code() != KafkaError.NO_ERROR:
+                raise unavailable(f"reading metadata of topic {topic!r}", self.config, error.str())
+            counts[topic] = len(meta.partitions)
+        return counts
+
+    def _unknown_topic(self, topic: str, metadata: Any) -> UnknownTopicError:
+        existing = sorted(n for n in metadata.topics if not n.startswith("__"))
+        shown = ", ".join(existing[:20]) or "(none)"
+        if len(existing) > 20:
+            shown += f" ... and {len(existing) - 20} more"
+        return UnknownTopicError(
+            f"topic {topic!r} does not exist on {self.bootstrap}; existing topics: {shown} - "
+            "check the topic name (or create the topic first)"
+        )
+
+    def create_partitions(self, topic: str, total: int, *, validate_only: bool = False) -> None:
+        """Grow `topic` to `total` partitions (the broker validates only, if asked).
+
+        INVALID_PARTITIONS (shrink, same count) -> InvalidGrowthError; unknown topic ->
+        UnknownTopicError; timeout -> KafkaUnavailableError (the growth may still have been
+        applied: re-read the count before retrying); other broker refusals -> ExpansionError.
+        """
+        if isinstance(total, bool) or not isinstance(total, int) or total <= 0:
+            raise InvalidGrowthError(
+                f"cannot grow topic {topic!r} to {total!r} partitions - pass a positive integer"
+            )
+        what = f"growing topic {topic!r} to {total} partitions"
+        futures = self._client.create_partitions(
+            [NewPartitions(topic, total)],
+            validate_only=validate_only,
+            request_timeout=self.timeout_s,
+            operation_timeout=self.timeout_s,
+        )
+        try:
+            self._result(futures[topic], what)
+        except KafkaException as exc:
+            error = kafka_error_of(exc)
+            code = error.code() if error else None
+            reason = error.str() if error else str(exc)
+            if code == KafkaError.INVALID_PARTITIONS:
+                raise InvalidGrowthError(
+                    f"Kafka refused {what}: {reason} - partitions can only be added; "
+                    "pass a count larger than the current one"
+                ) from None
+            if code in _UNKNOWN_TOPIC_CODES:
+                raise self._unknown_topic(topic, self._metadata("listing topics")) from None
+            raise ExpansionError(f"Kafka refused {what}: {reason}") from None
+        log.info("%s %s", "validated" if validate_only else "applied", what)
+
+    def ensure_topic(
+        self,
+        topic: str,
+        partitions: int = 1,
+        config: Mapping[str, str] | None = None,
+        *,
+        replication_factor: int = -1,
+    ) -> bool:
+        """Create `topic` if missing; True if this call created it (an existing topic is kept)."""
+        new_topic = NewTopic(
+            topic,
+            num_partitions=partitions,
+            replication_factor=replication_factor,
+            config=dict(config or {}),
+        )
+        futures = self._client.create_topics(
+            [new_topic], request_timeout=self.timeout_s, operation_timeout=self.timeout_s
+        )
+        try:
+            self._result(futures[topic], f"creating topic {topic!r}")
+        except KafkaException as exc:
+            error = kafka_error_of(exc)
+            if error is not None and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return False
+            raise ExpansionError(
+                f"Kafka refused to create topic {topic!r}: {error.str() if error else exc}"
+            ) from None
+        log.info("created topic %s with %d partition(s)", topic, partitions)
+        return True
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    def _list_offsets(
+        self, topic_partitions: Mapping[str, Iterable[int]], spec: OffsetSpec, what: str
+    ) -> dict[str, dict[int, int]]:
+        request = {
+            TopicPartition(topic, int(p)): spec
+            for topic, partitions in topic_partitions.items()
+            for p in partitions
+        }
+        result: dict[str, dict[int, int]] = {t: {} for t in topic_partitions}
+        if not request:
+            return result
+        futures = self._client.list_offsets(request, request_timeout=self.timeout_s)
+        for tp, future in futures.items():
+            try:
+                info = self._result(future, what)
+            except KafkaException as exc:
+                error = kafka_error_of(exc)
+                if error is not None and error.code() in _UNKNOWN_TOPIC_CODES:
+                    raise self._unknown_topic(tp.topic, self._metadata("listing topics")) from None
+                raise
+            result[tp.topic][tp.partition] = int(info.offset)
+        return result
+
+    def high_watermarks(
+        self, topic_partitions: Mapping[str, Iterable[int]]
+    ) -> dict[str, dict[int, int]]:
+        """High watermark (next offset to be written) of many partitions in one admin call."""
+        return self._list_offsets(topic_partitions, OffsetSpec.latest(), "reading end offsets")
+
+    def low_watermarks(
+        self, topic_partitions: Mapping[str, Iterable[int]]
+    ) -> dict[str, dict[int, int]]:
+        """Log start offset of many partitions in one admin call."""
+        return self._list_offsets(topic_partitions, OffsetSpec.earliest(), "reading start offsets")
+
+    def watermarks(self, topic: str, partitions: Iterable[int]) -> dict[int, tuple[int, int]]:
+        """(low, high) watermarks of the given partitions of `topic`."""
+        wanted = {topic: sorted(set(partitions))}
+        lows = self.low_watermarks(wanted)[topic]
+        highs = self.high_watermarks(wanted)[topic]
+        return {p: (lows[p], highs[p]) for p in wanted[topic]}
+
+    def group_offsets(
+        self, group: str, topic_partitions: Mapping[str, Iterable[int]]
+    ) -> dict[str, dict[int, int | None]]:
+        """Committed offsets of `group` (None = nothing committed), in one admin call."""
+        partitions = [
+            TopicPartition(topic, int(p)) for topic, ps in topic_partitions.items() for p in ps
+        ]
+        result: dict[str, dict[int, int | None]] = {t: {} for t in topic_partitions}
+        if not partitions:
+            return result
+        futures = self._client.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, partitions)], request_timeout=self.timeout_s
+        )
+        answer = self._result(futures[group], f"reading committed offsets of group {group!r}")
+        for tp in answer.topic_partitions:
+            if tp.error is not None:
+                if is_unavailable(tp.error):
+                    raise unavailable(
+                        f"reading committed offsets of group {group!r}", self.config, tp.error.str()
+                    )
+                raise ExpansionError(
+                    f"cannot read the committed offset of group {group!r} on "
+                    f"{tp.topic}[{tp.partition}]: {tp.error.str()}"
+                )
+            offset = int(tp.offset)
+            result.setdefault(tp.topic, {})[tp.partition] = None if offset < 0 else offset
+        for topic, ps in topic_partitions.items():
+            for p in ps:
+                result[topic].setdefault(int(p), None)
+        return result
+
+    def committed_offsets(
+        self, group: str, topic: str, partitions: Iterable[int]
+    ) -> dict[int, int | None]:
+        """Committed offsets of `group` on the given partitions of `topic` (None = none)."""
+        return self.group_offsets(group, {topic: list(partitions)})[topic]
+
+    def close(self) -> None:
+        """Release the client (AdminClient has no explicit close; drop the reference)."""
+        self._client = None  # type: ignore[assignment]
+
+    def __enter__(self) -> KafkaAdmin:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+_UNKNOWN_TOPIC_CODES = frozenset(
+    {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
+)

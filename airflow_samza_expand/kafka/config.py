@@ -1,0 +1,108 @@
+"""librdkafka client settings from arguments, a key=value file and overrides; redaction.
+
+Secrets never reach a log line or an error message: log `redact(config)`, never the config itself.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Mapping
+from typing import Any
+
+REDACTED = "***"
+
+# Keys whose values are secrets (matched case-insensitively as shell-style patterns).
+SECRET_KEY_PATTERNS: tuple[str, ...] = (
+    "*password*",
+    "*secret*",
+    "sasl.*",
+    "*token*",
+    "*credential*",
+    "ssl.key.pem",
+    "ssl.keystore.key*",
+    "ssl_key",
+)
+
+
+def _as_setting(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _setting_name(name: str) -> str:
+    """`security_protocol` -> `security.protocol` (librdkafka names use dots, never underscores)."""
+    return name if "." in name else name.replace("_", ".")
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Read librdkafka settings from a file of `key=value` lines (`#` and `!` start comments).
+
+    Errors name the file and line number, never the line text (it may hold a secret).
+    """
+    settings: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError as exc:
+        raise ValueError(
+            f"cannot read Kafka client config file {os.fspath(path)!r}: {exc.strerror} - "
+            "pass an existing, readable file of key=value lines"
+        ) from None
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(
+                f"{os.fspath(path)}:{number}: not a key=value line - write one librdkafka "
+                "setting per line, e.g. security.protocol=SASL_SSL"
+            )
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def client_config(
+    bootstrap_servers: str | None = None,
+    config_file: str | None = None,
+    **overrides: Any,
+) -> dict[str, str]:
+    """Return a librdkafka configuration dict (all values strings).
+
+    Precedence, lowest first: `config_file` (key=value lines), `bootstrap_servers`, `overrides`.
+    Override names may use dots (`**{"security.protocol": "SSL"}`) or underscores
+    (`security_protocol="SSL"`); booleans become "true"/"false"; `None` values are dropped.
+    Raises ValueError when no `bootstrap.servers` results.
+    """
+    config: dict[str, str] = {}
+    if config_file:
+        config.update(read_config_file(config_file))
+    if bootstrap_servers:
+        config["bootstrap.servers"] = bootstrap_servers
+    for name, value in overrides.items():
+        if value is not None:
+            config[_setting_name(name)] = _as_setting(value)
+    if not config.get("bootstrap.servers", "").strip():
+        raise ValueError(
+            "no Kafka bootstrap servers configured - pass bootstrap_servers='host:9092', "
+            "or set bootstrap.servers in the config file / connection extra"
+        )
+    return config
+
+
+def is_secret_key(key: str) -> bool:
+    """True when `key` names a secret setting (password, secret, token, SASL, private key)."""
+    lowered = key.lower()
+    return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in SECRET_KEY_PATTERNS)
+
+
+def redact(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Copy of `config` with every secret value replaced by `***` (safe to log)."""
+    return {key: (REDACTED if is_secret_key(str(key)) else value) for key, value in config.items()}
+
+
+def bootstrap_of(config: Mapping[str, Any]) -> str:
+    """The bootstrap servers of a config (for error messages), or `<unset>`."""
+    return str(config.get("bootstrap.servers") or config.get("metadata.broker.list") or "<unset>")
