@@ -63,7 +63,7 @@ _TOP_LEVEL_FIELDS = frozenset(
 _STREAM_FIELDS = frozenset({"system", "stream", "current", "initial"})
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class SystemStreamPartition:
     """One partition of one stream of one system, e.g. ``[kafka, orders, 3]``."""
 
@@ -157,8 +157,11 @@ class JobModel:
                     f"({s.current}) of stream '{s.stream}' must be a multiple of its initial "
                     f"count ({s.initial}): partition counts only grow by multiples",
                 )
-            if (s.system, s.stream) in counts:
-                raise _bad(f"streams[{i}]", f"repeats stream [{s.system}, {s.stream}]")
+            if any(name == s.stream for _, name in counts):
+                raise _bad(
+                    f"streams[{i}]",
+                    f"repeats stream name '{s.stream}': stream names must be unique in a job",
+                )
             counts[(s.system, s.stream)] = s.current
         if not self.ssp_to_task:
             raise _bad("tasks", "must map at least one SSP to a task")
@@ -386,6 +389,15 @@ class JobModel:
         )
 
 
+_SSP_TRIPLE = re.compile(r'\[\s*("(?:[^"\\]|\\.)*"),\s*("(?:[^"\\]|\\.)*"),\s*(\d+)\s*\]')
+
+
+def pretty_json(doc: Any) -> str:
+    """Indented JSON with sorted keys and each ``[system, stream, partition]`` on one line."""
+    text = json.dumps(doc, sort_keys=True, indent=2)
+    return _SSP_TRIPLE.sub(r"[\1, \2, \3]", text)
+
+
 def mapping_from_groups(
     groups: Mapping[str, Iterable[SystemStreamPartition]],
     broadcast: Iterable[SystemStreamPartition] = (),
@@ -457,5 +469,6 @@ __all__ = [
     "StreamPartitionCounts",
     "SystemStreamPartition",
     "mapping_from_groups",
+    "pretty_json",
     "utc_now_iso",
 ]

@@ -1,0 +1,161 @@
+"""Plain-text views of a job model and an expansion plan: a mapping table and a diagram of
+partitions -> buckets -> tasks (a bucket is the partition a key lived in when the stream had its
+initial count, ``partition_before_expansion(p, current, initial)``; every bucket stays in one
+task). ASCII only, so it reads the same in any terminal and in logs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Sequence
+
+from airflow_samza_expand.core.expansion import load_expansion_algorithm
+from airflow_samza_expand.core.model import JobModel, SystemStreamPartition
+from airflow_samza_expand.core.plan import ExpansionPlan
+
+NEW_MARK = "*"
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[object, ...]:
+    """Sort key putting "Partition 10" after "Partition 9"."""
+    return tuple(int(part) if part.isdigit() else part for part in _DIGITS.split(text))
+
+
+def _partition_list(partitions: Sequence[int], new: Collection[int] = (), limit: int = 16) -> str:
+    shown = [f"{p}{NEW_MARK}" if p in new else str(p) for p in partitions[:limit]]
+    if len(partitions) > limit:
+        shown.append(f"... (+{len(partitions) - limit} more)")
+    return " ".join(shown)
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    rows = [list(r) for r in rows]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    )
+    return lines
+
+
+def render_mapping_table(model: JobModel, new_ssps: Collection[SystemStreamPartition] = ()) -> str:
+    """One row per (task, stream): the partitions it reads; new ones marked ``*``."""
+    new = frozenset(new_ssps)
+    per_task: dict[str, dict[str, list[int]]] = {}
+    for ssp, task in model.ssp_to_task.items():
+        per_task.setdefault(task, {}).setdefault(ssp.stream, []).append(ssp.partition)
+    rows = []
+    for task in sorted(per_task, key=natural_key):
+        for stream in sorted(per_task[task]):
+            partitions = sorted(per_task[task][stream])
+            fresh = {p for p in partitions if _ssp_of(model, stream, p) in new}
+            rows.append([task, stream, _partition_list(partitions, fresh)])
+    if model.broadcast_ssps:
+        for ssp in sorted(model.broadcast_ssps):
+            rows.append(["(every task)", ssp.stream, f"{ssp.partition} (broadcast)"])
+    lines = _table(["TASK", "STREAM", "PARTITIONS"], rows)
+    if new:
+        lines.append(f"({NEW_MARK} = new partition)")
+    return "\n".join(lines)
+
+
+def _ssp_of(model: JobModel, stream: str, partition: int) -> SystemStreamPartition:
+    return SystemStreamPartition(model.stream(stream).system, stream, partition)
+
+
+def render_diagram(model: JobModel, new_ssps: Collection[SystemStreamPartition] = ()) -> str:
+    """Per stream: partitions -> bucket (initial partition of their keys) -> task."""
+    new = frozenset(new_ssps)
+    algorithm = load_expansion_algorithm(model.expansion_algorithm)
+    lines: list[str] = []
+    for s in model.streams:
+        buckets: dict[int, list[int]] = {}
+        for p in range(s.current):
+            q = algorithm.partition_before_expansion(p, s.current, s.initial)
+            buckets.setdefault(q, []).append(p)
+        lines.append(
+            f"{s.stream} ({s.system}): {s.current} partitions, initial {s.initial}; "
+            f"bucket = partition the key had at {s.initial} partitions"
+        )
+        label_rows = []
+        for q in sorted(buckets):
+            partitions = buckets[q]
+            fresh = {p for p in partitions if SystemStreamPartition(s.system, s.stream, p) in new}
+            first = SystemStreamPartition(s.system, s.stream, q)
+            if first in model.broadcast_ssps:
+                task = "every task (broadcast)"
+            else:
+                tasks = sorted(
+                    {
+                        model.ssp_to_task[SystemStreamPartition(s.system, s.stream, p)]
+                        for p in partitions
+                    },
+                    key=natural_key,
+                )
+                task = " + ".join(f'"{t}"' for t in tasks)
+            label_rows.append(
+                (f"partitions {_partition_list(partitions, fresh, limit=8)}", q, task)
+            )
+        width = max(len(r[0]) for r in label_rows)
+        for label, q, task in label_rows:
+            lines.append(f"  {label.ljust(width)} --> bucket {q} --> task {task}")
+    if new:
+        lines.append(f"({NEW_MARK} = new partition)")
+    return "\n".join(lines)
+
+
+def _indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def render_plan(plan: ExpansionPlan) -> str:
+    """The human report of `samza-expand plan`: summary, barrier, table, diagram, moves."""
+    model = plan.new_job_model
+    out = [
+        f"Expansion plan for job '{plan.job_name}': job model v{plan.old_version} -> "
+        f"v{plan.new_version} (grouper {model.grouper})",
+        "",
+        "Streams that grow:",
+    ]
+    for stream, (before, after) in plan.grown_counts().items():
+        out.append(f"  {stream}: {before} -> {after} partitions (x{after // before})")
+    unchanged = [s for s in plan.counts_before if s not in plan.streams_grown]
+    if unchanged:
+        out.append(
+            "  unchanged: " + ", ".join(f"{s} ({plan.counts_before[s]})" for s in sorted(unchanged))
+        )
+    out += [
+        "",
+        f"Tasks: {len(model.tasks())}",
+        f"New partitions: {len(plan.new_ssps)}; each joins the task that owns its keys' bucket.",
+        "",
+        f"Ordering barrier: before restarting on v{plan.new_version} the job must pass the high "
+        f"watermark of {len(plan.barrier_ssps)} old partition(s):",
+    ]
+    per_stream: dict[str, list[int]] = {}
+    for ssp in plan.barrier_ssps:
+        per_stream.setdefault(ssp.stream, []).append(ssp.partition)
+    for stream, partitions in sorted(per_stream.items()):
+        out.append(f"  {stream}: {_partition_list(partitions, limit=32)}")
+    out += [
+        "",
+        f"SSP -> task mapping of job model v{plan.new_version}:",
+        _indent(render_mapping_table(model, plan.new_ssps)),
+        "",
+        "Partitions -> buckets -> tasks:",
+        _indent(render_diagram(model, plan.new_ssps)),
+    ]
+    reassigned = [m for m in plan.moved if m.from_task is not None]
+    if reassigned:
+        out += ["", f"WARNING: {len(reassigned)} existing partition(s) change task (state lost):"]
+        out += [f"  {m.ssp}: {m.from_task} -> {m.to_task}" for m in reassigned[:20]]
+    else:
+        out += ["", "No existing partition changes task: state stays with its keys."]
+    return "\n".join(out)
+
+
+__all__ = ["natural_key", "render_diagram", "render_mapping_table", "render_plan"]
