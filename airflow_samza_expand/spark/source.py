@@ -1,0 +1,388 @@
+"""Spark 4 Python streaming data source over confluent-kafka that honours the job model.
+
+* One input partition per **task** of the job model, holding the offset ranges of its SSPs.
+* Offsets are JSON ``{"topic": {"partition": next_offset}}`` with sorted keys (as
+  ``json.dumps(..., sort_keys=True)`` sorts them), covering every SSP of the job model.
+* Replay-safe: a range is read with ``assign()`` at its start offset and stops exactly before
+  its end offset, so the same range gives the same records.
+* SSPs absent from the start offsets (partitions added by an expansion) start at their log
+  start.
+* ``commit(end)`` commits ``end`` (the next offset to read of every SSP) for the consumer group
+  named after the job.
+* Admission control: ``max_records_per_batch`` caps a micro-batch, split fairly across SSPs.
+
+Options (all strings): ``job_model`` (JSON), ``bootstrap_servers`` and/or ``kafka_config_file``,
+``group_id`` (default: the job name), ``max_records_per_batch`` (0 = no cap), ``stop_gate``
+(path of a file whose existence means "admit no more data", used for a clean stop).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from airflow_samza_expand.core.model import JobModel
+
+log = logging.getLogger(__name__)
+
+SOURCE_NAME = "samza_kafka"
+SOURCE_SCHEMA = (
+    "task string, topic string, partition int, offset long, key string, value binary, "
+    "timestamp timestamp"
+)
+KAFKA_SYSTEM = "kafka"
+ARROW_BATCH_ROWS = 10_000
+# A read gives up when no record arrives for this long although the range is not done.
+READ_STALL_TIMEOUT_S = 120.0
+
+Offsets = dict[str, dict[str, int]]
+Range = tuple[str, int, int, int]  # topic, partition, start (inclusive), end (exclusive)
+
+
+def offsets_json(offsets: Mapping[str, Mapping[str, int]]) -> Offsets:
+    """Canonical offsets: topics and partitions sorted as ``json.dumps(sort_keys=True)`` does."""
+    return {t: {p: int(offsets[t][p]) for p in sorted(offsets[t])} for t in sorted(offsets)}
+
+
+def fair_split(available: Mapping[Any, int], cap: int) -> dict[Any, int]:
+    """Share ``cap`` records across SSPs: equal shares, unused shares go to the others."""
+    take = {k: 0 for k in available}
+    left = {k: v for k, v in available.items() if v > 0}
+    budget = cap
+    while left and budget > 0:
+        share = max(1, budget // len(left))
+        for k in sorted(left):
+            if budget <= 0:
+                break
+            n = min(share, left[k], budget)
+            take[k] += n
+            left[k] -= n
+            budget -= n
+        left = {k: v for k, v in left.items() if v > 0}
+    return take
+
+
+def kafka_client_config(options: Mapping[str, str]) -> dict[str, str]:
+    """librdkafka settings from the source options (bootstrap servers and/or a config file)."""
+    from airflow_samza_expand.kafka.config import client_config
+
+    return client_config(
+        bootstrap_servers=options.get("bootstrap_servers") or None,
+        config_file=options.get("kafka_config_file") or None,
+    )
+
+
+class TaskInputPartition(InputPartition):
+    """The offset ranges of one task's SSPs for one micro-batch."""
+
+    def __init__(self, task: str, ranges: list[Range]) -> None:
+        super().__init__(task)
+        self.task = task
+        self.ranges = ranges
+
+    def __repr__(self) -> str:
+        return f"TaskInputPartition({self.task!r}, {self.ranges!r})"
+
+
+class SamzaKafkaDataSource(DataSource):
+    """``spark.readStream.format("samza_kafka")``: Kafka records by job-model task."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return SOURCE_SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return SamzaKafkaStreamReader(schema, dict(self.options))
+
+
+class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Plans micro-batches from Kafka watermarks and reads them per task."""
+
+    def __init__(self, schema: StructType, options: Mapping[str, str]) -> None:
+        self.schema = schema
+        self.options = dict(options)
+        if "job_model" not in self.options:
+            raise ValueError("samza_kafka source needs option 'job_model' (the job model JSON)")
+        self.model = JobModel.from_json(self.options["job_model"])
+        for ssp in self.model.ssp_to_task:
+            if ssp.system != KAFKA_SYSTEM:
+                raise ValueError(
+                    f"SSP {ssp} is not of system '{KAFKA_SYSTEM}' - this source reads Kafka only"
+                )
+        self.group_id = self.options.get("group_id") or self.model.job_name
+        self.max_records = int(self.options.get("max_records_per_batch") or 0)
+        self.stop_gate = self.options.get("stop_gate") or None
+        self.ssps = sorted(
+            {
+                (ssp.stream, ssp.partition)
+                for ssps in self.model.task_to_ssps().values()
+                for ssp in ssps
+            }
+        )
+        self._target: Offsets | None = None
+        self._consumer: Any = None  # driver-side client, created lazily (never pickled)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_consumer"] = None
+        return state
+
+    # -- driver side ---------------------------------------------------------------------------
+
+    def _driver_consumer(self) -> Any:
+        if self._consumer is None:
+            from confluent_kafka import Consumer
+
+            config = kafka_client_config(self.options)
+            config.update({"group.id": self.group_id, "enable.auto.commit": "false"})
+            self._consumer = Consumer(config)
+        return self._consumer
+
+    def _watermarks(self) -> dict[tuple[str, int], tuple[int, int]]:
+        from confluent_kafka import TopicPartition
+
+        consumer = self._driver_consumer()
+        marks = {}
+        for topic, partition in self.ssps:
+            try:
+                marks[(topic, partition)] = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=30, cached=False
+                )
+            except Exception as exc:  # KafkaException: unknown partition, broker down
+                raise RuntimeError(
+                    f"cannot read watermarks of {topic}[{partition}] for job "
+                    f"{self.model.job_name!r}: {exc} - check the topic exists with the job "
+                    "model's partition count and the brokers are reachable"
+                ) from None
+        return marks
+
+    def initialOffset(self) -> dict:
+        marks = self._watermarks()
+        return offsets_json(_nest({ssp: low for ssp, (low, _high) in marks.items()}))
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        marks = self._watermarks()
+        self._target = offsets_json(_nest({ssp: high for ssp, (_low, high) in marks.items()}))
+        log.info("available-now target offsets: %s", json.dumps(self._target))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.max_records > 0:
+            return ReadMaxRows(self.max_records)
+        return ReadAllAvailable()
+
+    def _gate_closed(self) -> bool:
+        return bool(self.stop_gate) and os.path.exists(self.stop_gate)
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        if self._gate_closed():
+            log.info("stop requested: admitting no more data after %s", json.dumps(start))
+            return start
+        marks = self._watermarks()
+        begin: dict[tuple[str, int], int] = {}
+        available: dict[tuple[str, int], int] = {}
+        for ssp in self.ssps:
+            low, high = marks[ssp]
+            if self._target is not None:
+                high = min(high, self._target.get(ssp[0], {}).get(str(ssp[1]), high))
+            started = _lookup(start, ssp)
+            begin[ssp] = low if started is None else started
+            available[ssp] = max(0, high - max(begin[ssp], low))
+        if isinstance(limit, ReadMaxRows):
+            take = fair_split(available, limit.max_rows)
+        else:
+            take = available
+        end: dict[tuple[str, int], int] = {}
+        for ssp in self.ssps:
+            low = marks[ssp][0]
+            if take[ssp] > 0:
+                end[ssp] = max(begin[ssp], low) + take[ssp]
+            else:
+                end[ssp] = begin[ssp]
+        result = offsets_json(_nest(end))
+        if all(_lookup(start, ssp) == end[ssp] for ssp in self.ssps):
+            return start  # no new data: hand back start as is
+        return result
+
+    def reportLatestOffset(self) -> dict | None:
+        marks = self._watermarks()
+        return offsets_json(_nest({ssp: high for ssp, (_low, high) in marks.items()}))
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        known = set(self.ssps)
+        for topic, parts in end.items():
+            for partition in parts:
+                if (topic, int(partition)) not in known:
+                    raise RuntimeError(
+                        f"batch end offsets name {topic}[{partition}], which job model "
+                        f"v{self.model.version} of {self.model.job_name!r} does not read - "
+                        "restart with a job model that keeps it, or a new --checkpoint-dir"
+                    )
+        result: list[InputPartition] = []
+        for task, ssps in self.model.task_to_ssps().items():
+            ranges: list[Range] = []
+            for ssp in sorted(ssps):
+                key = (ssp.stream, ssp.partition)
+                stop = _lookup(end, key)
+                if stop is None:
+                    continue
+                # Absent from start: a partition new to the checkpoint, read from its log start
+                # (offset 0 resets to the earliest offset when the log starts later).
+                begin = _lookup(start, key) or 0
+                if stop > begin:
+                    ranges.append((ssp.stream, ssp.partition, begin, stop))
+            if ranges:
+                result.append(TaskInputPartition(task, ranges))
+        return result
+
+    def commit(self, end: dict) -> None:
+        try:
+            commit_group_offsets(self._driver_consumer(), end)
+        except Exception as exc:  # keep the query alive; the job commits again after a batch
+            log.warning("committing offsets of group %r failed: %s", self.group_id, exc)
+
+    def stop(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    # -- executor side -------------------------------------------------------------------------
+
+    def read(self, partition: InputPartition) -> Iterator:
+        assert isinstance(partition, TaskInputPartition)
+        return read_ranges(
+            self.options, self.group_id, partition.task, partition.ranges, self.schema
+        )
+
+
+def _nest(flat: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:
+    nested: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in flat.items():
+        nested.setdefault(topic, {})[str(partition)] = offset
+    return nested
+
+
+def _lookup(offsets: Mapping[str, Mapping[str, int]], ssp: tuple[str, int]) -> int | None:
+    value = offsets.get(ssp[0], {}).get(str(ssp[1]))
+    return None if value is None else int(value)
+
+
+def commit_group_offsets(consumer: Any, offsets: Mapping[str, Mapping[str, int]]) -> None:
+    """Commit ``offsets`` (next offset to read per SSP) for the consumer's group, synchronously."""
+    from confluent_kafka import TopicPartition
+
+    tps = [
+        TopicPartition(topic, int(partition), int(offset))
+        for topic, parts in sorted(offsets.items())
+        for partition, offset in sorted(parts.items())
+    ]
+    if tps:
+        consumer.commit(offsets=tps, asynchronous=False)
+
+
+def read_ranges(
+    options: Mapping[str, str],
+    group_id: str,
+    task: str,
+    ranges: list[Range],
+    schema: StructType,
+) -> Iterator:
+    """Yield Arrow record batches holding exactly the records of ``ranges``."""
+    import pyarrow as pa
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    config = kafka_client_config(options)
+    config.update(
+        {
+            "group.id": group_id,
+            "enable.auto.commit": "false",
+            "enable.auto.offset.store": "false",
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": "true",
+        }
+    )
+    consumer = Consumer(config)
+    try:
+        end = {(t, p): e for t, p, _s, e in ranges}
+        pending = set(end)
+        consumer.assign([TopicPartition(t, p, s) for t, p, s, _e in ranges])
+        columns: dict[str, list] = {name: [] for name in arrow_schema.names}
+        last_progress = time.monotonic()
+        while pending:
+            messages = consumer.consume(num_messages=ARROW_BATCH_ROWS, timeout=1.0)
+            if not messages:
+                if time.monotonic() - last_progress > READ_STALL_TIMEOUT_S:
+                    raise RuntimeError(
+                        f"task {task!r}: no records for {READ_STALL_TIMEOUT_S:.0f}s while "
+                        f"reading {sorted(pending)} up to {[end[s] for s in sorted(pending)]} - "
+                        "the brokers are unreachable or the records were deleted"
+                    )
+                continue
+            last_progress = time.monotonic()
+            done: list[tuple[str, int]] = []
+            for msg in messages:
+                ssp = (msg.topic(), msg.partition())
+                if ssp not in pending:
+                    continue
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        if msg.offset() >= end[ssp]:
+                            pending.discard(ssp)
+                            done.append(ssp)
+                        continue
+                    raise RuntimeError(f"task {task!r}: reading {ssp[0]}[{ssp[1]}] failed: {err}")
+                offset = msg.offset()
+                if offset >= end[ssp]:
+                    pending.discard(ssp)
+                    done.append(ssp)
+                    continue
+                columns["task"].append(task)
+                columns["topic"].append(ssp[0])
+                columns["partition"].append(ssp[1])
+                columns["offset"].append(offset)
+                raw_key = msg.key()
+                columns["key"].append(
+                    None if raw_key is None else raw_key.decode("utf-8", errors="replace")
+                )
+                columns["value"].append(msg.value())
+                _ts_type, ts = msg.timestamp()
+                columns["timestamp"].append(None if ts is None or ts < 0 else ts * 1000)
+                if offset + 1 >= end[ssp]:
+                    pending.discard(ssp)
+                    done.append(ssp)
+            if done:
+                consumer.incremental_unassign([TopicPartition(t, p) for t, p in done])
+            if len(columns["offset"]) >= ARROW_BATCH_ROWS or (not pending and columns["offset"]):
+                yield _to_batch(pa, columns, arrow_schema)
+                columns = {name: [] for name in arrow_schema.names}
+    finally:
+        consumer.close()
+
+
+def _to_batch(pa: Any, columns: dict[str, list], arrow_schema: Any) -> Any:
+    arrays = []
+    for field in arrow_schema:
+        values = columns[field.name]
+        if field.name == "timestamp":
+            arrays.append(pa.array(values, type=pa.int64()).cast(field.type))
+        else:
+            arrays.append(pa.array(values, type=field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
