@@ -108,6 +108,21 @@ def render_diagram(model: JobModel, new_ssps: Collection[SystemStreamPartition] 
     return "\n".join(lines)
 
 
+def split_buckets(model: JobModel) -> dict[tuple[str, int], list[str]]:
+    """(stream, bucket) -> its tasks, for buckets whose partitions are not all in one task."""
+    algorithm = load_expansion_algorithm(model.expansion_algorithm)
+    tasks: dict[tuple[str, int], set[str]] = {}
+    for ssp, task in model.ssp_to_task.items():
+        s = model.stream(ssp.stream)
+        q = algorithm.partition_before_expansion(ssp.partition, s.current, s.initial)
+        tasks.setdefault((ssp.stream, q), set()).add(task)
+    return {
+        key: sorted(found, key=natural_key)
+        for key, found in sorted(tasks.items())
+        if len(found) > 1
+    }
+
+
 def _indent(text: str, prefix: str = "  ") -> str:
     return "\n".join(prefix + line for line in text.splitlines())
 
@@ -150,12 +165,29 @@ def render_plan(plan: ExpansionPlan) -> str:
         _indent(render_diagram(model, plan.new_ssps)),
     ]
     reassigned = [m for m in plan.moved if m.from_task is not None]
+    split = split_buckets(model)
     if reassigned:
         out += ["", f"WARNING: {len(reassigned)} existing partition(s) change task (state lost):"]
         out += [f"  {m.ssp}: {m.from_task} -> {m.to_task}" for m in reassigned[:20]]
-    else:
-        out += ["", "No existing partition changes task: state stays with its keys."]
+    if split:
+        out += [
+            "",
+            f"WARNING: {len(split)} bucket(s) are split across tasks, so keys that move "
+            "to a new partition leave the task holding their state:",
+        ]
+        out += [
+            f"  {stream} bucket {q}: " + " + ".join(f'"{t}"' for t in tasks)
+            for (stream, q), tasks in list(split.items())[:20]
+        ]
+    if not reassigned and not split:
+        out += ["", "Every bucket stays in one task: each key's state stays with the key."]
     return "\n".join(out)
 
 
-__all__ = ["natural_key", "render_diagram", "render_mapping_table", "render_plan"]
+__all__ = [
+    "natural_key",
+    "render_diagram",
+    "render_mapping_table",
+    "render_plan",
+    "split_buckets",
+]
