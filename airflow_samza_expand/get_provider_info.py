@@ -7,6 +7,23 @@ from typing import Any
 from airflow_samza_expand import __version__
 
 PACKAGE_NAME = "airflow-samza-expand"
+INTEGRATION = "Samza-style partition expansion"
+
+# Every public class of the Airflow surface, by import path; each lives in a module listed
+# below (tests import every one).
+CLASSES: list[str] = [
+    "airflow_samza_expand.airflow.hooks.SamzaExpandKafkaHook",
+    "airflow_samza_expand.airflow.operators.PlanExpansionOperator",
+    "airflow_samza_expand.airflow.operators.ExpandPartitionsOperator",
+    "airflow_samza_expand.airflow.operators.StopStatefulJobOperator",
+    "airflow_samza_expand.airflow.operators.WriteJobModelOperator",
+    "airflow_samza_expand.airflow.sensors.OrderingBarrierSensor",
+    "airflow_samza_expand.airflow.sensors.JobModelAckSensor",
+    "airflow_samza_expand.airflow.sensors.PartitionCountSensor",
+    "airflow_samza_expand.airflow.triggers.OrderingBarrierTrigger",
+    "airflow_samza_expand.airflow.triggers.JobModelAckTrigger",
+    "airflow_samza_expand.airflow.triggers.PartitionCountChangeTrigger",
+]
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -21,15 +38,43 @@ def get_provider_info() -> dict[str, Any]:
         "versions": [__version__],
         "integrations": [
             {
-                "integration-name": "Samza-style partition expansion",
+                "integration-name": INTEGRATION,
                 "external-doc-url": "https://kafka.apache.org/documentation/",
                 "tags": ["apache"],
             }
         ],
-        "hooks": [],
-        "operators": [],
-        "sensors": [],
-        "triggers": [],
+        "hooks": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": ["airflow_samza_expand.airflow.hooks"],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": [
+                    "airflow_samza_expand.airflow.operators",
+                    "airflow_samza_expand.airflow.operators.plan",
+                    "airflow_samza_expand.airflow.operators.expand",
+                    "airflow_samza_expand.airflow.operators.stop",
+                    "airflow_samza_expand.airflow.operators.write_model",
+                ],
+            }
+        ],
+        "sensors": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": ["airflow_samza_expand.airflow.sensors"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": ["airflow_samza_expand.airflow.triggers"],
+            }
+        ],
+        # The hook uses the apache-kafka provider's "kafka" connection type (kafka_default);
+        # registering "kafka" a second time would clash with that provider.
         "connection-types": [],
         "plugins": [],
     }

@@ -1,0 +1,91 @@
+"""The Kafka hook of the expansion: the apache-kafka provider's connection, our clients."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
+
+from airflow_samza_expand.kafka.config import redact
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.kafka.coordinator import CoordinatorStore
+
+DEFAULT_COORDINATOR = "kafka"
+
+
+class SamzaExpandKafkaHook(KafkaBaseHook):
+    """Builds the expansion's Kafka clients from an Airflow Kafka connection.
+
+    The connection is the apache-kafka provider's ``kafka`` type (default ``kafka_default``):
+    its extra is the librdkafka configuration (``bootstrap.servers``, ``security.protocol``,
+    ``sasl.*``, ``ssl.*`` ...), passed through unchanged, with callbacks resolved as the
+    provider does. Secrets are never logged: log lines use :func:`kafka.config.redact`.
+    """
+
+    hook_name = "Apache Kafka (Samza partition expansion)"
+
+    def client_config(self) -> dict[str, Any]:
+        """The librdkafka configuration of the connection (blocking: reads the connection)."""
+        config = self._build_config()
+        self.log.info("Kafka connection %r: %s", self.kafka_config_id, redact(_printable(config)))
+        return config
+
+    async def aclient_config(self) -> dict[str, Any]:
+        """Like :meth:`client_config`, for triggers: reads the connection without blocking."""
+        conn = await self.aget_connection(self.kafka_config_id)
+        return self.config_from_extra(conn.extra_dejson)
+
+    def config_from_extra(self, extra: Mapping[str, Any]) -> dict[str, Any]:
+        """librdkafka configuration from a connection extra (callbacks resolved, MSK IAM added)."""
+        config = dict(extra)
+        self._resolve_callbacks(config)
+        bootstrap = config.get("bootstrap.servers")
+        if not bootstrap:
+            raise ValueError(
+                f"Kafka connection {self.kafka_config_id!r} has no 'bootstrap.servers' in its "
+                'extra - set the extra to e.g. {"bootstrap.servers": "broker:9092"}.'
+            )
+        self._maybe_add_msk_iam_oauth(config, bootstrap)
+        return config
+
+    def get_admin(self, config: Mapping[str, Any] | None = None, *, timeout_s: float = 30.0):
+        """A :class:`~airflow_samza_expand.kafka.admin.KafkaAdmin` on this connection."""
+        from airflow_samza_expand.kafka.admin import KafkaAdmin
+
+        return KafkaAdmin(self.client_config() if config is None else config, timeout_s=timeout_s)
+
+    def get_coordinator_store(
+        self,
+        job_name: str,
+        coordinator: str = DEFAULT_COORDINATOR,
+        config: Mapping[str, Any] | None = None,
+    ) -> CoordinatorStore:
+        """The job's coordinator store: ``"kafka"``/``"kafka://<topic>"`` or a path/fsspec URL."""
+        from airflow_samza_expand.kafka.coordinator import open_store
+
+        kafka_config = None
+        if coordinator == "kafka" or coordinator.startswith("kafka://"):
+            kafka_config = self.client_config() if config is None else dict(config)
+        return open_store(coordinator, job_name, kafka_config=kafka_config)
+
+
+def _printable(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Callables shown by name, so a log line never calls or dumps them."""
+    return {
+        key: (getattr(value, "__name__", type(value).__name__) if callable(value) else value)
+        for key, value in config.items()
+    }
+
+
+def open_clients(
+    kafka_config_id: str, job_name: str | None, coordinator: str, *, timeout_s: float = 30.0
+) -> tuple[KafkaAdmin, CoordinatorStore | None]:
+    """Admin client and (when ``job_name`` is given) coordinator store, sharing one config read."""
+    hook = SamzaExpandKafkaHook(kafka_config_id=kafka_config_id)
+    config = hook.client_config()
+    admin = hook.get_admin(config, timeout_s=timeout_s)
+    store = hook.get_coordinator_store(job_name, coordinator, config) if job_name else None
+    return admin, store

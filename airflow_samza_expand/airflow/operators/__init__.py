@@ -1,0 +1,13 @@
+"""Operators of the partition expansion: plan, expand, stop the job, write job model vN+1."""
+
+from airflow_samza_expand.airflow.operators.expand import ExpandPartitionsOperator
+from airflow_samza_expand.airflow.operators.plan import PlanExpansionOperator
+from airflow_samza_expand.airflow.operators.stop import StopStatefulJobOperator
+from airflow_samza_expand.airflow.operators.write_model import WriteJobModelOperator
+
+__all__ = [
+    "ExpandPartitionsOperator",
+    "PlanExpansionOperator",
+    "StopStatefulJobOperator",
+    "WriteJobModelOperator",
+]
