@@ -99,7 +99,7 @@ def _fetch_once(broker: Broker, body: Any) -> tuple[list[dict[str, Any]], int]:
                         "high_watermark": -1,
                         "last_stable_offset": -1,
                         "log_start_offset": -1,
-                        "records": None,
+                        "records": b"",
                     }
                 )
                 continue
@@ -112,7 +112,7 @@ def _fetch_once(broker: Broker, body: Any) -> tuple[list[dict[str, Any]], int]:
                 "preferred_read_replica": -1,
             }
             if not plog.log_start_offset <= fp.fetch_offset <= plog.next_offset:
-                entry.update(error_code=1, records=None)
+                entry.update(error_code=1, records=b"")
             else:
                 limit = min(fp.partition_max_bytes, remaining)
                 data = plog.read(fp.fetch_offset, limit) if (limit > 0 or total == 0) else b""
@@ -153,7 +153,7 @@ def fetch_error(req: Request, code: int) -> dict[str, Any]:
                         "high_watermark": -1,
                         "last_stable_offset": -1,
                         "log_start_offset": -1,
-                        "records": None,
+                        "records": b"",
                     }
                     for p in t.partitions
                 ],
