@@ -198,7 +198,7 @@ class KafkaAdmin:
         except KafkaException as exc:
             error = kafka_error_of(exc)
             code = error.code() if error else None
-            reason = error.str() if error else str(exc)
+            reason = f"{error.name()}: {error.str()}" if error else str(exc)
             if code == KafkaError.INVALID_PARTITIONS:
                 raise InvalidGrowthError(
                     f"Kafka refused {what}: {reason} - partitions can only be added; "
@@ -233,9 +233,8 @@ class KafkaAdmin:
             error = kafka_error_of(exc)
             if error is not None and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 return False
-            raise ExpansionError(
-                f"Kafka refused to create topic {topic!r}: {error.str() if error else exc}"
-            ) from None
+            reason = f"{error.name()}: {error.str()}" if error else str(exc)
+            raise ExpansionError(f"Kafka refused to create topic {topic!r}: {reason}") from None
         log.info("created topic %s with %d partition(s)", topic, partitions)
         return True
 

@@ -399,8 +399,11 @@ class KafkaCoordinatorStore:
                             f"stuck at offset {self._position} of {high} after "
                             f"{self.timeout_s:g} s",
                         )
+                    # consume() waits for the whole batch or the timeout: ask for exactly the
+                    # records left (fewer only if compaction left gaps; then EOF ends it)
+                    batch = max(1, min(high - self._position, 100_000))
                     for message in consumer.consume(
-                        num_messages=100_000, timeout=min(remaining, 1)
+                        num_messages=batch, timeout=min(remaining, 0.2)
                     ):
                         error = message.error()
                         if error is not None:
