@@ -142,7 +142,8 @@ class PartitionLog:
 
     def _slice(self, start: int, end: int) -> bytes:
         if self._buf is not None:
-            return bytes(self._buf[start:end])
+            with memoryview(self._buf) as view:  # one copy, and the view is released at once
+                return bytes(view[start:end])
         assert self._fd is not None
         return os.pread(self._fd, end - start, start)
 

@@ -1,0 +1,66 @@
+"""`samza-expand dev-broker` runs in the foreground, logs, stops on SIGTERM; bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from airflow_samza_expand.cli import main
+
+
+def test_bad_port_is_refused(capsys) -> None:
+    assert main(["dev-broker", "--port", "70000"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --port 70000 is not a TCP port" in err
+
+
+def test_data_dir_that_is_a_file_is_refused(tmp_path: Path, capsys) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert main(["dev-broker", "--port", "0", "--data-dir", str(target)]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    assert target.read_text() == "x"
+
+
+def test_foreground_run_logs_and_stops_on_sigterm(tmp_path: Path) -> None:
+    ready = tmp_path / "ready.json"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from airflow_samza_expand.cli import main; sys.exit(main())",
+            "dev-broker",
+            "--port",
+            "0",
+            "--ready-file",
+            str(ready),
+            "--log-level",
+            "DEBUG",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            assert time.monotonic() < deadline, "broker never wrote its ready file"
+            time.sleep(0.05)
+        info = json.loads(ready.read_text())
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{info['port']}"})
+        assert admin.list_topics(timeout=10).brokers
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0
+    assert "development Kafka broker listening on 127.0.0.1:" in out
+    assert "Metadata v" in out  # each request is logged at DEBUG
+    assert "connection from 127.0.0.1" in out
+    assert "development Kafka broker stopped" in out
