@@ -145,6 +145,10 @@ def test_cluster_partitions_and_any_multiple(capsys):
             ["'orders' has 3 partitions on the cluster"],
         ),
         (
+            ["--partitions", "orders=2", "--target", "orders=4", "--algorithm", "nope.Missing"],
+            ["cannot import module 'nope'", "job.systemstreampartition.expansion.algorithm"],
+        ),
+        (
             ["--partitions", "orders=2", "--target", "orders=4,orders=8"],
             ["names stream 'orders' twice"],
         ),

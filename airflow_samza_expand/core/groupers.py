@@ -20,7 +20,7 @@ the base grouper's answer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import ClassVar, Protocol
 
 from airflow_samza_expand.core.errors import (
@@ -111,8 +111,24 @@ def _contiguous_count(key: StreamKey, partitions: Iterable[int], what: str) -> i
     return n
 
 
+def _collect(
+    named: Iterable[tuple[list[SystemStreamPartition], list[str]]],
+) -> dict[str, list[SystemStreamPartition]]:
+    """Group SSPs by task name, from (SSPs, their task names) pairs."""
+    groups: dict[str, list[SystemStreamPartition]] = {}
+    get = groups.get
+    for items, names in named:
+        for ssp, task in zip(items, names, strict=True):
+            bucket = get(task)
+            if bucket is None:
+                groups[task] = [ssp]
+            else:
+                bucket.append(ssp)
+    return groups
+
+
 class _Grouper:
-    """Base of the groupers: broadcast handling, input checks, and the per-SSP task rule."""
+    """Base of the groupers: input checks, broadcast SSPs, and one task-name rule per SSP."""
 
     name: ClassVar[str] = ""
     keeps_state_on_expansion: ClassVar[bool] = False
@@ -123,12 +139,14 @@ class _Grouper:
     def group(
         self, ssps: Iterable[SystemStreamPartition], previous_mapping: PreviousMapping | None = None
     ) -> Groups:
+        """Group ``ssps`` by this grouper's rule; ``previous_mapping`` is ignored."""
         streams = _by_stream(ssps, self.broadcast_ssps)
-        return self._finish(self._base_groups(streams))
+        return self._finish(
+            _collect((items, self._task_names(items)) for items in streams.values())
+        )
 
-    def _base_groups(
-        self, streams: Mapping[StreamKey, list[SystemStreamPartition]]
-    ) -> dict[str, list[SystemStreamPartition]]:
+    def _task_names(self, items: list[SystemStreamPartition]) -> list[str]:
+        """The base rule: the task name of each SSP of one stream."""
         raise NotImplementedError
 
     def _finish(self, groups: Mapping[str, list[SystemStreamPartition]]) -> Groups:
@@ -149,18 +167,8 @@ class GroupByPartition(_Grouper):
 
     name = "GroupByPartition"
 
-    def _base_groups(
-        self, streams: Mapping[StreamKey, list[SystemStreamPartition]]
-    ) -> dict[str, list[SystemStreamPartition]]:
-        groups: dict[int, list[SystemStreamPartition]] = {}
-        for items in streams.values():
-            for ssp in items:
-                bucket = groups.get(ssp.partition)
-                if bucket is None:
-                    groups[ssp.partition] = [ssp]
-                else:
-                    bucket.append(ssp)
-        return {f"Partition {p}": members for p, members in groups.items()}
+    def _task_names(self, items: list[SystemStreamPartition]) -> list[str]:
+        return [f"Partition {ssp.partition}" for ssp in items]
 
 
 def ssp_task_name(ssp: SystemStreamPartition) -> str:
@@ -173,10 +181,8 @@ class GroupBySystemStreamPartition(_Grouper):
 
     name = "GroupBySystemStreamPartition"
 
-    def _base_groups(
-        self, streams: Mapping[StreamKey, list[SystemStreamPartition]]
-    ) -> dict[str, list[SystemStreamPartition]]:
-        return {ssp_task_name(ssp): [ssp] for items in streams.values() for ssp in items}
+    def _task_names(self, items: list[SystemStreamPartition]) -> list[str]:
+        return [ssp_task_name(ssp) for ssp in items]
 
 
 class AllSspToSingleTaskGrouper(_Grouper):
@@ -194,14 +200,13 @@ class AllSspToSingleTaskGrouper(_Grouper):
         super().__init__(broadcast_ssps)
         self.processor_id = processor_id
 
-    def _base_groups(
-        self, streams: Mapping[StreamKey, list[SystemStreamPartition]]
-    ) -> dict[str, list[SystemStreamPartition]]:
-        return {f"Task-{self.processor_id}": [ssp for items in streams.values() for ssp in items]}
+    def _task_names(self, items: list[SystemStreamPartition]) -> list[str]:
+        return [f"Task-{self.processor_id}"] * len(items)
 
 
 class _FixedTasks(_Grouper):
-    """SEP-5: the base grouper's answer, with SSPs of grown streams kept in their keys' task."""
+    """SEP-5: the base grouper's answer, with SSPs of earlier job models kept in their task and
+    new partitions of grown streams put in the task of their keys' partition."""
 
     base: ClassVar[type[_Grouper]]
     keeps_state_on_expansion = True
@@ -220,39 +225,27 @@ class _FixedTasks(_Grouper):
         self.initial_counts = dict(initial_counts or {})
         self._base = self.base(self.broadcast_ssps)
 
-    def _base_groups(
-        self, streams: Mapping[StreamKey, list[SystemStreamPartition]]
-    ) -> dict[str, list[SystemStreamPartition]]:
-        return self._base._base_groups(streams)
+    def _task_names(self, items: list[SystemStreamPartition]) -> list[str]:
+        return self._base._task_names(items)
 
     def group(
         self, ssps: Iterable[SystemStreamPartition], previous_mapping: PreviousMapping | None = None
     ) -> Groups:
         streams = _by_stream(ssps, self.broadcast_ssps)
-        base = self._base_groups(streams)
         if not previous_mapping:
-            return self._finish(base)
+            return self._finish(
+                _collect((items, self._task_names(items)) for items in streams.values())
+            )
         previous = self._previous_by_stream(previous_mapping)
-        current_counts = {
-            key: _contiguous_count(key, (s.partition for s in items), "the grouper input")
-            for key, items in streams.items()
-        }
-        rules = {
-            key: self._task_rule(key, current_counts[key], previous[key])
-            for key in streams
-            if key in previous
-        }
-        groups: dict[str, list[SystemStreamPartition]] = {}
-        for task, members in base.items():
-            for ssp in members:
-                rule = rules.get((ssp.system, ssp.stream))
-                target = task if rule is None else rule(ssp.partition)
-                bucket = groups.get(target)
-                if bucket is None:
-                    groups[target] = [ssp]
-                else:
-                    bucket.append(ssp)
-        return self._finish(groups)
+        named = []
+        for key, items in streams.items():
+            previous_tasks = previous.get(key)
+            if previous_tasks is None:  # a new stream: the base grouper's answer
+                named.append((items, self._task_names(items)))
+                continue
+            current = _contiguous_count(key, (s.partition for s in items), "the grouper input")
+            named.append((items, self._tasks_of(key, current, previous_tasks, items)))
+        return self._finish(_collect(named))
 
     def _previous_by_stream(self, previous_mapping: PreviousMapping) -> dict[StreamKey, list[str]]:
         """Previous task of each partition, per stream, as a list indexed by partition."""
@@ -274,7 +267,8 @@ class _FixedTasks(_Grouper):
         return result
 
     def _initial_count(self, key: StreamKey, previous_count: int) -> int:
-        initial = self.initial_counts.get(key, self.initial_counts.get(key[1]))  # type: ignore[call-overload]
+        counts: Mapping = self.initial_counts
+        initial = counts.get(key, counts.get(key[1]))
         if initial is None:
             return previous_count
         if initial <= 0 or previous_count % initial:
@@ -284,14 +278,18 @@ class _FixedTasks(_Grouper):
             )
         return initial
 
-    def _task_rule(
-        self, key: StreamKey, current: int, previous_tasks: list[str]
-    ) -> Callable[[int], str]:
-        """Partition -> task for one stream that was in the previous mapping."""
+    def _tasks_of(
+        self,
+        key: StreamKey,
+        current: int,
+        previous_tasks: list[str],
+        items: list[SystemStreamPartition],
+    ) -> list[str]:
+        """Task of each SSP of one stream that was in the previous mapping."""
         previous = len(previous_tasks)
         stream = key[1]
         if current == previous:
-            return previous_tasks.__getitem__
+            return [previous_tasks[s.partition] for s in items]
         if current < previous:
             raise InvalidGrowthError(
                 f"stream '{stream}' shrank from {previous} to {current} partitions: partitions "
@@ -307,20 +305,18 @@ class _FixedTasks(_Grouper):
         algorithm = self.algorithm
         if type(algorithm) is DefaultPartitionExpansionAlgorithm:
             algorithm.partition_before_expansion(0, current, initial)  # validates the counts
-            return lambda p: previous_tasks[p % initial]
-        before = algorithm.partition_before_expansion
-
-        def task_of(p: int) -> str:
-            q = before(p, current, initial)
+            return [previous_tasks[s.partition % initial] for s in items]
+        tasks = []
+        for ssp in items:
+            q = algorithm.partition_before_expansion(ssp.partition, current, initial)
             if isinstance(q, bool) or not isinstance(q, int) or not 0 <= q < initial:
                 raise ExpansionError(
-                    f"expansion algorithm {algorithm!r} mapped partition {p} of stream "
-                    f"'{stream}' ({initial} -> {current} partitions) to {q!r}, outside "
+                    f"expansion algorithm {algorithm!r} mapped partition {ssp.partition} of "
+                    f"stream '{stream}' ({initial} -> {current} partitions) to {q!r}, outside "
                     f"0..{initial - 1} - fix the algorithm's partition_before_expansion"
                 )
-            return previous_tasks[q]
-
-        return task_of
+            tasks.append(previous_tasks[q])
+        return tasks
 
 
 class GroupByPartitionFixedTasks(_FixedTasks):

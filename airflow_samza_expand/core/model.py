@@ -208,6 +208,9 @@ class JobModel:
                 f"partition count {current} (valid: 0..{current - 1})",
             )
 
+    def __hash__(self) -> int:
+        return hash(self.to_json())
+
     # -- views ---------------------------------------------------------------------------------
 
     def task_to_ssps(self) -> dict[str, frozenset[SystemStreamPartition]]:

@@ -68,7 +68,7 @@ def test_json_round_trips_byte_identically_with_sorted_compact_keys():
     assert ", " not in text and ": " not in text
     assert list(json.loads(text)) == sorted(json.loads(text))
     again = JobModel.from_json(text)
-    assert again == model
+    assert again == model and hash(again) == hash(model)
     assert again.to_json() == text
     assert JobModel.from_json(text.encode()).to_json() == text
     assert JobModel.from_json(pretty_json(model.to_dict())).to_json() == text
