@@ -347,7 +347,9 @@ class StreamJob:
             builder = builder.master(self.args.master)
         elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
             builder = builder.master("local[2]")
-        builder = builder.config("spark.sql.shuffle.partitions", str(self.args.shuffle_partitions))
+        builder = builder.config(
+            "spark.sql.shuffle.partitions", str(self.args.shuffle_partitions)
+        ).config("spark.ui.showConsoleProgress", "false")
         for item in self.args.spark_conf:
             key, _, value = item.partition("=")
             builder = builder.config(key.strip(), value.strip())
@@ -440,14 +442,17 @@ class StreamJob:
             log.warning("--allow-task-change: accepting %s", "; ".join(problems))
         write_task_set(args.checkpoint_dir, model)
         self.heartbeat("starting")
-        query = self.start_query()
-        self.heartbeat("running")
-        failed = False
         try:
-            failed = self._watch(query)
-        finally:
-            if query.isActive:
-                query.stop()
+            query = self.start_query()
+            self.heartbeat("running")
+            try:
+                failed = self._watch(query)
+            finally:
+                if query.isActive:
+                    query.stop()
+        except BaseException:
+            self.heartbeat("failed")
+            raise
         try:
             self.commit_progress(query)
         except Exception as exc:

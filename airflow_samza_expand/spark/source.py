@@ -32,16 +32,31 @@ from pyspark.sql.streaming.datasource import (
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from airflow_samza_expand.core.model import JobModel
 
 log = logging.getLogger(__name__)
 
 SOURCE_NAME = "samza_kafka"
-SOURCE_SCHEMA = (
-    "task string, topic string, partition int, offset long, key string, value binary, "
-    "timestamp timestamp"
+SOURCE_SCHEMA = StructType(
+    [
+        StructField("task", StringType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("key", StringType()),
+        StructField("value", BinaryType()),
+        StructField("timestamp", TimestampType()),
+    ]
 )
 KAFKA_SYSTEM = "kafka"
 ARROW_BATCH_ROWS = 10_000
@@ -104,7 +119,7 @@ class SamzaKafkaDataSource(DataSource):
     def name(cls) -> str:
         return SOURCE_NAME
 
-    def schema(self) -> str:
+    def schema(self) -> StructType:
         return SOURCE_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:

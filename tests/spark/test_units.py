@@ -1,0 +1,164 @@
+"""Pure unit tests of the spark layer's helpers (no Spark session, no Kafka)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.spark.job import UsageError, parse_trigger
+from airflow_samza_expand.spark.processor import SequenceCounter, load_processor, parse_seq
+from airflow_samza_expand.spark.source import fair_split, offsets_json
+from airflow_samza_expand.spark.state import (
+    TASK_SET_FILE,
+    IncompatibleCheckpointError,
+    check_task_set,
+    write_task_set,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def _rows(task: str, key: str, seqs: list[int | None]) -> pd.DataFrame:
+    values = [None if s is None else json.dumps({"seq": s}).encode() for s in seqs]
+    return pd.DataFrame(
+        {
+            "task": task,
+            "topic": "t",
+            "partition": 0,
+            "offset": range(len(seqs)),
+            "key": key,
+            "value": values,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("seqs", "violations", "last_seq"),
+    [
+        ([0, 1, 2, 3], 0, 3),  # in order
+        ([0, 1, 3, 2, 4], 3, 4),  # reordered: 3 (want 2), 2 (want 4), 4 (want 3)
+        ([0, 1, 3], 1, 3),  # lost record
+        ([0, 1, 1, 2], 1, 2),  # repeated record: the second 1 (want 2); then 2 follows 1
+        ([5, 6], 1, 6),  # first record of a key is not seq 0 (its state was lost)
+    ],
+)
+def test_sequence_counter_semantics(seqs: list[int], violations: int, last_seq: int) -> None:
+    counter = SequenceCounter()
+    state, outputs = counter.process(counter.init_state(), _rows("Partition 0", "k", seqs))
+    assert state == {"count": len(seqs), "last_seq": last_seq, "violations": violations}
+    assert outputs == [
+        {
+            "key": "k",
+            "count": len(seqs),
+            "last_seq": last_seq,
+            "task": "Partition 0",
+            "violations": violations,
+        }
+    ]
+
+
+def test_sequence_counter_continues_across_batches() -> None:
+    counter = SequenceCounter()
+    state, _ = counter.process(counter.init_state(), _rows("P", "k", [0, 1, 2]))
+    state, _ = counter.process(state, _rows("P", "k", [3, 4]))
+    assert state == {"count": 5, "last_seq": 4, "violations": 0}
+    state, _ = counter.process(state, _rows("P", "k", [None, 5]))
+    assert state == {"count": 7, "last_seq": 5, "violations": 0}
+
+
+def test_parse_seq_ignores_values_without_integer_seq() -> None:
+    assert parse_seq(b'{"seq": 7}') == 7
+    for raw in (None, b"not json", b"[1]", b'{"seq": "7"}', b'{"seq": true}', b"\xff"):
+        assert parse_seq(raw) is None
+
+
+def test_load_processor_errors_name_the_problem() -> None:
+    assert isinstance(
+        load_processor("airflow_samza_expand.spark.processor:SequenceCounter"), SequenceCounter
+    )
+    assert isinstance(
+        load_processor("airflow_samza_expand.spark.processor.SequenceCounter"), SequenceCounter
+    )
+    with pytest.raises(ValueError, match="cannot import module 'no_such_module'"):
+        load_processor("no_such_module:X")
+    with pytest.raises(ValueError, match="has no attribute 'Nope'"):
+        load_processor("airflow_samza_expand.spark.processor:Nope")
+    with pytest.raises(ValueError, match="lacks init_state"):
+        load_processor("json:dumps")
+    with pytest.raises(ValueError, match="not a dotted path"):
+        load_processor("SequenceCounter")
+
+
+def test_fair_split_shares_the_cap_and_reuses_unused_shares() -> None:
+    assert fair_split({"a": 100, "b": 100}, 50) == {"a": 25, "b": 25}
+    assert fair_split({"a": 5, "b": 100, "c": 100}, 60) == {"a": 5, "b": 28, "c": 27}
+    assert fair_split({"a": 5, "b": 0}, 60) == {"a": 5, "b": 0}
+    split = fair_split({"a": 7, "b": 9, "c": 1}, 10)
+    assert sum(split.values()) == 10 and all(
+        split[k] <= v for k, v in {"a": 7, "b": 9, "c": 1}.items()
+    )
+
+
+def test_offsets_json_sorts_like_sort_keys() -> None:
+    doc = offsets_json({"z": {"10": 1, "2": 3}, "a": {"1": 4}})
+    assert json.dumps(doc) == json.dumps(doc, sort_keys=True)
+    assert list(doc) == ["a", "z"] and list(doc["z"]) == ["10", "2"]
+
+
+def test_parse_trigger() -> None:
+    assert parse_trigger("available-now") == {"availableNow": True}
+    assert parse_trigger("processing-time=5s") == {"processingTime": "5 seconds"}
+    assert parse_trigger("processing-time=250ms") == {"processingTime": "250 milliseconds"}
+    with pytest.raises(UsageError, match="available-now"):
+        parse_trigger("every-5s")
+
+
+def _grown_by_partition(v1: JobModel) -> JobModel:
+    from airflow_samza_expand.core.groupers import GroupByPartition
+    from airflow_samza_expand.core.model import (
+        StreamPartitionCounts,
+        SystemStreamPartition,
+        mapping_from_groups,
+    )
+
+    ssps = [SystemStreamPartition("kafka", "orders", p) for p in range(4)]
+    return JobModel(
+        version=2,
+        job_name=v1.job_name,
+        streams=(StreamPartitionCounts("kafka", "orders", 4, 2),),
+        ssp_to_task=mapping_from_groups(GroupByPartition().group(ssps)),
+        grouper="GroupByPartition",
+    )
+
+
+def test_task_set_guard(tmp_path) -> None:
+    from airflow_samza_expand.core.plan import plan_expansion
+
+    ckpt = str(tmp_path / "ckpt")
+    v1 = JobModel.initial("job", {"orders": 2})
+    assert check_task_set(ckpt, v1, allow_task_change=False) == []  # empty checkpoint
+    write_task_set(ckpt, v1)
+    fixed = plan_expansion(v1, {"orders": 2}, {"orders": 4}).new_job_model
+    assert check_task_set(ckpt, fixed, allow_task_change=False) == []
+    plain = _grown_by_partition(v1)
+    before = (tmp_path / "ckpt" / TASK_SET_FILE).read_text()
+    with pytest.raises(IncompatibleCheckpointError, match="task set changed") as info:
+        check_task_set(ckpt, plain, allow_task_change=False)
+    assert "--allow-task-change" in str(info.value) and "FixedTasks" in str(info.value)
+    assert (tmp_path / "ckpt" / TASK_SET_FILE).read_text() == before  # refusal changes nothing
+    assert check_task_set(ckpt, plain, allow_task_change=True)
+    other = JobModel.initial("other-job", {"orders": 2})
+    with pytest.raises(IncompatibleCheckpointError, match="belongs to job 'job'"):
+        check_task_set(ckpt, other, allow_task_change=True)
+
+
+def test_task_set_guard_refuses_foreign_checkpoint(tmp_path) -> None:
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "offsets" / "0").write_text("v1")
+    with pytest.raises(IncompatibleCheckpointError, match=f"no {TASK_SET_FILE}"):
+        check_task_set(
+            str(tmp_path), JobModel.initial("job", {"orders": 2}), allow_task_change=False
+        )
