@@ -11,6 +11,7 @@ import sys
 SUBCOMMAND_MODULES: dict[str, str] = {
     "plan": "airflow_samza_expand.core.cli_plan",
     "dev-broker": "airflow_samza_expand.testing.cli",
+    "demo": "airflow_samza_expand.demo.cli",
 }
 
 
