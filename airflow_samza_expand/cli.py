@@ -18,7 +18,9 @@ SUBCOMMAND_MODULES: dict[str, str] = {
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="samza-expand",
-        description="Expand the Kafka input topics of a stateful stream job, keeping state and order.",
+        description=(
+            "Expand the Kafka input topics of a stateful stream job, keeping state and order."
+        ),
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module_name in SUBCOMMAND_MODULES.items():
