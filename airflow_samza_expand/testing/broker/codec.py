@@ -84,6 +84,8 @@ def _missing(spec: _FieldSpec) -> Any:
 
 
 def _convert(spec: _FieldSpec, value: Any) -> Any:
+    if value is None:  # null where a version has no nullable field: that field's default
+        return None if spec.optional else _missing(spec)
     if spec.entity is not None:
         if spec.is_array:
             return tuple(build(spec.entity, v) if isinstance(v, Mapping) else v for v in value)
