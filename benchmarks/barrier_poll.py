@@ -1,0 +1,198 @@
+"""Cost of one ordering-barrier poll, and of reading a coordinator topic of 1,000 job models.
+
+1. Barrier poll: a topic grows 8 -> 16 partitions, the barrier is snapshot, and a consumer group
+   that never reaches it is polled with `barrier_status` in windows of 1, 10 and 50 polls (and
+   once more after an idle pause). Requests are counted by the client itself (librdkafka
+   statistics `tx`: every request sent to any broker) and, on the development broker, at the
+   broker too (fault-table hit counters of the APIs involved). The figure is requests per poll;
+   it must not grow with the number of polls or the time waited.
+2. Coordinator read: 1,000 job model versions (96 SSPs each) are appended to a coordinator topic.
+   The figure is a fresh `KafkaCoordinatorStore` reading the whole topic (indexing all 1,000
+   versions) and returning the newest model, as every operator and the job do; models are
+   decoded lazily. Decoding all 1,000 into `JobModel`s (`job_model_history()`) is printed too:
+   it is dominated by `JobModel.from_json` validation (core), not by Kafka.
+
+Uses KAFKA_BOOTSTRAP_SERVERS if set, else starts the development broker. Figures only - no
+pass/fail. Last line:
+
+    requests_per_poll=<n> coordinator_read_1000_versions_s=<x>
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+import uuid
+from contextlib import ExitStack
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand.kafka.barrier import barrier_status, snapshot_barrier
+from airflow_samza_expand.kafka.config import client_config
+from airflow_samza_expand.kafka.coordinator import JOB_MODEL, KafkaCoordinatorStore, encode_key
+
+STATS_INTERVAL_MS = 100
+
+
+class RequestCounter:
+    """Total requests a client has sent, from librdkafka statistics (`tx`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._latest: dict[str, Any] | None = None
+        self._seq = 0
+
+    def on_stats(self, text: str) -> None:
+        with self._lock:
+            self._latest = json.loads(text)
+            self._seq += 1
+
+    def total(self, admin: KafkaAdmin) -> int:
+        """Wait for a statistics report newer than now; return the requests sent so far."""
+        with self._lock:
+            seen = self._seq
+        deadline = time.monotonic() + 10
+        while True:
+            admin._client.poll(0.05)  # serves the stats callback of the AdminClient
+            with self._lock:
+                if self._seq >= seen + 2 or time.monotonic() > deadline:
+                    stats = self._latest or {}
+                    break
+        # `tx` counts every request sent (the per-type `req` map omits types librdkafka deems
+        # foreign to the client type, such as an AdminClient's OffsetFetch)
+        return int(stats.get("tx", 0))
+
+
+def produce_all(
+    config: dict[str, str], topic: str, records: list[tuple[bytes, bytes, int]]
+) -> None:
+    producer = Producer({**config, "acks": "all", "linger.ms": "20", "enable.idempotence": "true"})
+    for key, value, partition in records:
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key, partition=partition)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    if producer.flush(60):
+        raise SystemExit("error: records left unacknowledged - is the broker healthy?")
+
+
+def bench_barrier(config: dict[str, str], broker: Any, polls: list[int], idle_s: float) -> int:
+    run = uuid.uuid4().hex[:8]
+    topic, group = f"bench-barrier-{run}", f"bench-job-{run}"
+    setup = KafkaAdmin(config, timeout_s=30)
+    setup.ensure_topic(topic, 8)
+    produce_all(config, topic, [(b"k%d" % i, b"v", i % 8) for i in range(800)])
+    setup.create_partitions(topic, 16)
+    barrier = snapshot_barrier(setup, {topic: 8})
+    consumer = Consumer({**config, "group.id": group, "enable.auto.commit": "false"})
+    consumer.commit(offsets=[TopicPartition(topic, p, 50) for p in range(8)], asynchronous=False)
+    consumer.close()
+
+    counter = RequestCounter()
+    admin = KafkaAdmin(
+        {**config, "statistics.interval.ms": str(STATS_INTERVAL_MS), "stats_cb": counter.on_stats},
+        timeout_s=30,
+    )
+    status = barrier_status(admin, group, barrier)  # warm up: connections, metadata
+    print(f"barrier: {status.describe(limit=3)}")
+    if broker is not None:
+        apis = ["OffsetFetch", "FindCoordinator", "Metadata", "ListOffsets", "ApiVersions"]
+        for api in apis:
+            broker.faults.inject(api, "delay", delay_s=0.0, times=None)  # hit counters
+    per_poll: list[float] = []
+    windows = [(n, 0.0) for n in polls] + [(1, idle_s)]
+    for n, pause in windows:
+        if pause:
+            print(f"idle {pause:g} s before the next poll (a long barrier wait) ...")
+            time.sleep(pause)
+        base_total = counter.total(admin)
+        base_hits = {a: broker.faults.hits(a) for a in apis} if broker is not None else {}
+        for _ in range(n):
+            status = barrier_status(admin, group, barrier)
+        total = counter.total(admin)
+        hits = {a: broker.faults.hits(a) - base_hits[a] for a in base_hits}
+        per = (total - base_total) / n
+        per_poll.append(per)
+        broker_text = ""
+        if hits:
+            broker_text = f" broker_counted={sum(hits.values()) / n:g}/poll {hits}"
+        print(f"polls={n:3d} client_requests={total - base_total} ({per:g}/poll){broker_text}")
+    if broker is not None:
+        broker.faults.clear()
+    assert not status.holds
+    return round(statistics.median(per_poll))
+
+
+def bench_coordinator_read(config: dict[str, str], versions: int, runs: int) -> float:
+    job = f"bench-job-{uuid.uuid4().hex[:8]}"
+    base = JobModel.initial(job, {"orders": 64, "clicks": 32}, created_at="2026-01-01T00:00:00Z")
+    writer = KafkaCoordinatorStore(config, job, timeout_s=30)
+    writer.write_job_model(base)  # creates the compacted topic through the real path
+    writer.close()
+    records = [
+        (
+            encode_key(JOB_MODEL, str(v), "bench-writer"),
+            dataclasses.replace(base, version=v).to_json().encode(),
+            0,
+        )
+        for v in range(2, versions + 1)
+    ]
+    size_mb = sum(len(v) for _, v, _ in records) / 1e6
+    produce_all(config, writer.topic, records)
+    print(f"coordinator topic {writer.topic}: {versions} job models, {size_mb:.1f} MB of values")
+    latest_s, history_s = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        with KafkaCoordinatorStore(config, job, timeout_s=30) as store:
+            latest = store.latest_job_model()
+            latest_s.append(time.perf_counter() - start)
+            assert latest is not None and latest.version == versions
+        start = time.perf_counter()
+        with KafkaCoordinatorStore(config, job, timeout_s=30) as store:
+            history = store.job_model_history()
+            history_s.append(time.perf_counter() - start)
+            assert [m.version for m in history] == list(range(1, versions + 1))
+    print(f"fresh store -> newest model: {', '.join(f'{s:.3f}' for s in latest_s)} s")
+    print(
+        f"fresh store -> all {versions} models decoded: "
+        f"{', '.join(f'{s:.3f}' for s in history_s)} s"
+    )
+    return statistics.median(latest_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--versions", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--idle-s", type=float, default=5.0, help="pause before the last poll")
+    args = parser.parse_args(argv)
+    with ExitStack() as stack:
+        bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+        broker = None
+        if not bootstrap:
+            from airflow_samza_expand.testing import DevBrokerProcess
+
+            broker = stack.enter_context(DevBrokerProcess(log_level="WARNING"))
+            bootstrap = broker.bootstrap
+        config = client_config(bootstrap)
+        print(f"Kafka at {bootstrap} ({'development broker' if broker else 'real cluster'})")
+        requests_per_poll = bench_barrier(config, broker, [1, 10, 50], args.idle_s)
+        read_s = bench_coordinator_read(config, args.versions, args.runs)
+    print(f"requests_per_poll={requests_per_poll} coordinator_read_1000_versions_s={read_s:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
