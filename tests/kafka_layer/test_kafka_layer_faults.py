@@ -1,0 +1,50 @@
+"""Broker faults (development broker only): retryable errors, and a correct state after retry."""
+
+from __future__ import annotations
+
+import pytest
+from kafka_layer_helpers import model
+
+from airflow_samza_expand.core.errors import ExpansionError
+from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
+from airflow_samza_expand.kafka.barrier import barrier_status, snapshot_barrier
+from airflow_samza_expand.kafka.config import client_config
+from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+
+
+@pytest.fixture
+def config(dev_broker):
+    return client_config(dev_broker.bootstrap)
+
+
+def test_job_model_write_applied_then_timed_out_is_a_noop_on_retry(
+    dev_broker, config, unique_topic
+):
+    job = unique_topic("job")
+    with KafkaCoordinatorStore(config, job, timeout_s=15) as store:
+        store.write_job_model(model(job, 1))
+    dev_broker.faults.inject("Produce", "apply_then_timeout", times=1)
+    with KafkaCoordinatorStore(config, job, timeout_s=3) as flaky:
+        with pytest.raises(KafkaUnavailableError, match=dev_broker.bootstrap) as info:
+            flaky.write_job_model(model(job, 2, variant="b"))
+        assert not isinstance(info.value, ExpansionError)
+    # the retry (a new task try: a new writer) finds its own v2 in force and changes nothing
+    with KafkaCoordinatorStore(config, job, timeout_s=15) as retry:
+        assert retry.write_job_model(model(job, 2, variant="b")) == model(job, 2, variant="b")
+        assert [m.version for m in retry.job_model_history()] == [1, 2]
+
+
+def test_barrier_offset_reads_fail_retryably(dev_broker, config, unique_topic):
+    topic = unique_topic("orders")
+    admin = KafkaAdmin(config, timeout_s=5)
+    admin.ensure_topic(topic, 2)
+    dev_broker.faults.inject("ListOffsets", "error", error="REQUEST_TIMED_OUT", times=None)
+    with pytest.raises(KafkaUnavailableError):
+        snapshot_barrier(admin, {topic: 2})
+    dev_broker.faults.clear()
+    barrier = snapshot_barrier(admin, {topic: 2})
+    dev_broker.faults.inject("OffsetFetch", "drop_connection", times=None)
+    with pytest.raises(KafkaUnavailableError):
+        barrier_status(admin, "job", barrier)
+    dev_broker.faults.clear()
+    assert barrier_status(admin, "job", barrier).holds  # empty partitions: nothing to wait for
