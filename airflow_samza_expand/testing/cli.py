@@ -46,6 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="create unknown topics on Metadata requests that allow it",
     )
     parser.add_argument(
+        "--group-initial-rebalance-delay-ms",
+        type=int,
+        default=0,
+        help="how long a new group waits for more members before its first generation "
+        "(Kafka's group.initial.rebalance.delay.ms; default 0)",
+    )
+    parser.add_argument(
         "--ready-file",
         type=Path,
         default=None,
@@ -62,6 +69,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print(f"error: --port {args.port} is not a TCP port - use 0..65535", file=sys.stderr)
+        return 2
+    if args.group_initial_rebalance_delay_ms < 0:
+        print(
+            "error: --group-initial-rebalance-delay-ms must be >= 0 - pass 0 to disable it",
+            file=sys.stderr,
+        )
         return 2
     if args.data_dir is not None and args.data_dir.exists() and not args.data_dir.is_dir():
         print(
@@ -90,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         control_port=args.control_port,
         advertised_host=args.advertised_host,
         auto_create_topics=args.auto_create_topics,
+        initial_rebalance_delay_s=args.group_initial_rebalance_delay_ms / 1000,
     )
     try:
         asyncio.run(run_broker(broker, args.ready_file))

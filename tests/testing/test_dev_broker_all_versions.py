@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from test_dev_broker_protocol import _call
+from dev_broker_raw_client import call
 
 from airflow_samza_expand.testing.broker.apis import APIS
 
@@ -117,10 +117,10 @@ def topic(_dev_broker_process) -> str:
 def test_every_advertised_version_answers(dev_broker, topic, api: str, version: int) -> None:
     spec = next(s for s in APIS.values() if s.name == api)
     body = _requests(topic, f"grp-{api}-{version}")[api]
-    resp = _call(dev_broker.bootstrap, spec.key, version, body)
+    resp = call(dev_broker.bootstrap, spec.key, version, body)
     assert resp is not None
     if spec.error_response is not None:
         dev_broker.faults.inject(api=api, kind="error", error="REQUEST_TIMED_OUT")
-        errored = _call(dev_broker.bootstrap, spec.key, version, body)
+        errored = call(dev_broker.bootstrap, spec.key, version, body)
         assert errored is not None
         assert dev_broker.faults.hits(api) == 1

@@ -3,56 +3,15 @@ batched FindCoordinator (v4), multi-group OffsetFetch (v8+), ApiVersions content
 
 from __future__ import annotations
 
-import io
-import socket
-import struct
-
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader, entity_writer
+from dev_broker_raw_client import call
 
 from airflow_samza_expand.testing.broker.apis import APIS
-from airflow_samza_expand.testing.broker.codec import build
-
-
-def _call(bootstrap: str, api_key: int, version: int, body: dict):
-    req_cls = load_request_schema(api_key, version)
-    header_cls = req_cls.__header_schema__
-    buf = io.BytesIO()
-    entity_writer(header_cls)(
-        buf,
-        header_cls(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=42,
-            client_id="raw-test",
-        ),
-    )
-    entity_writer(req_cls)(buf, build(req_cls, body))
-    payload = buf.getvalue()
-    host, port = bootstrap.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        size = struct.unpack(">i", _recv(sock, 4))[0]
-        data = _recv(sock, size)
-    resp_cls = load_response_schema(api_key, version)
-    header, used = entity_reader(resp_cls.__header_schema__)(data, 0)
-    assert header.correlation_id == 42
-    return entity_reader(resp_cls)(data, used)[0]
-
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        assert chunk, "broker closed the connection"
-        buf += chunk
-    return buf
 
 
 def test_api_versions_lists_exactly_the_implemented_apis(dev_broker) -> None:
-    resp = _call(
+    resp = call(
         dev_broker.bootstrap, 18, 3, {"client_software_name": "t", "client_software_version": "1"}
     )
     advertised = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
@@ -60,7 +19,7 @@ def test_api_versions_lists_exactly_the_implemented_apis(dev_broker) -> None:
 
 
 def test_batched_find_coordinator_v4(dev_broker) -> None:
-    resp = _call(dev_broker.bootstrap, 10, 4, {"key_type": 0, "coordinator_keys": ["a", "b"]})
+    resp = call(dev_broker.bootstrap, 10, 4, {"key_type": 0, "coordinator_keys": ["a", "b"]})
     assert [c.key for c in resp.coordinators] == ["a", "b"]
     port = int(dev_broker.bootstrap.rsplit(":", 1)[1])
     assert {(c.port, int(c.error_code)) for c in resp.coordinators} == {(port, 0)}
@@ -76,7 +35,7 @@ def test_multi_group_offset_fetch_v8(dev_broker, unique_topic) -> None:
         consumer = Consumer({"bootstrap.servers": dev_broker.bootstrap, "group.id": group})
         consumer.commit(offsets=[TopicPartition(topic, 1, offset)], asynchronous=False)
         consumer.close()
-    resp = _call(
+    resp = call(
         dev_broker.bootstrap,
         9,
         8,

@@ -60,6 +60,7 @@ class Group:
     leader: str | None = None
     members: dict[str, Member] = field(default_factory=dict)
     rebalance_timer: asyncio.TimerHandle | None = None
+    initial_delay: bool = False  # an empty group waits this long for more members
 
 
 class GroupError(Exception):
@@ -137,8 +138,9 @@ class GroupCoordinator:
         group.state = PREPARING
         log.info("group %s: preparing rebalance (%s)", group.group_id, reason)
         timeout = max((m.rebalance_timeout_s for m in group.members.values()), default=0.0)
-        if was_empty:
+        if was_empty and self.initial_rebalance_delay_s > 0:
             timeout = self.initial_rebalance_delay_s
+            group.initial_delay = True
         loop = asyncio.get_running_loop()
         if group.rebalance_timer is not None:
             group.rebalance_timer.cancel()
@@ -161,6 +163,7 @@ class GroupCoordinator:
     def _complete_join(self, group: Group, timed_out: bool) -> None:
         if group.state != PREPARING:
             return
+        group.initial_delay = False
         if group.rebalance_timer is not None:
             group.rebalance_timer.cancel()
             group.rebalance_timer = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 from confluent_kafka import Consumer, Producer
@@ -83,3 +85,57 @@ def test_two_members_split_partitions_and_take_over(
     finally:
         for consumer in consumers.values():
             consumer.close()
+
+
+CRASHING_MEMBER = """
+import sys
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+              "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+c.subscribe([sys.argv[3]], on_assign=lambda c, ps: print("assigned", len(ps), flush=True))
+while True:
+    c.poll(0.2)
+"""
+
+
+def test_crashed_member_is_expired_and_its_partitions_reassigned(
+    kafka_bootstrap, create_topic, unique_topic
+) -> None:
+    """A member that dies without leaving is removed after its session timeout."""
+    topic = create_topic(2)
+    group = unique_topic("crash")
+    crasher = subprocess.Popen(
+        [sys.executable, "-c", CRASHING_MEMBER, kafka_bootstrap, group, topic],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assigned: dict[str, set[int]] = {}
+    survivor = None
+    try:
+        assert crasher.stdout is not None
+        line = crasher.stdout.readline()  # blocks until the crasher owns the partitions
+        assert line.startswith("assigned 2"), line
+        survivor = _member(kafka_bootstrap, group, topic, assigned, "s")
+        _poll_until(
+            {"s": survivor},
+            lambda: bool(assigned.get("s")),
+            60,
+            {},
+            "the second member to get a share",
+        )
+        assert len(assigned["s"]) == 1
+        crasher.kill()
+        crasher.wait()
+        _poll_until(
+            {"s": survivor},
+            lambda: assigned.get("s") == {0, 1},
+            60,
+            {},
+            "the crashed member's session to expire",
+        )
+    finally:
+        if crasher.poll() is None:
+            crasher.kill()
+            crasher.wait()
+        if survivor is not None:
+            survivor.close()
