@@ -44,32 +44,32 @@ STATS_INTERVAL_MS = 100
 
 
 class RequestCounter:
-    """Total requests a client has sent, from librdkafka statistics (`tx`)."""
+    """Requests sent by every client of a KafkaAdmin (its AdminClient and its group-offset
+    readers), from librdkafka statistics: `tx` of each client's newest report, summed."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._latest: dict[str, Any] | None = None
-        self._seq = 0
+        self._tx: dict[str, int] = {}  # client instance name -> requests sent
+        self._reports = 0
 
     def on_stats(self, text: str) -> None:
+        stats = json.loads(text)
         with self._lock:
-            self._latest = json.loads(text)
-            self._seq += 1
+            self._tx[stats["name"]] = int(stats.get("tx", 0))
+            self._reports += 1
 
     def total(self, admin: KafkaAdmin) -> int:
-        """Wait for a statistics report newer than now; return the requests sent so far."""
+        """Wait for fresh statistics from every client; return the requests sent so far."""
+        clients = [admin._client, *admin._group_readers.values()]  # benchmark-only peek
         with self._lock:
-            seen = self._seq
+            wanted = self._reports + 2 * len(clients)
         deadline = time.monotonic() + 10
         while True:
-            admin._client.poll(0.05)  # serves the stats callback of the AdminClient
+            for client in clients:
+                client.poll(0.02)  # serves the statistics callback
             with self._lock:
-                if self._seq >= seen + 2 or time.monotonic() > deadline:
-                    stats = self._latest or {}
-                    break
-        # `tx` counts every request sent (the per-type `req` map omits types librdkafka deems
-        # foreign to the client type, such as an AdminClient's OffsetFetch)
-        return int(stats.get("tx", 0))
+                if self._reports >= wanted or time.monotonic() > deadline:
+                    return sum(self._tx.values())
 
 
 def produce_all(

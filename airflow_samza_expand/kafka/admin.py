@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import (
-    ConsumerGroupTopicPartitions,
+    Consumer,
     KafkaError,
     KafkaException,
     TopicPartition,
@@ -109,6 +110,8 @@ class KafkaAdmin:
         self.config = dict(config)
         self.timeout_s = float(timeout_s)
         self._client = AdminClient(without_consumer_settings(self.config))
+        self._group_readers: dict[str, Consumer] = {}
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:  # never shows secrets
         return f"KafkaAdmin(bootstrap={bootstrap_of(self.config)!r}, timeout_s={self.timeout_s})"
@@ -282,26 +285,61 @@ class KafkaAdmin:
         highs = self.high_watermarks(wanted)[topic]
         return {p: (lows[p], highs[p]) for p in wanted[topic]}
 
+    def _group_reader(self, group: str) -> Consumer:
+        """A consumer of `group` that only ever reads its committed offsets (never joins or
+        commits: no subscribe, no assign, auto-commit off)."""
+        reader = self._group_readers.get(group)
+        if reader is None:
+            settings = {k: v for k, v in self.config.items() if k not in CONSUMER_ONLY_SETTINGS}
+            settings.update(
+                {
+                    "group.id": group,
+                    "enable.auto.commit": "false",
+                    "enable.auto.offset.store": "false",
+                }
+            )
+            reader = Consumer(settings)
+            self._group_readers[group] = reader
+        return reader
+
     def group_offsets(
         self, group: str, topic_partitions: Mapping[str, Iterable[int]]
     ) -> dict[str, dict[int, int | None]]:
-        """Committed offsets of `group` (None = nothing committed), in one admin call."""
+        """Committed offsets of `group` (None = nothing committed): one OffsetFetch request.
+
+        Read through a consumer of the group (`Consumer.committed`), not through
+        `AdminClient.list_consumer_group_offsets`: librdkafka (2.16 included) crashes the whole
+        process with a segmentation fault when that admin call gets a group-level coordinator
+        error such as COORDINATOR_NOT_AVAILABLE (librdkafka issue #5040), which a real cluster
+        returns whenever a group coordinator moves. The consumer path turns the same error into
+        a KafkaUnavailableError. The reader is kept per group, so its coordinator is looked up
+        once and a poll costs one OffsetFetch however long one waits.
+        """
         partitions = [
             TopicPartition(topic, int(p)) for topic, ps in topic_partitions.items() for p in ps
         ]
         result: dict[str, dict[int, int | None]] = {t: {} for t in topic_partitions}
         if not partitions:
             return result
-        futures = self._client.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group, partitions)], request_timeout=self.timeout_s
-        )
-        answer = self._result(futures[group], f"reading committed offsets of group {group!r}")
-        for tp in answer.topic_partitions:
+        what = f"reading committed offsets of group {group!r}"
+        with self._lock:
+            reader = self._group_reader(group)
+            try:
+                answer = reader.committed(partitions, timeout=self.timeout_s)
+            except KafkaException as exc:
+                error = kafka_error_of(exc)
+                if error is None or is_unavailable(error):
+                    raise unavailable(what, self.config, error.str() if error else exc) from None
+                raise ExpansionError(
+                    f"cannot read the committed offsets of group {group!r}: "
+                    f"{error.name()}: {error.str()}"
+                ) from None
+            finally:
+                reader.poll(0)  # serve queued callbacks (errors, statistics); no assignment
+        for tp in answer:
             if tp.error is not None:
                 if is_unavailable(tp.error):
-                    raise unavailable(
-                        f"reading committed offsets of group {group!r}", self.config, tp.error.str()
-                    )
+                    raise unavailable(what, self.config, tp.error.str())
                 raise ExpansionError(
                     f"cannot read the committed offset of group {group!r} on "
                     f"{tp.topic}[{tp.partition}]: {tp.error.str()}"
@@ -320,7 +358,11 @@ class KafkaAdmin:
         return self.group_offsets(group, {topic: list(partitions)})[topic]
 
     def close(self) -> None:
-        """Release the client (AdminClient has no explicit close; drop the reference)."""
+        """Close the group-offset readers and drop the AdminClient (it has no close())."""
+        with self._lock:
+            readers, self._group_readers = list(self._group_readers.values()), {}
+        for reader in readers:
+            reader.close()
         self._client = None  # type: ignore[assignment]
 
     def __enter__(self) -> KafkaAdmin:

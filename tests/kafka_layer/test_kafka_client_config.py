@@ -68,3 +68,13 @@ def test_redact_masks_secrets_only():
     ):
         assert shown[key] == "***", key
     assert config["sasl.password"] == "pw"  # the input is untouched
+
+
+def test_admin_and_store_reprs_hide_secrets():
+    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+
+    config = client_config("127.0.0.1:9", **{"sasl.username": "alice", "sasl.password": "pw2"})
+    for thing in (KafkaAdmin(config), KafkaCoordinatorStore(config, "job")):
+        assert "pw2" not in repr(thing) and "alice" not in repr(thing)
+        assert "127.0.0.1:9" in repr(thing)

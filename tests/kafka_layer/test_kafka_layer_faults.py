@@ -48,3 +48,19 @@ def test_barrier_offset_reads_fail_retryably(dev_broker, config, unique_topic):
         barrier_status(admin, "job", barrier)
     dev_broker.faults.clear()
     assert barrier_status(admin, "job", barrier).holds  # empty partitions: nothing to wait for
+
+
+@pytest.mark.parametrize("error", ["COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"])
+def test_group_coordinator_errors_are_retryable_not_a_crash(
+    dev_broker, config, unique_topic, error
+):
+    # AdminClient.list_consumer_group_offsets segfaults the process on these (librdkafka #5040)
+    topic = unique_topic("orders")
+    admin = KafkaAdmin(config, timeout_s=5)
+    admin.ensure_topic(topic, 2)
+    barrier = {topic: {0: 0, 1: 0}}
+    dev_broker.faults.inject("OffsetFetch", "error", error=error, times=1)
+    with pytest.raises(KafkaUnavailableError, match=dev_broker.bootstrap):
+        barrier_status(admin, "job", barrier)
+    assert barrier_status(admin, "job", barrier).holds  # the next poll works
+    admin.close()
