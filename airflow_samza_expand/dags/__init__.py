@@ -1,0 +1,25 @@
+"""The expansion DAG factory: ``build_expansion_dag`` and ``expansion_task_group``.
+
+Imported lazily, so ``python -m airflow_samza_expand.dags.detached`` does not load Airflow.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.dags.factory import (
+        build_expansion_dag,
+        expansion_task_group,
+        stream_job_args,
+    )
+
+__all__ = ["build_expansion_dag", "expansion_task_group", "stream_job_args"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from airflow_samza_expand.dags import factory
+
+        return getattr(factory, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

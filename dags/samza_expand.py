@@ -1,0 +1,77 @@
+"""Example: expand the input topic of a live stateful PySpark job from the Airflow trigger form.
+
+Trigger ``samza_expand`` with the form (topic, factor 2/4/8/16, job name, grace seconds, barrier
+timeout, dry run). The job is the shipped PySpark job (``airflow_samza_expand/spark/job.py``)
+running continuously; its settings come from environment variables of the Airflow workers:
+
+* ``SAMZA_EXPAND_BOOTSTRAP_SERVERS`` - Kafka bootstrap servers the job reads (default
+  ``localhost:9092``; the DAG's own Kafka clients use the ``kafka_default`` connection);
+* ``SAMZA_EXPAND_CHECKPOINT_ROOT`` - the job's checkpoint is ``<root>/<job name>``;
+* ``SAMZA_EXPAND_OUTPUT_TOPIC`` - where the job writes its per-key results;
+* ``SAMZA_EXPAND_RUN_MODE`` - ``continuous`` (default) or ``available-now``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from airflow.sdk import Param
+
+from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+
+JOB = "{{ params.job_name }}"
+RUN_MODE = os.environ.get("SAMZA_EXPAND_RUN_MODE", "continuous")
+
+dag = build_expansion_dag(
+    "samza_expand",
+    job_name=JOB,
+    topics="{{ params.topic }}",
+    factor="{{ params.factor }}",
+    producer_refresh_grace_s="{{ params.grace_seconds }}",
+    barrier_timeout_s="{{ params.barrier_timeout_seconds }}",
+    dry_run="{{ params.dry_run }}",
+    run_mode=RUN_MODE,
+    application_args=stream_job_args(
+        job_name=JOB,
+        bootstrap_servers=os.environ.get("SAMZA_EXPAND_BOOTSTRAP_SERVERS", "localhost:9092"),
+        checkpoint_dir=os.path.join(
+            os.environ.get("SAMZA_EXPAND_CHECKPOINT_ROOT", "/tmp/samza-expand/checkpoints"), JOB
+        ),
+        output_topic=os.environ.get("SAMZA_EXPAND_OUTPUT_TOPIC", "samza-expand-output"),
+    ),
+    params={
+        "topic": Param("orders", type="string", minLength=1, title="Input topic to expand"),
+        "factor": Param(
+            2,
+            type="integer",
+            enum=[2, 4, 8, 16],
+            title="Growth factor",
+            description="New partition count = current count x factor (a power of two).",
+        ),
+        "job_name": Param(
+            "orders-counter",
+            type="string",
+            minLength=1,
+            title="Job name",
+            description="The stateful job; also its consumer group and coordinator topic.",
+        ),
+        "grace_seconds": Param(
+            300,
+            type="integer",
+            minimum=0,
+            title="Producer refresh grace (s)",
+            description="At least the producers' metadata.max.age.ms / "
+            "topic.metadata.refresh.interval.ms.",
+        ),
+        "barrier_timeout_seconds": Param(
+            3600, type="integer", minimum=1, title="Barrier timeout (s)"
+        ),
+        "dry_run": Param(
+            False,
+            type="boolean",
+            title="Dry run",
+            description="Plan and validate the growth only; change nothing.",
+        ),
+    },
+    doc_md=__doc__,
+)
