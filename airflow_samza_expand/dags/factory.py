@@ -129,8 +129,9 @@ def _add_chain(
     topic_list = [topics] if isinstance(topics, str) else list(topics)
     if not topic_list:
         raise ValueError("topics is empty - name the input topic(s) to expand")
-    ids = {step: f"{prefix}{step}" for step in (*STEP_TASK_IDS, "barrier_snapshot", "drain")}
-    ids["report"] = f"{prefix}report"
+    # Task ids as created (a TaskGroup adds its prefix itself) and as XCom pulls name them.
+    names = {step: step for step in (*STEP_TASK_IDS, "barrier_snapshot", "drain", "report")}
+    ids = {step: f"{prefix}{step}" for step in names}
     expansion_id = "{{ ti.xcom_pull(task_ids='" + ids["plan"] + "')['expansion_id'] }}"
     common = {"coordinator": coordinator, "kafka_config_id": kafka_conn_id}
     retrying = {"retries": retries, "retry_delay": retry_delay}
@@ -145,7 +146,7 @@ def _add_chain(
 
     plan_kwargs: dict[str, Any] = {"targets": dict(targets)} if targets else {"topics": topics}
     plan = ResumablePlanOperator(
-        task_id=ids["plan"],
+        task_id=names["plan"],
         job_name=job_name,
         factor=factor,
         check_partitioner=check_partitioner,
@@ -158,7 +159,7 @@ def _add_chain(
 
     expand_tasks: list[BaseOperator] = []
     for topic in topic_list:
-        task_id = ids["expand"] if len(topic_list) == 1 else f"{ids['expand']}_{topic}"
+        task_id = names["expand"] if len(topic_list) == 1 else f"{names['expand']}_{topic}"
         if targets and topic in targets:
             size: dict[str, Any] = {"target_partitions": targets[topic]}
         elif not _is_template(topic):
@@ -196,10 +197,10 @@ def _add_chain(
     pre_barrier: list[BaseOperator] = []
     if mode == "available-now":
         snapshot = BarrierSnapshotSensor(
-            task_id=ids["barrier_snapshot"], mode="reschedule", **barrier_kwargs, **retrying
+            task_id=names["barrier_snapshot"], mode="reschedule", **barrier_kwargs, **retrying
         )
         drain = SubmitStreamJobOperator(
-            task_id=ids["drain"],
+            task_id=names["drain"],
             run_mode="available-now",
             application_args=list(drain_application_args or application_args),
             **spark,
@@ -207,10 +208,10 @@ def _add_chain(
         )
         pre_barrier = [snapshot, drain]
     barrier = BarrierStepSensor(
-        task_id=ids["barrier"], deferrable=mode == "continuous", **barrier_kwargs, **retrying
+        task_id=names["barrier"], deferrable=mode == "continuous", **barrier_kwargs, **retrying
     )
     stop = StopStatefulJobOperator(
-        task_id=ids["stop_job"],
+        task_id=names["stop_job"],
         job_name=job_name,
         expansion_id=expansion_id,
         reason="partition expansion {{ ti.xcom_pull(task_ids='"
@@ -222,14 +223,14 @@ def _add_chain(
         **retrying,
     )
     write = write_job_model_operator(
-        task_id=ids["write_job_model"],
+        task_id=names["write_job_model"],
         job_name=job_name,
         expansion_id=expansion_id,
         **common,
         **retrying,
     )
     submit = SubmitStepOperator(
-        task_id=ids["submit"],
+        task_id=names["submit"],
         run_mode=mode,
         job_name=job_name,
         expansion_id=expansion_id,
@@ -241,7 +242,7 @@ def _add_chain(
         **common,
     )
     ack = AckStepSensor(
-        task_id=ids["ack"],
+        task_id=names["ack"],
         job_name=job_name,
         expansion_id=expansion_id,
         version="{{ ti.xcom_pull(task_ids='" + ids["write_job_model"] + "')['version'] }}",
@@ -252,7 +253,7 @@ def _add_chain(
         **retrying,
     )
     report = ExpansionReportOperator(
-        task_id=ids["report"],
+        task_id=names["report"],
         job_name=job_name,
         expansion_id=expansion_id,
         run_mode=mode,

@@ -1,0 +1,219 @@
+"""DAG integrity: every file in dags/ imports cleanly (DagBag, no import errors), the expected DAG
+ids and task chains, the trigger form's Params, max_active_runs=1, retries only where a retry
+helps, serialization, and the factory's run modes and task group. Import times are measured and
+printed (a fresh interpreter per file), never asserted."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "airflow"))
+import airflow_env  # noqa: E402,I001 - sets a temporary AIRFLOW_HOME before airflow is imported
+
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+DAGS_DIR = REPO / "dags"
+CHAIN = ["plan", "expand", "barrier", "stop_job", "write_job_model", "submit", "ack", "report"]
+EXPECTED = {
+    "samza_expand": CHAIN,
+    "samza_expand_on_partition_change": CHAIN,
+}
+
+
+@pytest.fixture(scope="module")
+def dagbag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(DAGS_DIR), bundle_path=DAGS_DIR)
+
+
+def _downstream_chain(dag) -> list[str]:
+    """Task ids in chain order from the single root (fails if the DAG is not a chain)."""
+    roots = [t for t in dag.tasks if not t.upstream_list]
+    assert len(roots) == 1, [t.task_id for t in roots]
+    order, task = [], roots[0]
+    while True:
+        order.append(task.task_id)
+        nxt = task.downstream_list
+        if not nxt:
+            return order
+        assert len(nxt) == 1, f"{task.task_id} fans out to {[t.task_id for t in nxt]}"
+        task = nxt[0]
+
+
+def test_every_dag_file_imports_without_errors(dagbag) -> None:
+    assert dagbag.import_errors == {}
+    files = sorted(p.name for p in DAGS_DIR.glob("*.py"))
+    assert files == ["samza_expand.py", "samza_expand_on_partition_change.py"]
+    assert set(dagbag.dag_ids) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("path", sorted(DAGS_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_dag_file_import_time_is_measured(path: Path) -> None:
+    """Imports each file in a fresh interpreter (what a DAG processor pays) and prints the time."""
+    code = (
+        "import importlib.util, sys, time\n"
+        "t = time.perf_counter()\n"
+        f"spec = importlib.util.spec_from_file_location('m', {str(path)!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "print(f'{time.perf_counter() - t:.2f}', m.dag.dag_id)\n"
+    )
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "AIRFLOW_HOME": str(airflow_env.AIRFLOW_HOME)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seconds, dag_id = done.stdout.split()[-2:]
+    assert dag_id in EXPECTED
+    print(
+        f"\n{path.name}: module import {seconds}s "
+        f"(interpreter + airflow import included: {time.perf_counter() - started:.2f}s)"
+    )
+
+
+@pytest.mark.parametrize("dag_id", sorted(EXPECTED))
+def test_dags_are_the_expansion_chain(dagbag, dag_id: str) -> None:
+    dag = dagbag.dags[dag_id]
+    assert _downstream_chain(dag) == EXPECTED[dag_id]
+    assert dag.max_active_runs == 1
+    tasks = dag.task_dict
+    # The spark-submit of a continuous job must not be retried (a second launch = two jobs);
+    # refusals fail without retry inside the operators; transient steps retry.
+    assert tasks["submit"].retries == 0
+    for step in ("plan", "expand", "barrier", "stop_job", "write_job_model", "ack"):
+        assert tasks[step].retries >= 1, step
+    assert tasks["report"].trigger_rule == "none_failed"
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    assert isinstance(tasks["submit"], SparkSubmitOperator)
+
+
+def test_trigger_form_params(dagbag) -> None:
+    dag = dagbag.dags["samza_expand"]
+    params = dag.params
+    assert set(params.keys()) == {
+        "topic",
+        "factor",
+        "job_name",
+        "grace_seconds",
+        "barrier_timeout_seconds",
+        "dry_run",
+    }
+    factor = params.get_param("factor")
+    assert factor.schema["enum"] == [2, 4, 8, 16]
+    assert params.get_param("dry_run").schema["type"] == "boolean"
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    with pytest.raises(ParamValidationError):
+        factor.resolve(3)
+    assert params.validate() == {
+        "topic": "orders",
+        "factor": 2,
+        "job_name": "orders-counter",
+        "grace_seconds": 300,
+        "barrier_timeout_seconds": 3600,
+        "dry_run": False,
+    }
+    # Params reach the steps through templates (grace and timeout included).
+    barrier = dag.task_dict["barrier"]
+    assert barrier.producer_refresh_grace_s == "{{ params.grace_seconds }}"
+    assert "producer_refresh_grace_s" in barrier.template_fields
+
+
+def test_event_driven_dag_is_scheduled_by_a_partition_count_watcher(dagbag) -> None:
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    dag = dagbag.dags["samza_expand_on_partition_change"]
+    text = str(DagSerialization.to_dict(dag))
+    assert "PartitionCountChangeTrigger" in text
+    assert dag.task_dict["plan"].follow_live_counts is True
+
+
+@pytest.mark.parametrize("dag_id", sorted(EXPECTED))
+def test_dags_serialize_round_trip(dagbag, dag_id: str) -> None:
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    dag = dagbag.dags[dag_id]
+    again = DagSerialization.from_dict(DagSerialization.to_dict(dag))
+    assert set(again.task_ids) == set(dag.task_ids)
+
+
+def _factory_dag(**kwargs):
+    from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+
+    args = stream_job_args(
+        job_name="j", bootstrap_servers="b:9092", checkpoint_dir="/c", output_topic="out"
+    )
+    return build_expansion_dag("f", job_name="j", application_args=args, **kwargs)
+
+
+def test_available_now_mode_drains_between_snapshot_and_barrier() -> None:
+    dag = _factory_dag(topics=["orders"], run_mode="available-now")
+    assert _downstream_chain(dag) == [
+        "plan",
+        "expand",
+        "barrier_snapshot",
+        "drain",
+        "barrier",
+        "stop_job",
+        "write_job_model",
+        "submit",
+        "ack",
+        "report",
+    ]
+    tasks = dag.task_dict
+    for task_id in ("drain", "submit"):
+        args = tasks[task_id].application_args
+        assert args[args.index("--trigger") + 1] == "available-now", task_id
+    assert tasks["submit"].run_mode == "available-now"
+    assert tasks["ack"].accept_stopped is True
+    assert tasks["barrier_snapshot"].mode == "reschedule"
+
+
+def test_multi_topic_expand_and_task_group() -> None:
+    from airflow.sdk import DAG
+
+    from airflow_samza_expand.dags import expansion_task_group, stream_job_args
+
+    dag = _factory_dag(topics=["a", "b"], targets={"a": 4, "b": 8})
+    assert {"expand_a", "expand_b"} <= set(dag.task_ids)
+    assert dag.task_dict["expand_b"].target_partitions == 8
+    with DAG("embedding", schedule=None) as outer:
+        group = expansion_task_group(
+            group_id="grow",
+            job_name="j",
+            topics="orders",
+            application_args=stream_job_args(
+                job_name="j", checkpoint_dir="/c", output_topic="o", bootstrap_servers="b:1"
+            ),
+        )
+    assert group.group_id == "grow"
+    assert {f"grow.{step}" for step in CHAIN} == set(outer.task_ids)
+    # XCom pulls name the grouped task ids.
+    assert "grow.plan" in outer.task_dict["grow.barrier"].expansion_id
+
+
+def test_bad_run_mode_is_refused_with_the_fix() -> None:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    with pytest.raises(AirflowFailException, match="'continuous'.*'available-now'"):
+        _factory_dag(topics="orders", run_mode="forever")
+
+
+def test_continuous_submit_never_waits_for_app_completion() -> None:
+    from airflow_samza_expand.dags.submit import WAIT_APP_COMPLETION_CONFS, detached_conf
+
+    conf = detached_conf({"spark.yarn.submit.waitAppCompletion": "true", "x": "1"})
+    assert conf["x"] == "1"
+    assert conf["spark.yarn.submit.waitAppCompletion"] == "true"  # an explicit value wins
+    assert all(conf[k] for k in WAIT_APP_COMPLETION_CONFS)
+    assert detached_conf(None) == dict.fromkeys(WAIT_APP_COMPLETION_CONFS, "false")
