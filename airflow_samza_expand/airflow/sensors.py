@@ -47,6 +47,13 @@ class _ClientsMixin:
             )
         return self._open_clients
 
+    def _poll_failed(self, exc: Exception) -> None:
+        """Log a transient poll failure; after 3 in a row, drop the clients to reconnect."""
+        self._failures = getattr(self, "_failures", 0) + 1
+        self.log.warning("Poll failed (%d in a row, will retry): %s", self._failures, exc)  # type: ignore[attr-defined]
+        if self._failures % 3 == 0:
+            self._close_clients()
+
     def _close_clients(self) -> None:
         clients = getattr(self, "_open_clients", None)
         if clients is not None:
@@ -148,7 +155,7 @@ class OrderingBarrierSensor(_ClientsMixin, BaseSensorOperator):
                     grace_until=self._grace_until or 0.0,
                 )
         except KafkaUnavailableError as exc:
-            self.log.warning("Barrier poll failed (will retry): %s", exc)
+            self._poll_failed(exc)
             progress = None
         if progress is not None and progress.phase == "holds":
             self.log.info("Ordering barrier of %s holds: %s", self.expansion_id, progress.result)
@@ -269,7 +276,7 @@ class JobModelAckSensor(_ClientsMixin, BaseSensorOperator):
             with refusals_fail_task():
                 done, info = ack_poll(store, self._version, self.min_processors)
         except KafkaUnavailableError as exc:
-            self.log.warning("Acknowledgement poll failed (will retry): %s", exc)
+            self._poll_failed(exc)
             return False
         if done:
             self.log.info(
@@ -349,7 +356,7 @@ class PartitionCountSensor(_ClientsMixin, BaseSensorOperator):
         try:
             count = partition_count_or_zero(admin, self.topic)
         except KafkaUnavailableError as exc:
-            self.log.warning("Partition count poll of %s failed (will retry): %s", self.topic, exc)
+            self._poll_failed(exc)
             return False
         if self._baseline is None:
             self._baseline = count

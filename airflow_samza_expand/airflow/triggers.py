@@ -22,6 +22,7 @@ from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
 
 DEFAULT_CONN_ID = "kafka_default"
+RECONNECT_AFTER = 3
 _MODULE = __name__
 
 
@@ -41,7 +42,22 @@ class _KafkaTriggerMixin:
                 hook.get_coordinator_store, job_name, coordinator, config
             )
         self._clients = [c for c in (admin, store) if c is not None]
+        self._hook, self._config = hook, config
         return admin, store
+
+    async def _fresh_admin(self, admin: Any, failures: int) -> Any:
+        """After RECONNECT_AFTER failed polls in a row, replace the admin client: a client
+        whose connection broke may keep timing out, a new one reconnects."""
+        if failures < RECONNECT_AFTER or failures % RECONNECT_AFTER:
+            return admin
+        self.log.warning("%d failed polls in a row: reconnecting the Kafka admin client.", failures)
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(admin.close)
+        fresh = await asyncio.to_thread(
+            self._hook.get_admin, self._config, timeout_s=self.request_timeout_s
+        )
+        self._clients = [fresh if c is admin else c for c in self._clients]
+        return fresh
 
     async def cleanup(self) -> None:
         for client in getattr(self, "_clients", []):
@@ -111,7 +127,7 @@ class OrderingBarrierTrigger(_KafkaTriggerMixin, BaseTrigger):
                 self.job_name,
                 self.producer_refresh_grace_s,
             )
-            polls = 0
+            polls = failures = 0
             while True:
                 try:
                     progress = await asyncio.to_thread(
@@ -123,9 +139,12 @@ class OrderingBarrierTrigger(_KafkaTriggerMixin, BaseTrigger):
                         group=self.consumer_group,
                         grace_until=grace_until,
                     )
+                    failures = 0
                 except KafkaUnavailableError as exc:
+                    failures += 1
                     self.log.warning("Barrier poll failed (will retry): %s", exc)
                     progress = None
+                    admin = await self._fresh_admin(admin, failures)
                 polls += 1
                 if progress is not None and progress.phase == "holds":
                     self.log.info(
@@ -278,14 +297,18 @@ class PartitionCountChangeTrigger(_KafkaTriggerMixin, BaseEventTrigger):
         try:
             admin, _ = await self._open()
             baseline = self.baseline
+            failures = 0
             while True:
                 try:
                     count = await asyncio.to_thread(partition_count_or_zero, admin, self.topic)
+                    failures = 0
                 except KafkaUnavailableError as exc:
+                    failures += 1
                     self.log.warning(
                         "Partition count poll of %s failed (will retry): %s", self.topic, exc
                     )
                     count = None
+                    admin = await self._fresh_admin(admin, failures)
                 if count is not None and baseline is None:
                     baseline = count
                     self.log.info("Watching %s: baseline %d partitions.", self.topic, baseline)

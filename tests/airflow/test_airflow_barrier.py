@@ -1,0 +1,232 @@
+"""The ordering barrier end to end on Kafka: a producer with a short metadata refresh keeps
+producing across the expansion; the sensor waits while the job's group is held back and
+releases as soon as the committed offsets reach the snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import Counter
+
+import pytest
+from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
+from confluent_kafka import Producer
+from conftest import task_context
+from kafka_helpers import commit_offsets, produce_keyed
+from test_airflow_triggers import first_event
+
+from airflow_samza_expand.airflow.operators import ExpandPartitionsOperator, PlanExpansionOperator
+from airflow_samza_expand.airflow.operators._common import parse_iso
+from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
+from airflow_samza_expand.airflow.triggers import OrderingBarrierTrigger
+
+pytestmark = pytest.mark.kafka
+
+
+class KeyedProducer(threading.Thread):
+    """Produces keyed records until stopped; refreshes topic metadata every 500 ms."""
+
+    def __init__(self, config, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.topic = topic
+        self.stop = threading.Event()
+        self.delivered: Counter[int] = Counter()
+        self.producer = Producer(
+            {**config, "linger.ms": 5, "topic.metadata.refresh.interval.ms": 500}
+        )
+
+    def _on_delivery(self, err, msg) -> None:
+        if err is None:
+            self.delivered[msg.partition()] += 1
+
+    def run(self) -> None:
+        i = 0
+        while not self.stop.is_set():
+            key = f"user-{i % 64}".encode()
+            self.producer.produce(
+                self.topic, key=key, value=str(i).encode(), on_delivery=self._on_delivery
+            )
+            self.producer.poll(0.01)
+            i += 1
+        self.producer.flush(30)
+
+    def wait_for_partition(self, partition: int, timeout_s: float = 30.0) -> bool:
+        deadline = threading.Event()
+        for _ in range(int(timeout_s / 0.1)):
+            if self.delivered[partition]:
+                return True
+            deadline.wait(0.1)
+        return False
+
+
+def plan_and_expand(j, target: int) -> str:
+    plan = PlanExpansionOperator(
+        task_id="plan", job_name=j.name, targets={j.topic: target}
+    ).execute(task_context("plan"))
+    ExpandPartitionsOperator(
+        task_id="expand",
+        topic=j.topic,
+        target_partitions=target,
+        job_name=j.name,
+        expansion_id=plan["expansion_id"],
+    ).execute(task_context("expand"))
+    return plan["expansion_id"]
+
+
+def stored_barrier(store, expansion_id: str) -> dict[int, int]:
+    record = store.get_expansion(expansion_id)
+    (offsets,) = record["barrier"].values()
+    return {int(p): o for p, o in offsets.items()}
+
+
+def test_barrier_waits_for_the_held_back_job_and_releases_at_the_snapshot(job, admin):
+    j = job(2)
+    producer = KeyedProducer(j.config, j.topic)
+    producer.start()
+    try:
+        assert producer.wait_for_partition(0) and producer.wait_for_partition(1)
+        expansion_id = plan_and_expand(j, 4)
+        # The producer notices the new partitions after its metadata refresh and keeps going.
+        assert producer.wait_for_partition(2) and producer.wait_for_partition(3)
+
+        sensor = OrderingBarrierSensor(
+            task_id="barrier",
+            job_name=j.name,
+            expansion_id=expansion_id,
+            producer_refresh_grace_s=1.0,
+            poke_interval=0.3,
+        )
+        with pytest.raises(TaskDeferred) as deferred:  # the job has committed nothing yet
+            sensor.execute(task_context("barrier"))
+        trigger = deferred.value.trigger
+        assert isinstance(trigger, OrderingBarrierTrigger)
+        classpath, kwargs = trigger.serialize()
+        assert kwargs["expansion_id"] == expansion_id and kwargs["deadline"] is not None
+
+        # The job has committed nothing: the trigger waits out the grace, snapshots, waits.
+        with pytest.raises(TimeoutError):
+            asyncio.run(first_event(trigger, 3))
+        barrier = stored_barrier(j.store, expansion_id)
+        assert sorted(barrier) == [0, 1] and all(o > 0 for o in barrier.values())
+        record = j.store.get_expansion(expansion_id)
+        grace_end = parse_iso(record["expanded_at"]).timestamp() + 1.0
+        assert parse_iso(record["barrier_snapshot_at"]).timestamp() >= grace_end
+
+        # Held back one record short of the barrier on partition 0: still waiting.
+        commit_offsets(j.config, j.name, j.topic, {0: barrier[0] - 1, 1: barrier[1]})
+        with pytest.raises(TimeoutError):
+            asyncio.run(first_event(trigger, 3))
+
+        # Committed offsets reach the snapshot: released, although the producer has written
+        # far past it meanwhile (the barrier is the snapshot, not the moving end).
+        commit_offsets(j.config, j.name, j.topic, barrier)
+        event = asyncio.run(first_event(trigger, 30))
+    finally:
+        producer.stop.set()
+        producer.join()
+
+    assert event.payload["status"] == "holds"
+    result = sensor.execute_complete(task_context("barrier"), event.payload)
+    assert result["barrier_offsets"] == {j.topic: {str(p): o for p, o in barrier.items()}}
+    assert result["lag_drained"] == sum(barrier.values())
+    assert result["seconds_waited"] >= 0
+    ends = admin.high_watermarks({j.topic: [0, 1]})[j.topic]
+    assert any(ends[p] > barrier[p] for p in barrier)
+
+    # A rerun reuses the stored barrier (not the current end offsets) and holds at once.
+    rerun = OrderingBarrierSensor(
+        task_id="barrier", job_name=j.name, expansion_id=expansion_id, producer_refresh_grace_s=1.0
+    ).execute(task_context("barrier"))
+    assert rerun["barrier_offsets"] == result["barrier_offsets"]
+
+
+def test_barrier_poke_mode_times_out_with_barrier_timeout_error(job):
+    j = job(2)
+    produce_keyed(j.config, j.topic, 50)
+    expansion_id = plan_and_expand(j, 4)
+    sensor = OrderingBarrierSensor(
+        task_id="barrier",
+        job_name=j.name,
+        expansion_id=expansion_id,
+        producer_refresh_grace_s=0,
+        barrier_timeout_s=1.5,
+        deferrable=False,
+        poke_interval=0.3,
+    )
+    with pytest.raises(AirflowFailException, match="BarrierTimeoutError.*lag left") as refused:
+        sensor.execute(task_context("barrier"))
+    assert j.topic in str(refused.value)
+
+
+def test_barrier_poke_mode_releases_when_the_job_catches_up(job):
+    j = job(2)
+    produce_keyed(j.config, j.topic, 50)
+    expansion_id = plan_and_expand(j, 4)
+    sensor = OrderingBarrierSensor(
+        task_id="barrier",
+        job_name=j.name,
+        expansion_id=expansion_id,
+        producer_refresh_grace_s=0,
+        deferrable=False,
+        poke_interval=0.3,
+    )
+    catch_up = threading.Timer(
+        1.5,
+        lambda: commit_offsets(j.config, j.name, j.topic, stored_barrier(j.store, expansion_id)),
+    )
+    catch_up.start()
+    try:
+        result = sensor.execute(task_context("barrier"))
+    finally:
+        catch_up.join()
+    assert result["lag_drained"] == 50
+
+
+def test_barrier_trigger_timeout_fails_the_sensor(job):
+    j = job(2)
+    produce_keyed(j.config, j.topic, 10)
+    expansion_id = plan_and_expand(j, 4)
+    trigger = OrderingBarrierTrigger(
+        job_name=j.name,
+        expansion_id=expansion_id,
+        producer_refresh_grace_s=0,
+        deadline=0.0,
+        poll_interval_s=0.2,
+    )
+    event = asyncio.run(first_event(trigger, 30))
+    assert event.payload["status"] == "timeout" and event.payload["total_lag"] == 10
+    sensor = OrderingBarrierSensor(task_id="b", job_name=j.name, expansion_id=expansion_id)
+    with pytest.raises(AirflowFailException, match="BarrierTimeoutError"):
+        sensor.execute_complete(task_context(), event.payload)
+
+
+def test_barrier_refuses_an_unknown_expansion(job):
+    j = job(2)
+    sensor = OrderingBarrierSensor(task_id="b", job_name=j.name, expansion_id="nope")
+    with pytest.raises(AirflowFailException, match="run PlanExpansionOperator first"):
+        sensor.execute(task_context())
+
+
+def test_barrier_trigger_rides_out_offset_fetch_faults(job, dev_broker):
+    j = job(2)
+    produce_keyed(j.config, j.topic, 20)
+    expansion_id = plan_and_expand(j, 4)
+    trigger = OrderingBarrierTrigger(
+        job_name=j.name,
+        expansion_id=expansion_id,
+        producer_refresh_grace_s=0,
+        poll_interval_s=0.2,
+        request_timeout_s=3,
+    )
+    sensor = OrderingBarrierSensor(
+        task_id="b", job_name=j.name, expansion_id=expansion_id, producer_refresh_grace_s=0
+    )
+    with pytest.raises(TaskDeferred):
+        sensor.execute(task_context())  # takes the snapshot
+    commit_offsets(j.config, j.name, j.topic, stored_barrier(j.store, expansion_id))
+    # (An injected OffsetFetch *error* response crashes librdkafka 2.16 against the development
+    # broker - reported; dropped connections are what a flaky network does anyway.)
+    dev_broker.faults.inject("OffsetFetch", "drop_connection", times=4)
+    event = asyncio.run(first_event(trigger, 60))
+    assert event.payload["status"] == "holds"
+    assert dev_broker.faults.hits("OffsetFetch") >= 1

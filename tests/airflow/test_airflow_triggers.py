@@ -1,0 +1,187 @@
+"""Triggers: serialize() round trips, run() in an event loop against Kafka, the sensors that
+defer to them, and the partition-count watcher."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from airflow.sdk.exceptions import TaskDeferred
+from airflow.triggers.base import TriggerEvent
+from conftest import task_context
+
+from airflow_samza_expand.airflow.sensors import JobModelAckSensor, PartitionCountSensor
+from airflow_samza_expand.airflow.triggers import (
+    JobModelAckTrigger,
+    OrderingBarrierTrigger,
+    PartitionCountChangeTrigger,
+)
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.kafka.admin import KafkaAdmin
+
+TRIGGERS = [
+    OrderingBarrierTrigger(
+        job_name="job",
+        expansion_id="job~orders.2-4",
+        consumer_group="grp",
+        producer_refresh_grace_s=7.0,
+        deadline=1.5e9,
+        poll_interval_s=3.0,
+        coordinator="/tmp/store",
+        kafka_config_id="kafka_other",
+        request_timeout_s=9.0,
+    ),
+    JobModelAckTrigger(job_name="job", version=3, min_processors=2, poll_interval_s=1.0),
+    PartitionCountChangeTrigger(topic="orders", baseline=4, poll_interval_s=2.0),
+    PartitionCountChangeTrigger(topic="orders"),
+]
+
+
+@pytest.mark.parametrize("trigger", TRIGGERS, ids=lambda t: type(t).__name__)
+def test_serialize_round_trips(trigger):
+    from airflow.sdk._shared.module_loading import import_string
+
+    classpath, kwargs = trigger.serialize()
+    rebuilt = import_string(classpath)(**kwargs)
+    assert type(rebuilt) is type(trigger)
+    assert rebuilt.serialize() == (classpath, kwargs)
+    assert vars(rebuilt).keys() >= kwargs.keys()
+
+
+def test_partition_count_change_trigger_drives_an_asset_watcher():
+    from airflow.sdk import DAG, Asset, AssetWatcher
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    trigger = PartitionCountChangeTrigger(topic="orders", baseline=4, poll_interval_s=2.0)
+    asset = Asset(
+        name="orders_partitions",
+        uri="kafka://cluster/orders",
+        watchers=[AssetWatcher(name="orders_grew", trigger=trigger)],
+    )
+    with DAG("on_orders_growth", schedule=[asset]) as dag:
+        pass
+    serialized = DagSerialization.to_dict(dag)
+    text = str(serialized)
+    assert "PartitionCountChangeTrigger" in text and "'baseline': 4" in text.replace('"', "'")
+    with pytest.raises((TypeError, ValueError)):  # a plain task trigger is refused
+        AssetWatcher(name="not_event", trigger=TRIGGERS[1])
+
+
+async def first_event(trigger, timeout_s: float) -> TriggerEvent:
+    """The first event of ``trigger.run()``; closes the generator (runs its cleanup)."""
+    agen = trigger.run()
+    try:
+        return await asyncio.wait_for(agen.__anext__(), timeout_s)
+    finally:
+        await agen.aclose()
+
+
+def later(delay_s: float, action) -> threading.Thread:
+    def run() -> None:
+        time.sleep(delay_s)
+        action()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+@pytest.mark.kafka
+def test_partition_count_change_trigger_fires_when_the_topic_grows(job, admin):
+    j = job(2)
+    trigger = PartitionCountChangeTrigger(topic=j.topic, baseline=2, poll_interval_s=0.2)
+    grower = later(1.0, lambda: admin.create_partitions(j.topic, 4))
+    event = asyncio.run(first_event(trigger, 30))
+    grower.join()
+    assert event.payload == {"topic": j.topic, "baseline": 2, "partition_count": 4}
+
+
+@pytest.mark.kafka
+def test_partition_count_change_trigger_keeps_watching_after_firing(job, kconfig):
+    j = job(2)
+    trigger = PartitionCountChangeTrigger(topic=j.topic, poll_interval_s=0.2)
+
+    async def two_events() -> list[dict]:
+        agen = trigger.run()
+        grow = KafkaAdmin(kconfig)
+        try:
+            first = asyncio.ensure_future(agen.__anext__())
+            await asyncio.sleep(1.0)  # the first poll takes the baseline (2)
+            await asyncio.to_thread(grow.create_partitions, j.topic, 4)
+            first_event = await asyncio.wait_for(first, 30)
+            second = asyncio.ensure_future(agen.__anext__())
+            await asyncio.sleep(0.5)
+            await asyncio.to_thread(grow.create_partitions, j.topic, 8)
+            second_event = await asyncio.wait_for(second, 30)
+            return [first_event.payload, second_event.payload]
+        finally:
+            await agen.aclose()
+
+    events = asyncio.run(two_events())
+    assert [(e["baseline"], e["partition_count"]) for e in events] == [(2, 4), (4, 8)]
+
+
+@pytest.mark.kafka
+def test_partition_count_change_trigger_does_not_fire_without_change(job):
+    j = job(2)
+    trigger = PartitionCountChangeTrigger(topic=j.topic, baseline=2, poll_interval_s=0.2)
+    with pytest.raises(TimeoutError):
+        asyncio.run(first_event(trigger, 2))
+
+
+@pytest.mark.kafka
+def test_partition_count_sensor_defers_then_pokes(job, admin):
+    j = job(2)
+    sensor = PartitionCountSensor(task_id="watch", topic=j.topic, baseline=2, poke_interval=0.2)
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute(task_context())
+    trigger = deferred.value.trigger
+    assert isinstance(trigger, PartitionCountChangeTrigger) and trigger.baseline == 2
+
+    admin.create_partitions(j.topic, 4)
+    event = asyncio.run(first_event(trigger, 30))
+    assert sensor.execute_complete(task_context(), event.payload)["partition_count"] == 4
+
+    poke = PartitionCountSensor(
+        task_id="watch", topic=j.topic, baseline=2, deferrable=False, poke_interval=0.2
+    )
+    assert poke.execute(task_context()) == {"topic": j.topic, "baseline": 2, "partition_count": 4}
+
+
+@pytest.mark.kafka
+def test_job_model_ack_trigger_waits_for_running_heartbeats(job):
+    j = job(2)
+    j.store.write_job_model(
+        JobModel.initial(j.name, {j.topic: 2}).__class__.from_dict(
+            {**j.model.to_dict(), "version": 2}
+        )
+    )
+    j.store.heartbeat("p-1", 1, "stopped")
+    trigger = JobModelAckTrigger(job_name=j.name, version=2, min_processors=2, poll_interval_s=0.2)
+
+    def the_job() -> None:
+        j.store.heartbeat("p-1", 2, "starting")
+        j.store.heartbeat("p-2", 2, "running")
+        time.sleep(0.8)
+        j.store.heartbeat("p-1", 2, "running")
+
+    worker = later(0.5, the_job)
+    event = asyncio.run(first_event(trigger, 30))
+    worker.join()
+    assert event.payload["status"] == "acknowledged"
+    assert event.payload["running"] == ["p-1", "p-2"]
+
+
+@pytest.mark.kafka
+def test_job_model_ack_sensor_defaults_to_the_newest_version(job):
+    j = job(2)
+    j.store.heartbeat("p-1", 1, "starting")
+    sensor = JobModelAckSensor(task_id="ack", job_name=j.name, poke_interval=0.2)
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute(task_context())
+    assert deferred.value.trigger.version == 1
+    j.store.heartbeat("p-1", 1, "running")
+    poke = JobModelAckSensor(task_id="ack", job_name=j.name, deferrable=False, poke_interval=0.2)
+    assert poke.execute(task_context())["running"] == ["p-1"]
