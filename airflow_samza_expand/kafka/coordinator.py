@@ -125,9 +125,18 @@ class CoordinatorStore(Protocol):
 
 
 def _check_write(
-    store_job: str, model: JobModel, latest: JobModel | None, same_version: JobModel | None
+    store_job: str,
+    model: JobModel,
+    latest: JobModel | None,
+    same_version: JobModel | None,
+    *,
+    me: str,
+    same_writer: str | None = None,
 ) -> JobModel | None:
-    """Validate writing `model`; return the stored model when the write is a no-op."""
+    """Validate writing `model`; return the stored model when the write is a no-op.
+
+    `me` names this writer and `same_writer` the writer of `same_version` (for messages).
+    """
     if not isinstance(model, JobModel):
         raise InvalidJobModelError(f"write_job_model needs a JobModel, got {type(model).__name__}")
     if model.job_name != store_job:
@@ -138,10 +147,13 @@ def _check_write(
     if same_version is not None:
         if same_version.content_equals(model):
             return same_version
+        newest = max(same_version.version, latest.version if latest else 0)
+        author = f"writer {same_writer!r} " if same_writer else ""
         raise ConcurrentExpansionError(
-            f"job model v{model.version} of job {store_job!r} already exists with other content "
-            f"(written by {same_version.created_by!r} at {same_version.created_at}); newest is "
-            f"v{latest.version if latest else '?'} - it stays in force; plan again from it"
+            f"job model v{model.version} of job {store_job!r} already exists with other content, "
+            f"written by {author}({same_version.created_by!r}, {same_version.created_at}); this "
+            f"writer {me!r} ({model.created_by!r}) wrote nothing. v{newest} is newest and stays "
+            "in force - plan the expansion again from it"
         )
     expected = 1 if latest is None else latest.version + 1
     if model.version != expected:
@@ -592,7 +604,15 @@ class KafkaCoordinatorStore:
             self.refresh()
             latest = self._latest_cached()
             same = self._cached_job_model(model.version) if isinstance(model, JobModel) else None
-            stored = _check_write(self.job_name, model, latest, same)
+            same_winner = self._winner(model.version) if same is not None else None
+            stored = _check_write(
+                self.job_name,
+                model,
+                latest,
+                same,
+                me=self.writer_id,
+                same_writer=same_winner[0] if same_winner else None,
+            )
             if stored is not None:
                 log.info(
                     "job model v%d of %s already stored; nothing to write",
@@ -798,7 +818,9 @@ class FileCoordinatorStore:
             )
         else:
             root = parsed.path if parsed.scheme == "file" else str(url_or_path)
-            self._files = _LocalFiles(os.path.join(os.path.abspath(root), job_name))
+            self._files = _LocalFiles(
+                os.path.join(os.path.abspath(os.path.expanduser(root)), job_name)
+            )
         self.location = self._files.path()
 
     def __repr__(self) -> str:
@@ -840,7 +862,7 @@ class FileCoordinatorStore:
         """Write vN+1 while vN is newest, by exclusive create; the first file wins."""
         latest = self.latest_job_model()
         same = self.job_model(model.version) if isinstance(model, JobModel) else None
-        stored = _check_write(self.job_name, model, latest, same)
+        stored = _check_write(self.job_name, model, latest, same, me=self.writer_id)
         if stored is not None:
             return stored
         name = f"{model.version}.json"

@@ -99,17 +99,18 @@ def test_bad_records_change_nothing(store):
 
 
 def _race(stores, contents):
-    """Both writers pass the 'vN is newest' check before either writes, then both write."""
+    """Both writers pass all checks ('vN is newest', 'vN+1 absent') before either creates its
+    file, then both create: the exclusive create alone must pick the winner."""
     gate = threading.Barrier(len(stores))
     for s in stores:
-        original = s.latest_job_model
+        files = s._files
+        original = files.create_exclusive
 
-        def held(original=original):
-            latest = original()
+        def held(data, *parts, original=original):
             gate.wait(timeout=30)
-            return latest
+            return original(data, *parts)
 
-        s.latest_job_model = held
+        files.create_exclusive = held
     outcomes: list[object] = [None] * len(stores)
 
     def run(i):
@@ -124,7 +125,7 @@ def _race(stores, contents):
     for t in threads:
         t.join(60)
     for s in stores:
-        del s.latest_job_model  # back to the real method
+        del s._files.create_exclusive  # back to the real method
     return outcomes
 
 

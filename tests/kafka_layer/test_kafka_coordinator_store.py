@@ -115,17 +115,20 @@ def test_expansion_control_and_processor_records(job, stores):
 
 
 def _race(stores_, contents):
-    """Every writer passes the 'vN is newest' check before any writes, then all write."""
+    """Every writer passes all its checks ('vN is newest', 'vN+1 absent') before any appends its
+    record, then all append: the read-back alone must pick the winner."""
     gate = threading.Barrier(len(stores_))
     for s in stores_:
-        original = s._latest_cached
+        original = s._produce
+        first = [True]
 
-        def held(original=original):
-            latest = original()
-            gate.wait(timeout=60)
-            return latest
+        def held(key, value, original=original, first=first):
+            if first[0]:  # the candidate record; the loser's tombstone later passes straight
+                first[0] = False
+                gate.wait(timeout=60)
+            return original(key, value)
 
-        s._latest_cached = held
+        s._produce = held
     outcomes: list[object] = [None] * len(stores_)
 
     def run(i):
@@ -140,7 +143,7 @@ def _race(stores_, contents):
     for t in threads:
         t.join(120)
     for s in stores_:
-        del s._latest_cached  # back to the real method
+        del s._produce  # back to the real method
     return outcomes
 
 
