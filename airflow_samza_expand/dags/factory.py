@@ -31,7 +31,6 @@ from typing import Any
 
 from airflow.sdk import DAG, BaseOperator, TaskGroup, chain
 
-from airflow_samza_expand.airflow.operators.stop import StopStatefulJobOperator
 from airflow_samza_expand.airflow.operators.write_model import WriteJobModelOperator
 from airflow_samza_expand.dags.steps import (
     AckStepSensor,
@@ -40,6 +39,7 @@ from airflow_samza_expand.dags.steps import (
     ExpandStepOperator,
     ExpansionReportOperator,
     ResumablePlanOperator,
+    StopStepOperator,
     SubmitStepOperator,
 )
 from airflow_samza_expand.dags.submit import SubmitStreamJobOperator, normalise_run_mode
@@ -210,7 +210,7 @@ def _add_chain(
     barrier = BarrierStepSensor(
         task_id=names["barrier"], deferrable=mode == "continuous", **barrier_kwargs, **retrying
     )
-    stop = StopStatefulJobOperator(
+    stop = StopStepOperator(
         task_id=names["stop_job"],
         job_name=job_name,
         expansion_id=expansion_id,

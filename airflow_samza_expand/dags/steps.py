@@ -4,6 +4,7 @@ available-now steps and the report."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,17 +15,31 @@ from airflow_samza_expand.airflow.hooks import open_clients
 from airflow_samza_expand.airflow.operators._common import (
     close_quietly,
     expansion_id_for,
+    parse_iso,
     refusals_fail_task,
     update_expansion,
     utc_now_iso,
 )
 from airflow_samza_expand.airflow.operators.expand import ExpandPartitionsOperator
 from airflow_samza_expand.airflow.operators.plan import PlanExpansionOperator
+from airflow_samza_expand.airflow.operators.stop import StopStatefulJobOperator
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
 from airflow_samza_expand.airflow.waits import barrier_grace_until, barrier_poll
-from airflow_samza_expand.dags.submit import SubmitStreamJobOperator
+from airflow_samza_expand.dags.submit import SubmitStreamJobOperator, normalise_run_mode
 
 COMPLETED = "completed"
+FRESH_HEARTBEAT_S = 60.0  # the job heartbeats at least every 10 s while it runs
+
+
+def _fresh(heartbeat_at: Any) -> bool:
+    """True for a heartbeat newer than FRESH_HEARTBEAT_S (a killed job leaves a stale one)."""
+    if not heartbeat_at:
+        return False
+    try:
+        age = time.time() - parse_iso(str(heartbeat_at)).timestamp()
+    except ValueError:
+        return False
+    return age < FRESH_HEARTBEAT_S
 
 
 def as_bool(value: Any) -> bool:
@@ -276,13 +291,62 @@ class SubmitStepOperator(SubmitStreamJobOperator):
         self.kafka_config_id = kafka_config_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        result = super().execute(context)
         _, store = open_clients(self.kafka_config_id, self.job_name, self.coordinator)
         try:
+            with refusals_fail_task():
+                latest = store.latest_job_model()
+                version = latest.version if latest is not None else None
+                running = sorted(
+                    pid
+                    for pid, p in store.processors().items()
+                    if p.get("job_model_version") == version
+                    and p.get("state") == "running"
+                    and _fresh(p.get("heartbeat_at"))
+                )
+                if running and normalise_run_mode(self.run_mode) == "continuous":
+                    self.log.info(
+                        "Job %s already runs job model v%s (%s): not launching it twice.",
+                        self.job_name,
+                        version,
+                        ", ".join(running),
+                    )
+                    return {"mode": "continuous", "already_running": running}
+                stop = store.stop_request()
+                if stop and version is not None and int(stop.get("version", 0)) >= version:
+                    # A stop for the version we start (left by an earlier stop of a rerun)
+                    # would stop the restarted job at once; the job it meant has stopped.
+                    self.log.info("Clearing the stop request %s before the launch.", stop)
+                    store.clear_stop()
+            result = super().execute(context)
             update_expansion(store, self.expansion_id, submitted_at=utc_now_iso(), submit=result)
         finally:
             close_quietly(store)
         return result
+
+
+class StopStepOperator(StopStatefulJobOperator):
+    """``StopStatefulJobOperator`` that, on a rerun after job model vN+1 was written, stops
+    nothing: the job that had to stop (on vN) stopped before vN+1 could be written, and a job
+    running vN+1 is the restarted one."""
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        if self.expansion_id:
+            _, store = open_clients(self.kafka_config_id, self.job_name, self.coordinator)
+            try:
+                with refusals_fail_task():
+                    record = store.get_expansion(self.expansion_id) or {}
+                    latest = store.latest_job_model()
+            finally:
+                close_quietly(store)
+            new_version = int(record.get("new_version") or 0)
+            if latest is not None and new_version and latest.version >= new_version:
+                self.log.info(
+                    "Job model v%d of expansion %s is already written: nothing to stop.",
+                    latest.version,
+                    self.expansion_id,
+                )
+                return {"version": None, "stopped": [], "waited_s": 0.0, "requested": False}
+        return super().execute(context)
 
 
 class ExpansionReportOperator(BaseOperator):

@@ -1,0 +1,425 @@
+"""The end-to-end scenario shared by ``samza-expand demo`` and tests/e2e: a keyed producer runs
+the whole time, the stateful PySpark job runs on job model v1 (2 partitions), the expansion DAG
+grows the topic 2 -> 4 -> 8, and the verifier checks exact per-key counts and order.
+
+Airflow must already point at its home (``demo.airflow_home.prepare`` or the tests'
+``airflow_env``) with the ``kafka_default`` and ``spark_default`` connections set; ``run_dag``
+runs one DAG with ``dag.test()``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow_samza_expand.demo.jobs import (
+    LOCAL_SPARK_CONF,
+    StreamJob,
+    caught_up,
+    committed_total,
+    job_args,
+    measure_restart,
+    running_processors,
+    spark_env,
+    stop_job,
+    wait_for,
+)
+from airflow_samza_expand.demo.producer import KeyedProducer
+from airflow_samza_expand.demo.verify import Verification, verify
+
+MID_BARRIER = "mid-barrier"
+
+
+@dataclass
+class ScenarioConfig:
+    bootstrap: str
+    work_dir: Path
+    run_mode: str = "continuous"  # or "available-now"
+    keys: int = 40
+    rate: float = 60.0  # records per second
+    refresh_ms: int = 1000  # producer metadata refresh
+    grace_s: float = 4.0  # producer refresh grace of the barrier (>= refresh + delivery)
+    poll_s: float = 1.0  # sensor poll interval
+    naive: bool = False  # write job models with plain GroupByPartition (must fail the check)
+    master: str = "local[2]"
+    name: str = field(default_factory=lambda: f"demo-{uuid.uuid4().hex[:8]}")
+
+
+@dataclass
+class ExpansionOutcome:
+    factor: int
+    counts: tuple[int, int]
+    state: str
+    summary: dict[str, Any] | None
+    tasks: dict[str, str]
+    probe: dict[str, float | None]
+    wall_s: float
+
+
+class Probe(threading.Thread):
+    """Watches the job from outside at 0.1 s resolution during an expansion: when the old job
+    stopped, when the restarted job committed its first batch (downtime), and when the group
+    reached the barrier snapshot (drain time)."""
+
+    def __init__(self, config: dict[str, Any], job_name: str, topic: str, expansion_id: str):
+        super().__init__(name="expansion-probe", daemon=True)
+        from airflow_samza_expand.kafka.admin import KafkaAdmin
+        from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+
+        self.admin = KafkaAdmin(config, timeout_s=15)
+        self.store = KafkaCoordinatorStore(config, job_name)
+        self.job_name, self.topic, self.expansion_id = job_name, topic, expansion_id
+        self.halt = threading.Event()
+        self.stopped_at: float | None = None
+        self.first_commit_at: float | None = None
+        self.barrier_reached_at: float | None = None
+
+    def run(self) -> None:
+        baseline = None
+        while not self.halt.is_set():
+            try:
+                self._tick(baseline)
+                if self.stopped_at is not None and baseline is None:
+                    baseline = committed_total(self.admin, self.job_name, self.topic)
+                    self._tick(baseline)
+            except Exception:  # noqa: BLE001 - a probe hiccup must not end the scenario
+                pass
+            self.halt.wait(0.1)
+
+    def _tick(self, baseline: int | None) -> None:
+        now = time.time()
+        if self.barrier_reached_at is None:
+            record = self.store.get_expansion(self.expansion_id) or {}
+            barrier = record.get("barrier")
+            if barrier:
+                topic_barrier = barrier.get(self.topic, {})
+                parts = [int(p) for p in topic_barrier]
+                done = self.admin.group_offsets(self.job_name, {self.topic: parts})[self.topic]
+                if all((done.get(int(p)) or 0) >= o for p, o in topic_barrier.items()):
+                    self.barrier_reached_at = now
+        if self.stopped_at is None:
+            states = [p.get("state") for p in self.store.processors().values()]
+            if states and "stopped" in states and "running" not in states:
+                self.stopped_at = now
+        elif (
+            baseline is not None
+            and self.first_commit_at is None
+            and committed_total(self.admin, self.job_name, self.topic) > baseline
+        ):
+            self.first_commit_at = now
+
+    def close(self) -> None:
+        self.halt.set()
+        self.join(10)
+        self.admin.close()
+        self.store.close()
+
+
+class Scenario:
+    """One job, its topics, producer and expansions (see the module docstring)."""
+
+    def __init__(
+        self,
+        cfg: ScenarioConfig,
+        *,
+        run_dag: Callable[..., Any],
+        task_states: Callable[[Any], dict[str, str]],
+        xcom: Callable[..., Any],
+        log: Callable[[str], None] = print,
+    ) -> None:
+        from airflow_samza_expand.kafka.admin import KafkaAdmin
+        from airflow_samza_expand.kafka.config import client_config
+
+        self.cfg = cfg
+        self.run_dag, self.task_states, self.xcom, self.log = run_dag, task_states, xcom, log
+        self.config = client_config(cfg.bootstrap)
+        self.admin = KafkaAdmin(self.config, timeout_s=30)
+        self.job_name = cfg.name
+        self.topic = f"{cfg.name}-orders"
+        self.output_topic = f"{cfg.name}-counts"
+        self.checkpoint = str(cfg.work_dir / "checkpoint")
+        self.log_dir = str(cfg.work_dir / "logs")
+        self.store: Any = None
+        self.producer: KeyedProducer | None = None
+        self.job: StreamJob | None = None
+        self.outcomes: list[ExpansionOutcome] = []
+        self.plain_restart_s: float | None = None
+        self.models: list[Any] = []
+
+    # -- setup ---------------------------------------------------------------------------------
+
+    def args(self, trigger: str | None = None) -> list[str]:
+        if trigger is None:
+            trigger = (
+                "available-now" if self.cfg.run_mode == "available-now" else "processing-time=500ms"
+            )
+        extra = ["--allow-task-change"] if self.cfg.naive else []
+        return job_args(
+            job_name=self.job_name,
+            bootstrap=self.cfg.bootstrap,
+            checkpoint_dir=self.checkpoint,
+            output_topic=self.output_topic,
+            trigger=trigger,
+            extra=extra,
+        )
+
+    def setup(self) -> None:
+        from airflow_samza_expand.core.model import JobModel
+        from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+
+        self.admin.ensure_topic(self.topic, 2)
+        self.admin.ensure_topic(self.output_topic, 1)
+        self.store = KafkaCoordinatorStore(self.config, self.job_name)
+        self.store.write_job_model(JobModel.initial(self.job_name, {self.topic: 2}))
+        self.job = StreamJob(self.job_name, self.args(), self.log_dir, master=self.cfg.master)
+        self.log(
+            f"job {self.job_name}: input {self.topic} (2 partitions), output "
+            f"{self.output_topic}, job model v1 written"
+        )
+
+    def start_producer(self) -> None:
+        self.producer = KeyedProducer(
+            self.config,
+            self.topic,
+            keys=self.cfg.keys,
+            rate=self.cfg.rate,
+            refresh_ms=self.cfg.refresh_ms,
+        ).start()
+        self.log(
+            f"producer: {self.cfg.keys} keys, {self.cfg.rate:.0f} records/s, librdkafka "
+            f"default partitioner, metadata refresh {self.cfg.refresh_ms} ms"
+        )
+
+    def run_once(self, what: str) -> None:
+        """One available-now run of the job (blocking): processes what is there and ends."""
+        assert self.job is not None
+        cmd = StreamJob(self.job_name, self.args("available-now"), self.log_dir).command()
+        log_path = Path(self.log_dir) / f"{what}-{time.strftime('%H%M%S')}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "wb") as out:
+            code = subprocess.run(
+                cmd, stdout=out, stderr=subprocess.STDOUT, env=spark_env(), timeout=900
+            ).returncode
+        if code != 0:
+            raise RuntimeError(f"{what}: the job exited with {code}; log {log_path}")
+
+    def start_job(self) -> None:
+        """Continuous: launch on v1 and wait for its first committed batch. Available-now: one
+        run."""
+        assert self.job is not None
+        if self.cfg.run_mode == "available-now":
+            self.run_once("first-run")
+            self.log("job: first available-now run on v1 done")
+            return
+        self.job.launch()
+        wait_for(
+            "the job to run job model v1",
+            lambda: running_processors(self.store, 1),
+            timeout_s=300,
+            log=self.log,
+        )
+        wait_for(
+            "the job's first committed batch",
+            lambda: committed_total(self.admin, self.job_name, self.topic) > 0,
+            timeout_s=300,
+            log=self.log,
+        )
+        self.log(f"job: running on job model v1 (pid {self.job.handle['pid']})")
+
+    def measure_plain_restart(self) -> float:
+        assert self.job is not None
+        self.plain_restart_s = measure_restart(
+            self.job, self.store, self.admin, topic=self.topic, version=1, log=self.log
+        )
+        self.log(f"plain restart (stop -> first committed batch): {self.plain_restart_s:.1f}s")
+        return self.plain_restart_s
+
+    # -- the DAG -------------------------------------------------------------------------------
+
+    def build_dag(self, dag_id: str) -> Any:
+        from airflow_samza_expand.dags import build_expansion_dag
+
+        writer: dict[str, Any] = {}
+        if self.cfg.naive:
+            from airflow_samza_expand.demo.naive import NaiveWriteJobModelOperator
+
+            writer = {"write_job_model_operator": NaiveWriteJobModelOperator}
+        return build_expansion_dag(
+            dag_id,
+            job_name=self.job_name,
+            topics=[self.topic],
+            factor=2,
+            run_mode=self.cfg.run_mode,
+            application_args=self.args(),
+            spark_conf=LOCAL_SPARK_CONF,
+            spark_env_vars={"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
+            producer_refresh_grace_s=self.cfg.grace_s,
+            barrier_timeout_s=600,
+            poll_interval_s=self.cfg.poll_s,
+            stop_timeout_s=300,
+            ack_timeout_s=600,
+            retries=1,
+            retry_delay=timedelta(seconds=2),
+            log_dir=self.log_dir,
+            **writer,
+        )
+
+    def expand(
+        self,
+        *,
+        stop_after: str | None = None,
+        on_task: Callable[[str, str], None] | None = None,
+    ) -> ExpansionOutcome:
+        """One expansion x2 by the DAG. ``stop_after``: first run the DAG only up to that task
+        (or ``"mid-barrier"``: with a barrier that gives up at once), then rerun it whole."""
+        from airflow_samza_expand.airflow.operators._common import expansion_id_for
+
+        before = self.store.latest_job_model().partition_counts()[self.topic]
+        after = before * 2
+        dag_id = f"samza_expand_{self.job_name.replace('-', '_')}_{before}_{after}"
+        expansion_id = expansion_id_for(self.job_name, {self.topic: before}, {self.topic: after})
+        probe = Probe(self.config, self.job_name, self.topic, expansion_id)
+        probe.start()
+        started = time.monotonic()
+        try:
+            if stop_after is not None:
+                self._interrupted_run(dag_id, stop_after)
+            dag = self.build_dag(dag_id)
+            if on_task is not None:
+                _attach_progress(dag, on_task)
+            run = self.run_dag(dag)
+            states = self.task_states(run)
+            summary = self.xcom(run, "report")
+            # Let the probe see the restarted job's first commit.
+            if self.cfg.run_mode == "continuous" and str(run.state) == "success":
+                wait_for("the first committed batch after the restart",
+                         lambda: probe.first_commit_at, timeout_s=120)  # fmt: skip
+        finally:
+            probe.close()
+        t_expand = summary and summary.get("seconds_per_step")
+        outcome = ExpansionOutcome(
+            factor=2,
+            counts=(before, after),
+            state=str(run.state),
+            summary=summary,
+            tasks=states,
+            probe={
+                "downtime_s": _diff(probe.stopped_at, probe.first_commit_at),
+                "barrier_reached_at": probe.barrier_reached_at,
+            },
+            wall_s=time.monotonic() - started,
+        )
+        if t_expand is not None and summary is not None:
+            outcome.probe["drain_s"] = _drain_s(summary, probe.barrier_reached_at, self.store,
+                                                expansion_id)  # fmt: skip
+        self.outcomes.append(outcome)
+        return outcome
+
+    def _interrupted_run(self, dag_id: str, stop_after: str) -> None:
+        dag = self.build_dag(dag_id)
+        if stop_after == MID_BARRIER:
+            dag.task_dict["barrier"].barrier_timeout_s = 0.0
+            subset = dag.partial_subset(task_ids=["barrier"], include_upstream=True)
+        else:
+            subset = dag.partial_subset(task_ids=[stop_after], include_upstream=True)
+        run = self.run_dag(subset)
+        self.log(f"interrupted run (stopped after {stop_after}): {self.task_states(run)}")
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def finish(self, expected_versions: list[int] | None = None) -> Verification:
+        """Stop the producer, let the job process everything, stop it, verify."""
+        assert self.producer is not None and self.job is not None
+        self.producer.stop()
+        produced = self.producer.snapshot()
+        self.log(f"producer stopped: {sum(produced.values())} records acknowledged")
+        if self.cfg.run_mode == "available-now":
+            self.run_once("final-run")
+        else:
+            wait_for(
+                "the job to process every produced record",
+                lambda: caught_up(self.admin, self.job_name, self.topic),
+                timeout_s=300,
+                log=self.log,
+            )
+            version = self.store.latest_job_model().version
+            if running_processors(self.store, version):
+                stop_job(self.store, version, log=self.log)
+        self.job.terminate()
+        result = verify(
+            self.config,
+            job_name=self.job_name,
+            input_topic=self.topic,
+            output_topic=self.output_topic,
+            produced=produced,
+            store=self.store,
+            expected_versions=expected_versions,
+        )
+        self.models = self.store.job_model_history()
+        return result
+
+    def close(self) -> None:
+        if self.producer is not None:
+            try:
+                self.producer.stop()
+            except Exception as exc:  # noqa: BLE001 - closing must not mask the outcome
+                self.log(f"producer stop: {exc}")
+        if self.job is not None:
+            self.job.terminate()
+        if self.store is not None:
+            self.store.close()
+        self.admin.close()
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else round(b - a, 3)
+
+
+def _drain_s(summary: dict, reached: float | None, store: Any, expansion_id: str) -> float | None:
+    """Seconds from the barrier snapshot until the group's commits reached it (probe-seen)."""
+    from airflow_samza_expand.airflow.operators._common import parse_iso
+
+    record = store.get_expansion(expansion_id) or {}
+    snap = record.get("barrier_snapshot_at")
+    if reached is None or not snap:
+        return None
+    return round(max(reached - parse_iso(snap).timestamp(), 0.0), 3)
+
+
+def _attach_progress(dag: Any, on_task: Callable[[str, str], None]) -> None:
+    """Call ``on_task(task_id, event)`` when each task starts / succeeds / fails / skips."""
+    for task in dag.tasks:
+        tid = task.task_id
+        task.on_execute_callback = [lambda ctx, t=tid: on_task(t, "start")]
+        task.on_success_callback = [lambda ctx, t=tid: on_task(t, "success")]
+        task.on_failure_callback = [lambda ctx, t=tid: on_task(t, "failed")]
+        task.on_skipped_callback = [lambda ctx, t=tid: on_task(t, "skipped")]
+
+
+def env_problems() -> list[str]:
+    """What is missing for the embedded stack (Java, spark-submit), as fix-it messages."""
+    import shutil
+
+    problems = []
+    java_home = os.environ.get("JAVA_HOME")
+    java = shutil.which("java") or (os.path.join(java_home, "bin", "java") if java_home else None)
+    if not java or not os.access(java, os.X_OK):
+        problems.append(
+            "no Java found (java not on PATH, JAVA_HOME unset) - install Java 17, e.g. "
+            "`apt-get install openjdk-17-jre-headless`, or set JAVA_HOME"
+        )
+    try:
+        from airflow_samza_expand.demo.jobs import spark_submit_binary
+
+        spark_submit_binary()
+    except FileNotFoundError as exc:
+        problems.append(str(exc))
+    return problems
