@@ -1,0 +1,246 @@
+"""The demo's report: ``report.json`` (fields listed in issue 6), the text report and an SVG image
+of the partitions -> buckets -> tasks diagram."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from airflow_samza_expand.core.expansion import load_expansion_algorithm
+from airflow_samza_expand.core.model import JobModel, SystemStreamPartition
+from airflow_samza_expand.core.render import natural_key, render_diagram, render_mapping_table
+
+DOWNTIME_TARGET_RATIO = 1.5
+
+
+def _max(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def build_report(
+    *,
+    scenario: Any,
+    verification: Any,
+    total_s: float,
+    step_seconds: dict[str, float],
+) -> dict[str, Any]:
+    """report.json content."""
+    cfg = scenario.cfg
+    expansions = []
+    for o in scenario.outcomes:
+        steps = (o.summary or {}).get("seconds_per_step") or {}
+        grace, drain = cfg.grace_s, o.probe.get("drain_s")
+        barrier_wait = None
+        if (
+            steps.get("producer_refresh_grace") is not None
+            and steps.get("barrier_drain") is not None
+        ):
+            barrier_wait = round(steps["producer_refresh_grace"] + steps["barrier_drain"], 3)
+        bound = None if drain is None else round(grace + drain + cfg.poll_s, 3)
+        expansions.append(
+            {
+                "partitions": {"before": o.counts[0], "after": o.counts[1]},
+                "dag_state": o.state,
+                "tasks": o.tasks,
+                "seconds_per_step": steps,
+                "barrier_wait_s": barrier_wait,
+                "barrier_bound_s": bound,
+                "barrier_within_bound": None
+                if barrier_wait is None or bound is None
+                else barrier_wait <= bound,
+                "grace_s": grace,
+                "drain_s": drain,
+                "poll_interval_s": cfg.poll_s,
+                "downtime_s": o.probe.get("downtime_s"),
+                "report_downtime_s": (o.summary or {}).get("downtime_s"),
+                "wall_s": round(o.wall_s, 3),
+            }
+        )
+    downtime = _max([e["downtime_s"] for e in expansions])
+    plain = scenario.plain_restart_s
+    ratio = round(downtime / plain, 3) if downtime is not None and plain else None
+    v = verification
+    return {
+        "job_name": scenario.job_name,
+        "topic": scenario.topic,
+        "run_mode": cfg.run_mode,
+        "naive_writer": cfg.naive,
+        "verification": {
+            "ok": v.ok,
+            "keys": v.keys,
+            "records_produced": v.records_produced,
+            "records_counted": v.records_counted,
+            "count_mismatches": v.count_mismatches,
+            "order_violations": v.order_violations,
+            "count_resets": v.count_resets,
+            "partitions_consumed": v.partitions_consumed,
+            "problems": v.problems[:50],
+        },
+        "job_model_versions": v.job_model_versions,
+        "timings": {
+            "barrier_wait_s": _max([e["barrier_wait_s"] for e in expansions]),
+            "downtime_s": downtime,
+            "plain_restart_s": None if plain is None else round(plain, 3),
+            "downtime_ratio": ratio,
+            "downtime_target_ratio": DOWNTIME_TARGET_RATIO,
+            "grace_s": cfg.grace_s,
+            "drain_s": _max([e["drain_s"] for e in expansions]),
+            "poll_interval_s": cfg.poll_s,
+            "steps": step_seconds,
+            "total_s": round(total_s, 3),
+        },
+        "expansions": expansions,
+        "job_models": [m.to_dict() for m in scenario.models],
+    }
+
+
+def render_text(report: dict[str, Any], models: Sequence[JobModel]) -> str:
+    """The printed report: mapping before/after, diagram, per-step timings, verdict, figures."""
+    first, last = models[0], models[-1]
+    initial = {s.stream: s.initial for s in last.streams}
+    new = [ssp for ssp in last.ssp_to_task if ssp.partition >= initial[ssp.stream]]
+    out = [
+        "",
+        f"== SSP -> task mapping before (job model v{first.version}) ==",
+        render_mapping_table(first),
+        "",
+        f"== SSP -> task mapping after (job model v{last.version}) ==",
+        render_mapping_table(last, new),
+        "",
+        "== Partitions -> buckets -> tasks ==",
+        render_diagram(last, new),
+        "",
+        "== Per-step timings (s) ==",
+    ]
+    steps = [
+        "expand",
+        "producer_refresh_grace",
+        "barrier_drain",
+        "stop_job",
+        "write_job_model",
+        "submit",
+        "acknowledge",
+    ]
+    header = "  ".join(f"{s[:14]:>14}" for s in steps)
+    out.append(f"{'expansion':<10}  {header}")
+    for e in report["expansions"]:
+        cells = "  ".join(
+            f"{'-' if e['seconds_per_step'].get(s) is None else e['seconds_per_step'][s]:>14}"
+            for s in steps
+        )
+        out.append(f"{e['partitions']['before']} -> {e['partitions']['after']:<5}  {cells}")
+    for name, seconds in report["timings"]["steps"].items():
+        out.append(f"  {name}: {seconds:.1f}s")
+    v = report["verification"]
+    out += [
+        "",
+        "== Verification ==",
+        f"{'PASS' if v['ok'] else 'FAIL'}: {v['keys']} keys, {v['records_produced']} records "
+        f"produced, {v['records_counted']} counted; count mismatches "
+        f"{len(v['count_mismatches'])}, keys with order violations {len(v['order_violations'])},"
+        f" keys whose count went back {len(v['count_resets'])}; partitions consumed "
+        f"{v['partitions_consumed']}; job model versions {report['job_model_versions']}",
+    ]
+    out += [f"  - {p}" for p in v["problems"][:8]]
+    out += ["", *figure_lines(report)]
+    return "\n".join(out)
+
+
+def figure_lines(report: dict[str, Any]) -> list[str]:
+    """The last lines: downtime vs plain restart, barrier wait vs its bound."""
+    t = report["timings"]
+    lines = []
+    if t["downtime_s"] is not None and t["plain_restart_s"]:
+        verdict = "OK" if t["downtime_ratio"] <= t["downtime_target_ratio"] else "ABOVE TARGET"
+        lines.append(
+            f"Downtime: expansion {t['downtime_s']:.2f}s vs plain restart "
+            f"{t['plain_restart_s']:.2f}s = {t['downtime_ratio']:.2f}x "
+            f"(target <= {t['downtime_target_ratio']}x: {verdict})"
+        )
+    for e in report["expansions"]:
+        if e["barrier_wait_s"] is None or e["drain_s"] is None:
+            continue
+        lines.append(
+            f"Barrier {e['partitions']['before']}->{e['partitions']['after']}: waited "
+            f"{e['barrier_wait_s']:.2f}s vs grace {e['grace_s']:.2f}s + drain "
+            f"{e['drain_s']:.2f}s + poll {e['poll_interval_s']:.2f}s = {e['barrier_bound_s']:.2f}s"
+            f" ({'OK' if e['barrier_within_bound'] else 'ABOVE BOUND'})"
+        )
+    lines.append(
+        f"Verdict: {'PASS' if report['verification']['ok'] else 'FAIL'} in "
+        f"{t['total_s']:.0f}s total"
+    )
+    return lines
+
+
+_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+
+
+def render_svg(model: JobModel) -> str:
+    """SVG of partitions -> buckets -> tasks for every stream of ``model`` (new partitions,
+    those beyond the initial count, drawn dashed)."""
+    algorithm = load_expansion_algorithm(model.expansion_algorithm)
+    row_h, top = 34, 60
+    rows_total = sum(s.current for s in model.streams)
+    height = top + rows_total * row_h + 60 * len(model.streams) + 40
+    width = 760
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="Helvetica, Arial, sans-serif" font-size="13">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="20" y="28" font-size="16" font-weight="bold">{escape(model.job_name)}: '
+        f"job model v{model.version} - partitions -&gt; buckets -&gt; tasks</text>",
+        '<text x="60" y="52" fill="#555">partition</text>',
+        '<text x="330" y="52" fill="#555">bucket (partition at the initial count)</text>',
+        '<text x="600" y="52" fill="#555">task</text>',
+    ]
+    y0 = top
+    for s in model.streams:
+        buckets = sorted({algorithm.partition_before_expansion(p, s.current, s.initial)
+                          for p in range(s.current)})  # fmt: skip
+        tasks = sorted({model.ssp_to_task[SystemStreamPartition(s.system, s.stream, p)]
+                        for p in range(s.current)}, key=natural_key)  # fmt: skip
+        parts.append(f'<text x="20" y="{y0 + 14}" font-weight="bold">{escape(s.stream)} '
+                     f"({s.current} partitions, initial {s.initial})</text>")  # fmt: skip
+        y0 += 26
+        span = s.current * row_h
+
+        def ycenter(i: int, n: int, base: int = y0, span: int = span) -> float:
+            return base + (i + 0.5) * span / n
+
+        for q_index, q in enumerate(buckets):
+            yq = ycenter(q_index, len(buckets))
+            task = model.ssp_to_task[SystemStreamPartition(s.system, s.stream, q)]
+            yt = ycenter(tasks.index(task), len(tasks))
+            color = _COLORS[q_index % len(_COLORS)]
+            parts.append(f'<line x1="395" y1="{yq:.1f}" x2="580" y2="{yt:.1f}" '
+                         f'stroke="{color}" stroke-width="2.5"/>')  # fmt: skip
+            parts.append(f'<circle cx="380" cy="{yq:.1f}" r="14" fill="{color}"/>'
+                         f'<text x="380" y="{yq + 4:.1f}" fill="white" text-anchor="middle">'
+                         f"{q}</text>")  # fmt: skip
+        for p in range(s.current):
+            yp = ycenter(p, s.current)
+            q = algorithm.partition_before_expansion(p, s.current, s.initial)
+            yq = ycenter(buckets.index(q), len(buckets))
+            color = _COLORS[buckets.index(q) % len(_COLORS)]
+            dash = ' stroke-dasharray="6,4"' if p >= s.initial else ""
+            parts.append(f'<line x1="135" y1="{yp:.1f}" x2="366" y2="{yq:.1f}" stroke="{color}" '
+                         f'stroke-width="1.8"{dash}/>')  # fmt: skip
+            fill = "#fff7e6" if p >= s.initial else "#eef3fb"
+            parts.append(f'<rect x="40" y="{yp - 12:.1f}" width="95" height="24" rx="4" '
+                         f'fill="{fill}" stroke="{color}"/>'
+                         f'<text x="87" y="{yp + 4:.1f}" text-anchor="middle">partition {p}'
+                         "</text>")  # fmt: skip
+        for t_index, task in enumerate(tasks):
+            yt = ycenter(t_index, len(tasks))
+            parts.append(f'<rect x="580" y="{yt - 14:.1f}" width="150" height="28" rx="6" '
+                         f'fill="#f2f2f2" stroke="#333"/><text x="655" y="{yt + 4:.1f}" '
+                         f'text-anchor="middle">{escape(task)}</text>')  # fmt: skip
+        y0 += span + 30
+    parts.append(f'<text x="20" y="{height - 14}" fill="#555">dashed: partitions added by '
+                 "expansions; every bucket stays in one task, so each key keeps its state"
+                 "</text>")  # fmt: skip
+    parts.append("</svg>")
+    return "\n".join(parts)
