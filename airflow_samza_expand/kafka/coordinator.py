@@ -26,9 +26,10 @@ its candidate only while vN-1 is newest, then reads back: if another candidate c
 tombstones its own and raises `ConcurrentExpansionError` (or returns the winner if the content is
 the same). A writer never rewrites a candidate key, so the winner's offset never moves.
 
-Unknown record types are ignored (forward compatibility). A key that is not such a JSON object, or
-a value that does not decode, raises `CorruptCoordinatorRecordError` naming topic, offset and key
-(values are decoded lazily, when asked for).
+Unknown record types are ignored (forward compatibility). A value that does not decode raises
+`CorruptCoordinatorRecordError` naming topic, offset and key when it is asked for (values are
+decoded lazily). A record whose key is not such a JSON object makes every read raise it until a
+tombstone for that key is written.
 """
 
 from __future__ import annotations
@@ -286,6 +287,7 @@ class KafkaCoordinatorStore:
         self._candidates: dict[int, dict[str, _Entry]] = {}
         self._decoded: dict[tuple[int, int], JobModel] = {}  # (version, offset) -> model
         self._key_cache: dict[bytes, tuple[str, str, str | None]] = {}
+        self._corrupt_keys: dict[bytes | None, int] = {}  # unparseable key -> newest offset
 
     def __repr__(self) -> str:
         return (
@@ -380,7 +382,15 @@ class KafkaCoordinatorStore:
         return True
 
     def refresh(self) -> None:
-        """Read new records up to the high watermark taken now (one sequential fetch loop)."""
+        """Read new records up to the high watermark taken now (one sequential fetch loop).
+
+        Raises CorruptCoordinatorRecordError while a record with an unparseable key is in force.
+        """
+        with self._lock:
+            self._read_to_end()
+            self._raise_if_corrupt()
+
+    def _read_to_end(self) -> None:
         with self._lock:
             if not self._check_topic():
                 return
@@ -438,11 +448,11 @@ class KafkaCoordinatorStore:
             finally:
                 consumer.unassign()
 
-    def _parse_key(self, offset: int, key: bytes | None) -> tuple[str, str, str | None]:
+    def _parse_key(self, key: bytes | None) -> tuple[str, str, str | None] | None:
+        """(type, key, writer) of a record key, or None if it is not a coordinator key."""
         parsed = self._key_cache.get(key) if key is not None else None
         if parsed is not None:
             return parsed
-        shown = repr(key[:80]) if key is not None else "None"
         try:
             doc = json.loads(key) if key is not None else None
         except (UnicodeDecodeError, json.JSONDecodeError):
@@ -454,17 +464,33 @@ class KafkaCoordinatorStore:
             or not isinstance(doc.get("writer", ""), str)
             or (doc["type"] == JOB_MODEL and not (doc["key"].isdigit() and "writer" in doc))
         ):
-            raise CorruptCoordinatorRecordError(
-                f"corrupt coordinator record in topic {self.topic!r} at offset {offset}: key "
-                f"{shown} is not a coordinator key like "
-                '{"key":"<id>","type":"<type>"} - delete the record (tombstone its key)'
-            )
+            return None
         parsed = (doc["type"], doc["key"], doc.get("writer"))
-        self._key_cache[key] = parsed
+        self._key_cache[key] = parsed  # type: ignore[index]
         return parsed
 
+    def _raise_if_corrupt(self) -> None:
+        """A record whose key is no coordinator key makes the store unreadable until someone
+        writes a tombstone for that key (compaction then removes both)."""
+        if not self._corrupt_keys:
+            return
+        key, offset = min(self._corrupt_keys.items(), key=lambda item: item[1])
+        shown = repr(key[:80]) if key is not None else "None"
+        raise CorruptCoordinatorRecordError(
+            f"corrupt coordinator record in topic {self.topic!r} at offset {offset}: key "
+            f"{shown} is not a coordinator key like "
+            '{"key":"<id>","type":"<type>"} - write a tombstone (null value) for that key'
+        )
+
     def _apply(self, offset: int, key: bytes | None, value: bytes | None) -> None:
-        record_type, record_key, writer = self._parse_key(offset, key)
+        parsed = self._parse_key(key)
+        if parsed is None:
+            if value:
+                self._corrupt_keys[key] = offset
+            else:
+                self._corrupt_keys.pop(key, None)
+            return
+        record_type, record_key, writer = parsed
         if record_type == JOB_MODEL:
             version = int(record_key)
             candidates = self._candidates.setdefault(version, {})

@@ -26,7 +26,7 @@ def history(job: str, versions: int) -> list[JobModel]:
 def produce(
     config: dict[str, str],
     topic: str,
-    records: list[tuple[bytes | None, bytes, int | None]],
+    records: list[tuple[bytes | None, bytes | None, int | None]],
     **producer_settings: str,
 ) -> None:
     """Produce (key, value, partition or None) records and wait for every acknowledgement."""

@@ -198,6 +198,12 @@ def test_corrupt_key_names_topic_offset_and_key(config, job, stores):
         stores().latest_job_model()
     message = str(info.value)
     assert store.topic in message and "offset 1" in message and "not-a-json-key" in message
+    with pytest.raises(CorruptCoordinatorRecordError):
+        store.write_job_model(model(job, 2))  # nothing is written on top of it
+    # the fix the message names: a tombstone for that key makes the store readable again
+    produce(config, store.topic, [(b"not-a-json-key", None, 0)])
+    assert stores().latest_job_model() == model(job, 1)
+    assert store.write_job_model(model(job, 2)) == model(job, 2)
 
 
 def test_corrupt_job_model_value(config, job, stores):
