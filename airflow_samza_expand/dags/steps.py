@@ -25,6 +25,7 @@ from airflow_samza_expand.airflow.operators.plan import PlanExpansionOperator
 from airflow_samza_expand.airflow.operators.stop import StopStatefulJobOperator
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
 from airflow_samza_expand.airflow.waits import barrier_grace_until, barrier_poll
+from airflow_samza_expand.dags import detached
 from airflow_samza_expand.dags.submit import SubmitStreamJobOperator, normalise_run_mode
 
 COMPLETED = "completed"
@@ -300,9 +301,12 @@ class SubmitStepOperator(SubmitStreamJobOperator):
                     pid
                     for pid, p in store.processors().items()
                     if p.get("job_model_version") == version
-                    and p.get("state") == "running"
+                    and p.get("state") in ("starting", "running")
                     and _fresh(p.get("heartbeat_at"))
                 )
+                earlier = (store.get_expansion(self.expansion_id) or {}).get("submit") or {}
+                if earlier.get("detached") and detached.is_running(earlier):
+                    running.append(f"pid {earlier['pid']} (launched by an earlier run)")
                 if running and normalise_run_mode(self.run_mode) == "continuous":
                     self.log.info(
                         "Job %s already runs job model v%s (%s): not launching it twice.",
@@ -310,7 +314,7 @@ class SubmitStepOperator(SubmitStreamJobOperator):
                         version,
                         ", ".join(running),
                     )
-                    return {"mode": "continuous", "already_running": running}
+                    return {"mode": "continuous", "already_running": running, **earlier}
                 stop = store.stop_request()
                 if stop and version is not None and int(stop.get("version", 0)) >= version:
                     # A stop for the version we start (left by an earlier stop of a rerun)

@@ -366,6 +366,31 @@ class Scenario:
         self.models = self.store.job_model_history()
         return result
 
+    def verify_at_quiet_point(self, expected_versions: list[int] | None = None) -> Verification:
+        """Continuous mode, job and producer keep running: pause the producer, wait until the
+        job processed everything, verify exactly, resume the producer."""
+        assert self.producer is not None
+        self.producer.pause()
+        try:
+            wait_for(
+                "the job to process every produced record",
+                lambda: caught_up(self.admin, self.job_name, self.topic),
+                timeout_s=300,
+                log=self.log,
+            )
+            time.sleep(1.0)  # the batch that committed last has written its outputs
+            return verify(
+                self.config,
+                job_name=self.job_name,
+                input_topic=self.topic,
+                output_topic=self.output_topic,
+                produced=self.producer.snapshot(),
+                store=self.store,
+                expected_versions=expected_versions,
+            )
+        finally:
+            self.producer.resume()
+
     def close(self) -> None:
         if self.producer is not None:
             try:
