@@ -4,6 +4,7 @@ defer to them, and the partition-count watcher."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 
@@ -185,3 +186,29 @@ def test_job_model_ack_sensor_defaults_to_the_newest_version(job):
     j.store.heartbeat("p-1", 1, "running")
     poke = JobModelAckSensor(task_id="ack", job_name=j.name, deferrable=False, poke_interval=0.2)
     assert poke.execute(task_context())["running"] == ["p-1"]
+
+
+@pytest.mark.kafka
+def test_triggers_never_block_the_event_loop(job, dev_broker, caplog):
+    """Every broker answer is slowed by 0.5 s; run on the loop, a call would show up as a slow
+    callback in asyncio's debug mode. Through asyncio.to_thread, no loop step is slow."""
+    j = job(2)
+    j.store.heartbeat("p-1", 1, "running")
+    dev_broker.faults.inject("Metadata", "delay", delay_s=0.5, times=None)
+    dev_broker.faults.inject("Fetch", "delay", delay_s=0.5, times=None)
+
+    async def run_both() -> list[TriggerEvent]:
+        asyncio.get_running_loop().slow_callback_duration = 0.3
+        count = PartitionCountChangeTrigger(topic=j.topic, baseline=1, poll_interval_s=0.1)
+        ack = JobModelAckTrigger(job_name=j.name, version=1, poll_interval_s=0.1)
+        return list(await asyncio.gather(first_event(count, 60), first_event(ack, 60)))
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="asyncio"):
+            events = asyncio.run(run_both(), debug=True)
+    finally:
+        dev_broker.faults.clear()
+    assert events[0].payload["partition_count"] == 2
+    assert events[1].payload["running"] == ["p-1"]
+    slow = [r.getMessage() for r in caplog.records if "took" in r.getMessage()]
+    assert not slow, slow
