@@ -122,3 +122,19 @@ def test_uncommitted_partition_reads_as_no_offset(
         assert committed[0].offset < 0  # OFFSET_INVALID
     finally:
         consumer.close()
+
+
+def test_delete_consumer_group_removes_its_offsets(
+    admin, kafka_bootstrap, create_topic, unique_topic
+) -> None:
+    topic = create_topic(1)
+    group = unique_topic("gone")
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)
+    consumer.close()
+    for fut in admin.delete_consumer_groups([group], request_timeout=30).values():
+        fut.result()
+    listed = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])]
+    )[group].result()
+    assert [tp.offset for tp in listed.topic_partitions] == [-1001]  # OFFSET_INVALID

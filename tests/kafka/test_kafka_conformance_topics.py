@@ -93,3 +93,47 @@ def test_delete_topic(admin, unique_topic) -> None:
         fut.result()
     meta = admin.list_topics(timeout=10)
     assert topic not in meta.topics or meta.topics[topic].error is not None
+
+
+def test_incremental_alter_configs_sets_and_deletes(admin, create_topic) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    topic = create_topic(1)
+    resource = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    for fut in admin.incremental_alter_configs([resource]).values():
+        fut.result()
+    plain = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    assert admin.describe_configs([plain])[plain].result()["cleanup.policy"].value == "compact"
+    resource = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry("cleanup.policy", None, incremental_operation=AlterConfigOpType.DELETE)
+        ],
+    )
+    for fut in admin.incremental_alter_configs([resource]).values():
+        fut.result()
+    assert admin.describe_configs([plain])[plain].result()["cleanup.policy"].value == "delete"
+
+
+def test_invalid_config_value_is_refused(admin, create_topic) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    topic = create_topic(1)
+    resource = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry("cleanup.policy", "shred", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    with pytest.raises(KafkaException) as info:
+        for fut in admin.incremental_alter_configs([resource]).values():
+            fut.result()
+    assert info.value.args[0].code() == KafkaError.INVALID_CONFIG

@@ -88,6 +88,27 @@ def _requests(topic: str, group: str) -> dict[str, dict]:
         "DescribeConfigs": {
             "resources": [{"resource_type": 2, "resource_name": topic, "configuration_keys": None}]
         },
+        "AlterConfigs": {
+            "resources": [
+                {
+                    "resource_type": 2,
+                    "resource_name": topic,
+                    "configs": [{"name": "retention.ms", "value": "100000"}],
+                }
+            ],
+            "validate_only": True,
+        },
+        "IncrementalAlterConfigs": {
+            "resources": [
+                {
+                    "resource_type": 2,
+                    "resource_name": topic,
+                    "configs": [{"name": "retention.ms", "config_operation": 0, "value": "100000"}],
+                }
+            ],
+            "validate_only": True,
+        },
+        "DeleteGroups": {"groups_names": [group + "-absent"]},
         "CreatePartitions": {
             "topics": [{"name": topic, "count": 1, "assignments": None}],
             "timeout": 5000,

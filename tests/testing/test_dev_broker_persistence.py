@@ -111,3 +111,39 @@ def test_deleted_topic_stays_deleted_after_restart(tmp_path: Path) -> None:
         broker.restart()
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         assert "short-lived" not in admin.list_topics(timeout=10).topics
+
+
+def test_altered_configs_and_deleted_groups_survive_restart(tmp_path: Path) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    with DevBrokerProcess(data_dir=tmp_path / "d") as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        for fut in admin.create_topics([NewTopic("cfg", 1, 1)]).values():
+            fut.result()
+        change = ConfigResource(
+            ConfigResource.Type.TOPIC,
+            "cfg",
+            incremental_configs=[
+                ConfigEntry("retention.ms", "1234", incremental_operation=AlterConfigOpType.SET)
+            ],
+        )
+        for fut in admin.incremental_alter_configs([change]).values():
+            fut.result()
+        for group in ("kept-group", "deleted-group"):
+            consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+            consumer.commit(offsets=[TopicPartition("cfg", 0, 3)], asynchronous=False)
+            consumer.close()
+        for fut in admin.delete_consumer_groups(["deleted-group"]).values():
+            fut.result()
+
+        broker.restart()
+
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        plain = ConfigResource(ConfigResource.Type.TOPIC, "cfg")
+        assert admin.describe_configs([plain])[plain].result()["retention.ms"].value == "1234"
+        offsets = {}
+        for group in ("kept-group", "deleted-group"):
+            consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+            offsets[group] = consumer.committed([TopicPartition("cfg", 0)], timeout=10)[0].offset
+            consumer.close()
+        assert offsets == {"kept-group": 3, "deleted-group": -1001}

@@ -45,7 +45,17 @@ _SPECS = [
     ApiSpec(20, "DeleteTopics", 1, 5, admin.delete_topics, admin.delete_topics_error),
     ApiSpec(22, "InitProducerId", 0, 4, data.init_producer_id, data.init_producer_id_error),
     ApiSpec(32, "DescribeConfigs", 1, 4, admin.describe_configs, admin.describe_configs_error),
+    ApiSpec(33, "AlterConfigs", 0, 2, admin.alter_configs, admin.alter_configs_error),
     ApiSpec(37, "CreatePartitions", 0, 3, admin.create_partitions, admin.create_partitions_error),
+    ApiSpec(42, "DeleteGroups", 0, 2, grp.delete_groups, grp.delete_groups_error),
+    ApiSpec(
+        44,
+        "IncrementalAlterConfigs",
+        0,
+        1,
+        admin.incremental_alter_configs,
+        admin.alter_configs_error,
+    ),
 ]
 
 APIS: dict[int, ApiSpec] = {s.key: s for s in _SPECS}

@@ -10,7 +10,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from .codec import Request
-from .state import DEFAULT_TOPIC_CONFIGS, TopicError
+from .state import DEFAULT_TOPIC_CONFIGS, TopicError, validate_topic_configs
 
 if TYPE_CHECKING:
     from .server import Broker
@@ -272,6 +272,67 @@ def describe_configs_error(req: Request, code: int) -> dict[str, Any]:
                 "resource_name": r.resource_name,
                 "error_code": code,
                 "configs": (),
+            }
+            for r in req.body.resources
+        ]
+    }
+
+
+def _alter_topic_configs(broker: Broker, req: Request, incremental: bool) -> dict[str, Any]:
+    body = req.body
+    responses = []
+    for res in body.resources:
+        entry: dict[str, Any] = {
+            "resource_type": res.resource_type,
+            "resource_name": res.resource_name,
+            "error_code": 0,
+            "error_message": None,
+        }
+        topic = broker.state.topics.get(res.resource_name)
+        if res.resource_type != _RESOURCE_TOPIC:
+            entry.update(
+                error_code=42,
+                error_message="only topic configs can be altered on the development broker",
+            )
+        elif topic is None:
+            entry.update(error_code=3, error_message=f"Topic {res.resource_name} does not exist.")
+        else:
+            new = {} if not incremental else dict(topic.configs)
+            for c in res.configs:
+                op = getattr(c, "config_operation", 0)
+                if op == 1:  # DELETE
+                    new.pop(c.name, None)
+                elif op in (0, 2) and c.value is not None:  # SET, APPEND (single-valued here)
+                    new[c.name] = c.value
+                elif op == 3:  # SUBTRACT
+                    new.pop(c.name, None)
+            try:
+                validate_topic_configs(new)
+            except TopicError as exc:
+                entry.update(error_code=exc.code, error_message=exc.message)
+            else:
+                if not body.validate_only:
+                    broker.state.set_topic_configs(topic.name, new)
+        responses.append(entry)
+    return {"throttle_time": 0, "responses": responses}
+
+
+async def incremental_alter_configs(broker: Broker, req: Request) -> dict[str, Any]:
+    return _alter_topic_configs(broker, req, incremental=True)
+
+
+async def alter_configs(broker: Broker, req: Request) -> dict[str, Any]:
+    return _alter_topic_configs(broker, req, incremental=False)
+
+
+def alter_configs_error(req: Request, code: int) -> dict[str, Any]:
+    return {
+        "responses": [
+            {
+                "resource_type": r.resource_type,
+                "resource_name": r.resource_name,
+                "error_code": code,
+                "error_message": "injected fault",
             }
             for r in req.body.resources
         ]

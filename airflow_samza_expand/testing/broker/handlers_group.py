@@ -261,3 +261,27 @@ def describe_groups_error(req: Request, code: int) -> dict[str, Any]:
             for g in req.body.groups
         ]
     }
+
+
+NON_EMPTY_GROUP = 68
+GROUP_ID_NOT_FOUND = 69
+
+
+async def delete_groups(broker: Broker, req: Request) -> dict[str, Any]:
+    results = []
+    for group_id in req.body.groups_names:
+        group = broker.groups.groups.get(group_id)
+        if group is not None and group.members:
+            code = NON_EMPTY_GROUP
+        elif group is None and group_id not in broker.state.offsets:
+            code = GROUP_ID_NOT_FOUND
+        else:
+            broker.groups.groups.pop(group_id, None)
+            broker.state.delete_group_offsets(group_id)
+            code = 0
+        results.append({"group_id": group_id, "error_code": code})
+    return {"throttle_time": 0, "results": results}
+
+
+def delete_groups_error(req: Request, code: int) -> dict[str, Any]:
+    return {"results": [{"group_id": g, "error_code": code} for g in req.body.groups_names]}

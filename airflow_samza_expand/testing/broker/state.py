@@ -129,6 +129,8 @@ class ClusterState:
 
     def _compact_journal(self) -> None:
         assert self.data_dir is not None
+        if self._journal is not None:
+            self._journal.close()
         journal = self.data_dir / "offsets.jsonl"
         tmp = journal.with_suffix(".tmp")
         with open(tmp, "w") as fh:
@@ -246,6 +248,11 @@ class ClusterState:
         self._save_topics()
         log.info("grew topic %s from %d to %d partitions", name, before, count)
 
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.topics[name].configs = dict(configs)
+        self._save_topics()
+        log.info("set configs of topic %s to %s", name, configs)
+
     def partition(self, topic: str, index: int) -> PartitionLog | None:
         t = self.topics.get(topic)
         if t is None or not 0 <= index < len(t.partitions):
@@ -262,6 +269,11 @@ class ClusterState:
         if self._journal is not None:
             self._journal.flush()
             os.fsync(self._journal.fileno())
+
+    def delete_group_offsets(self, group: str) -> None:
+        self.offsets.pop(group, None)
+        if self.data_dir is not None:
+            self._compact_journal()
 
     def committed(self, group: str, topic: str, part: int) -> CommittedOffset | None:
         return self.offsets.get(group, {}).get((topic, part))
