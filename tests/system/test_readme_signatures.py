@@ -1,0 +1,82 @@
+"""The README's parameter tables match the code users import.
+
+Each operator, sensor and trigger row of README.md must name every parameter of the class's
+``__init__`` (except the ones the README states once for all: ``coordinator``,
+``kafka_config_id``, ``request_timeout_s``, ``deferrable``) and nothing that is not one; every
+parameter of ``build_expansion_dag`` must be mentioned. Signatures are read in a subprocess with
+a temporary AIRFLOW_HOME, so this module never imports Airflow itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text()
+CLASSES = {
+    "PlanExpansionOperator": "airflow_samza_expand.airflow.operators",
+    "ExpandPartitionsOperator": "airflow_samza_expand.airflow.operators",
+    "StopStatefulJobOperator": "airflow_samza_expand.airflow.operators",
+    "WriteJobModelOperator": "airflow_samza_expand.airflow.operators",
+    "OrderingBarrierSensor": "airflow_samza_expand.airflow.sensors",
+    "JobModelAckSensor": "airflow_samza_expand.airflow.sensors",
+    "PartitionCountSensor": "airflow_samza_expand.airflow.sensors",
+    "OrderingBarrierTrigger": "airflow_samza_expand.airflow.triggers",
+    "JobModelAckTrigger": "airflow_samza_expand.airflow.triggers",
+    "PartitionCountChangeTrigger": "airflow_samza_expand.airflow.triggers",
+}
+STATED_ONCE = {"coordinator", "kafka_config_id", "request_timeout_s", "deferrable"}
+
+
+@pytest.fixture(scope="module")
+def signatures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    probe = (
+        "import importlib, inspect, json, sys\n"
+        "classes = json.loads(sys.argv[1])\n"
+        "out = {}\n"
+        "for name, module in classes.items():\n"
+        "    cls = getattr(importlib.import_module(module), name)\n"
+        "    out[name] = [p for p in inspect.signature(cls.__init__).parameters\n"
+        "                 if p not in ('self', 'kwargs')]\n"
+        "from airflow_samza_expand.dags import build_expansion_dag\n"
+        "out['build_expansion_dag'] = list(inspect.signature(build_expansion_dag).parameters)\n"
+        "print(json.dumps(out))\n"
+    )
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path_factory.mktemp("airflow-home"))}
+    result = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(CLASSES)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def readme_row(name: str) -> str:
+    rows = [line for line in README.splitlines() if line.startswith(f"| `{name}` |")]
+    assert len(rows) == 1, f"README.md must have one table row for {name}, found {len(rows)}"
+    return rows[0].split("|")[2]
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_readme_row_names_exactly_the_parameters(name: str, signatures: dict) -> None:
+    documented = set(re.findall(r"`([a-z_][a-z0-9_]*)(?=[`=\s])", readme_row(name)))
+    actual = set(signatures[name])
+    assert sorted(actual - STATED_ONCE - documented) == [], f"{name}: missing in README.md"
+    assert sorted(documented - actual) == [], f"{name}: README.md names unknown parameters"
+
+
+def test_readme_mentions_every_factory_parameter(signatures: dict) -> None:
+    code_spans = " ".join(re.findall(r"`([^`]*)`", README))
+    words = set(re.findall(r"[a-z_][a-z0-9_]*", code_spans))
+    missing = [p for p in signatures["build_expansion_dag"] if p not in words]
+    assert missing == [], f"build_expansion_dag parameters missing in README.md: {missing}"
