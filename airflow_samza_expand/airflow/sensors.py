@@ -118,7 +118,9 @@ class OrderingBarrierSensor(_ClientsMixin, BaseSensorOperator):
                 self._grace_until = barrier_grace_until(
                     store, self.expansion_id, self.job_name, self.producer_refresh_grace_s
                 )
-            self._deadline = max(time.time(), self._grace_until) + self.barrier_timeout_s
+            self._deadline = max(self._started_at(context), self._grace_until) + float(
+                self.barrier_timeout_s
+            )
             first = self.poke(context)
             if first:
                 return first.xcom_value
@@ -141,6 +143,15 @@ class OrderingBarrierSensor(_ClientsMixin, BaseSensorOperator):
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout),
         )
+
+    def _started_at(self, context: Any) -> float:
+        """When this try started waiting: the first reschedule in reschedule mode, else now."""
+        if self.reschedule:
+            ti = context.get("ti")
+            first = ti.get_first_reschedule_date(context) if ti is not None else None
+            if first is not None:
+                return first.timestamp()
+        return time.time()
 
     def poke(self, context: Any) -> PokeReturnValue | bool:
         admin, store = self._clients(self.job_name, self.coordinator)

@@ -39,6 +39,13 @@ def kafka_conn(kafka_bootstrap: str, airflow_home: str) -> Iterator[str]:
         os.environ["AIRFLOW_CONN_KAFKA_DEFAULT"] = old
 
 
+@pytest.fixture
+def run_dag(kafka_conn: str) -> Callable[..., Any]:
+    """``run_dag(dag, **dag_test_kwargs) -> DagRun``: serialize ``dag`` into the temporary
+    metadata DB, then ``dag.test()`` it (deferred tasks run their trigger in line)."""
+    return airflow_env.run_dag_test
+
+
 @pytest.fixture(scope="session")
 def kconfig(kafka_bootstrap: str) -> dict[str, str]:
     return client_config(kafka_bootstrap)

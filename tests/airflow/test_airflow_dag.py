@@ -10,7 +10,7 @@ from datetime import datetime
 
 import pytest
 from airflow.sdk import DAG
-from airflow_env import run_dag_test, task_instance_xcom, task_states
+from airflow_env import task_instance_xcom, task_states
 from kafka_helpers import commit_offsets, produce_keyed
 
 from airflow_samza_expand.airflow.operators import (
@@ -92,7 +92,7 @@ def build_dag(job_name: str, topic: str) -> DAG:
     return dag
 
 
-def test_expansion_dag_runs_end_to_end_with_dag_test(job, admin):
+def test_expansion_dag_runs_end_to_end_with_dag_test(job, admin, run_dag):
     j = job(2)
     produce_keyed(j.config, j.topic, 100)
     ends = admin.high_watermarks({j.topic: [0, 1]})[j.topic]
@@ -100,7 +100,7 @@ def test_expansion_dag_runs_end_to_end_with_dag_test(job, admin):
     fake_job = FakeStatefulJob(j.config, j.name)
     fake_job.start()
     try:
-        dag_run = run_dag_test(build_dag(j.name, j.topic))
+        dag_run = run_dag(build_dag(j.name, j.topic))
     finally:
         fake_job.done.set()
         fake_job.join()

@@ -216,6 +216,32 @@ def test_expand_timeout_not_applied_is_retryable_and_the_retry_succeeds(job, adm
     assert admin.partition_counts([j.topic])[j.topic] == 4
 
 
+def test_expand_racing_with_a_concurrent_retry_both_succeed(job, admin, dev_broker):
+    """Both requests reach the broker while the topic has 2 partitions; the second is refused
+    (INVALID_PARTITIONS: already 4). Re-reading the count turns that into success."""
+    j = job(2)
+    dev_broker.faults.inject("CreatePartitions", "delay", delay_s=1.0, times=2)
+    outcomes: list[object] = []
+    start = threading.Barrier(2)
+
+    def expand() -> None:
+        op = ExpandPartitionsOperator(task_id="expand", topic=j.topic, target_partitions=4)
+        start.wait()
+        try:
+            outcomes.append(op.execute(task_context()))
+        except Exception as exc:  # noqa: BLE001 - recorded for the assertion
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=expand) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert dev_broker.faults.hits("CreatePartitions") == 2
+    assert all(isinstance(o, dict) for o in outcomes), outcomes
+    assert admin.partition_counts([j.topic])[j.topic] == 4
+
+
 def test_operators_fail_retryably_when_the_broker_drops_metadata(job, dev_broker):
     j = job(2)
     dev_broker.faults.inject("Metadata", "drop_connection", times=None)

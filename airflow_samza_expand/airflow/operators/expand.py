@@ -136,7 +136,9 @@ class ExpandPartitionsOperator(BaseOperator):
         self.log.info("Growing topic %s from %d to %d partitions.", topic, current, target)
         try:
             admin.create_partitions(topic, target)
-        except KafkaUnavailableError as exc:
+        except (KafkaUnavailableError, InvalidGrowthError) as exc:
+            # A timeout may hide an applied growth; INVALID_PARTITIONS may mean a concurrent
+            # retry applied it first. Either way the count decides.
             self.log.warning("CreatePartitions on %s did not confirm (%s); re-reading.", topic, exc)
             now = admin.partition_counts([topic])[topic]
             if now != target:
