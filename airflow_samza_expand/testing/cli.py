@@ -53,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(Kafka's group.initial.rebalance.delay.ms; default 0)",
     )
     parser.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="stop when the process that started the broker exits (used by test fixtures)",
+    )
+    parser.add_argument(
         "--ready-file",
         type=Path,
         default=None,
@@ -106,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         initial_rebalance_delay_s=args.group_initial_rebalance_delay_ms / 1000,
     )
     try:
-        asyncio.run(run_broker(broker, args.ready_file))
+        asyncio.run(run_broker(broker, args.ready_file, args.exit_with_parent))
     except OSError as exc:
         print(
             f"error: cannot listen on {args.host}:{args.port}: {exc} - choose another "

@@ -22,6 +22,8 @@ class DevBrokerProcess:
     """`python -m airflow_samza_expand.testing` in a subprocess; usable as a context manager.
 
     `port=0` lets the broker bind a free port (no race); `.bootstrap` is "127.0.0.1:<port>".
+    With `exit_with_parent` (default) the broker also stops if this process dies without
+    calling stop(), e.g. a test session killed by a timeout.
     Broker output goes to `log_path` (default: a file in a temporary directory).
     """
 
@@ -34,6 +36,7 @@ class DevBrokerProcess:
         log_path: str | os.PathLike | None = None,
         start_timeout_s: float = 30.0,
         extra_args: list[str] | None = None,
+        exit_with_parent: bool = True,
     ) -> None:
         self.host = host
         self.requested_port = port
@@ -41,6 +44,7 @@ class DevBrokerProcess:
         self.log_level = log_level
         self.start_timeout_s = start_timeout_s
         self.extra_args = list(extra_args or [])
+        self.exit_with_parent = exit_with_parent
         self._tmp = tempfile.TemporaryDirectory(prefix="samza-dev-broker-")
         self.log_path = Path(log_path) if log_path else Path(self._tmp.name) / "broker.log"
         self.port: int | None = None
@@ -82,6 +86,8 @@ class DevBrokerProcess:
         ]
         if self.data_dir is not None:
             cmd += ["--data-dir", str(self.data_dir)]
+        if self.exit_with_parent:
+            cmd.append("--exit-with-parent")
         self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(cmd, stdout=self._log_file, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.start_timeout_s

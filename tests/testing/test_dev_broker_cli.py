@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -64,3 +65,37 @@ def test_foreground_run_logs_and_stops_on_sigterm(tmp_path: Path) -> None:
     assert "Metadata v" in out  # each request is logged at DEBUG
     assert "connection from 127.0.0.1" in out
     assert "development Kafka broker stopped" in out
+
+
+PARENT_THAT_DIES = """
+import os
+from airflow_samza_expand.testing import DevBrokerProcess
+broker = DevBrokerProcess().start()
+print(broker.pid, flush=True)
+os._exit(0)  # no stop(): like a test session killed by a timeout
+"""
+
+
+def _exited(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status
+
+
+def test_broker_stops_when_its_parent_dies_without_cleanup() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PARENT_THAT_DIES],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    pid = int(out.split()[0])
+    deadline = time.monotonic() + 20
+    while not _exited(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)  # the broker this test started; do not leak it
+            raise AssertionError("orphaned development broker kept running")
+        time.sleep(0.1)

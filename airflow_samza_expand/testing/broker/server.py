@@ -238,8 +238,14 @@ class Broker:
             writer.close()
 
 
-async def run_broker(broker: Broker, ready_file: Path | None = None) -> None:
-    """Serve until SIGINT/SIGTERM; write {host, port, control_port, pid} to `ready_file`."""
+async def run_broker(
+    broker: Broker, ready_file: Path | None = None, exit_with_parent: bool = False
+) -> None:
+    """Serve until SIGINT/SIGTERM; write {host, port, control_port, pid} to `ready_file`.
+
+    With `exit_with_parent`, also stop once the process that started the broker is gone, so a
+    test session killed without teardown leaves no broker behind.
+    """
     await broker.start()
     if ready_file is not None:
         tmp = ready_file.with_name(ready_file.name + ".tmp")
@@ -258,7 +264,21 @@ async def run_broker(broker: Broker, ready_file: Path | None = None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    watchdog = None
+    if exit_with_parent:
+        watchdog = loop.create_task(_watch_parent(os.getppid(), stop))
     try:
         await stop.wait()
     finally:
+        if watchdog is not None:
+            watchdog.cancel()
         await broker.stop()
+
+
+async def _watch_parent(parent_pid: int, stop: asyncio.Event) -> None:
+    while True:
+        await asyncio.sleep(0.5)
+        if os.getppid() != parent_pid:
+            log.warning("parent process %d exited; stopping the development broker", parent_pid)
+            stop.set()
+            return
