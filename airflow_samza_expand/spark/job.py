@@ -104,6 +104,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="state partitions of a new checkpoint (fixed once the checkpoint exists)",
     )
     p.add_argument(
+        "--state-buckets",
+        type=int,
+        default=0,
+        help="0: one Spark state row per (task, key); N: per (task, hash(key) %% N) holding "
+        "its keys' states - far fewer Python calls per batch (fixed once the checkpoint exists)",
+    )
+    p.add_argument(
+        "--progress-file",
+        default=None,
+        metavar="FILE",
+        help="append each batch's Spark progress (durations, rows) as a JSON line",
+    )
+    p.add_argument(
         "--spark-conf",
         action="append",
         default=[],
@@ -137,6 +150,8 @@ def validate_args(args: argparse.Namespace) -> None:
         )
     if args.max_records_per_batch < 0:
         raise UsageError("--max-records-per-batch must be >= 0 (0 means no cap)")
+    if args.state_buckets < 0:
+        raise UsageError("--state-buckets must be >= 0 (0 means one state row per key)")
     if args.shuffle_partitions <= 0:
         raise UsageError("--shuffle-partitions must be >= 1")
     parse_trigger(args.trigger)
@@ -218,6 +233,17 @@ def _produce_outputs(
     return produce
 
 
+def _progress_summary(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a StreamingQueryProgress worth keeping per batch."""
+    return {
+        "batchId": report["batchId"],
+        "timestamp": report["timestamp"],
+        "numInputRows": report["numInputRows"],
+        "durationMs": dict(report["durationMs"]),
+        "stateRows": [op["numRowsTotal"] for op in report["stateOperators"]],
+    }
+
+
 # -- the job -----------------------------------------------------------------------------------
 
 
@@ -241,6 +267,7 @@ class StreamJob:
         self.gate_path = os.path.join(self.gate_dir, "stop")
         self.batches = 0
         self.committed: str | None = None
+        self.last_batch_reported = -1
         self._commit_consumer: Any = None
 
     # coordinator ------------------------------------------------------------------------------
@@ -299,14 +326,19 @@ class StreamJob:
         log.info("committed group %r offsets %s", self.args.job_name, end_offset_json)
 
     def commit_progress(self, query: Any) -> None:
+        """Commit the newest finished batch's end offsets; record new progress reports."""
+        reports = [r for r in query.recentProgress if r["batchId"] > self.last_batch_reported]
+        if self.args.progress_file and reports:
+            with open(self.args.progress_file, "a", encoding="utf-8") as handle:
+                for report in reports:
+                    if report["numInputRows"] or report["durationMs"].get("addBatch"):
+                        handle.write(json.dumps(_progress_summary(report)) + "\n")
+        if reports:
+            self.last_batch_reported = max(r["batchId"] for r in reports)
         progress = query.lastProgress
-        if progress is None:
+        if progress is None or not progress["sources"]:
             return
-        sources = progress["sources"] if isinstance(progress, dict) else progress.sources
-        if not sources:
-            return
-        source = sources[0]
-        end = source["endOffset"] if isinstance(source, dict) else source.endOffset
+        end = progress["sources"][0]["endOffset"]
         if end:
             self.commit_offsets(end if isinstance(end, str) else json.dumps(end))
 
@@ -397,8 +429,13 @@ class StreamJob:
             **self.kafka_options,
         }
         records = spark.readStream.format(SamzaKafkaDataSource.name()).options(**options).load()
-        outputs = records.groupBy("task", "key").applyInPandasWithState(
-            StatefulFunction(self.args.processor),
+        buckets = self.args.state_buckets
+        if buckets:
+            from pyspark.sql import functions as F
+
+            records = records.withColumn("bucket", F.pmod(F.xxhash64("key"), F.lit(buckets)))
+        outputs = records.groupBy("task", "bucket" if buckets else "key").applyInPandasWithState(
+            StatefulFunction(self.args.processor, buckets),
             OUTPUT_SCHEMA,
             STATE_SCHEMA,
             "Update",
@@ -415,7 +452,7 @@ class StreamJob:
 
     def run(self) -> int:
         from airflow_samza_expand.kafka.coordinator import open_store
-        from airflow_samza_expand.spark.state import check_task_set, write_task_set
+        from airflow_samza_expand.spark.state import check_task_set, state_layout, write_task_set
 
         args = self.args
         self.store = open_store(args.coordinator, args.job_name, self._kafka_config())
@@ -435,12 +472,13 @@ class StreamJob:
             {t: sorted(str(s) for s in ssps) for t, ssps in model.task_to_ssps().items()},
         )
         self._check_topics(model)
+        layout = state_layout(args.state_buckets)
         problems = check_task_set(
-            args.checkpoint_dir, model, allow_task_change=args.allow_task_change
+            args.checkpoint_dir, model, allow_task_change=args.allow_task_change, layout=layout
         )
         if problems:
             log.warning("--allow-task-change: accepting %s", "; ".join(problems))
-        write_task_set(args.checkpoint_dir, model)
+        write_task_set(args.checkpoint_dir, model, layout)
         self.heartbeat("starting")
         try:
             query = self.start_query()

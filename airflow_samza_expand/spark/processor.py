@@ -37,6 +37,8 @@ ROW_COLUMNS: tuple[str, ...] = (
 # the same producer carries the previous number + 1.
 FIRST_SEQ = 0
 
+_decode = json.JSONDecoder().decode
+
 DEFAULT_PROCESSOR = "airflow_samza_expand.spark.processor:SequenceCounter"
 
 
@@ -60,8 +62,8 @@ def parse_seq(value: bytes | None) -> int | None:
     if value is None:
         return None
     try:
-        doc = json.loads(value)
-    except (ValueError, UnicodeDecodeError):
+        doc = _decode(value.decode("utf-8") if isinstance(value, bytes | bytearray) else value)
+    except (ValueError, UnicodeDecodeError, TypeError):
         return None
     if not isinstance(doc, dict):
         return None
@@ -102,12 +104,11 @@ class SequenceCounter:
                 violations += 1
             last_seq = seq
         new_state = {"count": count, "last_seq": last_seq, "violations": violations}
-        first = rows.iloc[0]
         output = {
-            "key": first["key"],
+            "key": rows["key"].iat[0],
             "count": count,
             "last_seq": last_seq,
-            "task": first["task"],
+            "task": rows["task"].iat[0],
             "violations": violations,
         }
         return new_state, [output]

@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from airflow_samza_expand.core.errors import ExpansionError
@@ -27,6 +28,7 @@ STATE_SCHEMA = "state string"
 # input records the group applied in this micro-batch (on the group's first output row, else 0).
 OUTPUT_SCHEMA = "task string, key string, records long, value string"
 SORT_COLUMNS = ["topic", "partition", "offset"]
+_NULL_KEY = "\x00<null key>"
 
 TASK_SET_FILE = "samza-expand-tasks.json"
 
@@ -47,11 +49,57 @@ def _processor(path: str) -> Any:
     return _processors[path]
 
 
-class StatefulFunction:
-    """The ``applyInPandasWithState`` function: run the processor over one group's rows."""
+def _in_order(rows: pd.DataFrame, *, by_key: bool = False) -> pd.DataFrame:
+    """``rows`` sorted by ([key,] topic, partition, offset); untouched when already so."""
+    offsets = rows["offset"].to_numpy()
+    columns = [offsets, rows["partition"].to_numpy()]
+    topics = rows["topic"]
+    if len(rows) and (topics != topics.iat[0]).any():
+        columns.append(pd.factorize(topics, sort=True)[0])
+    if by_key:
+        columns.append(pd.factorize(rows["key"].fillna(_NULL_KEY), sort=True)[0])
+    order = np.lexsort(columns)
+    if (order == np.arange(len(order))).all():
+        return rows.reset_index(drop=True)
+    return rows.take(order).reset_index(drop=True)
 
-    def __init__(self, processor_path: str) -> None:
+
+def _output_frame(task: str, keys: list, records: list[int], values: list) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"task": [task] * len(keys), "key": keys, "records": records, "value": values}
+    )
+
+
+def _apply(processor: Any, state: dict, rows: pd.DataFrame, out: tuple[list, list, list]) -> dict:
+    """Run the processor over one key's ordered rows; append its outputs to ``out``."""
+    new_state, outputs = processor.process(state, rows)
+    key = rows["key"].iat[0]
+    keys, records, values = out
+    if not outputs:  # still report the applied records so the per-task counts stay exact
+        keys.append(key)
+        records.append(len(rows))
+        values.append(None)
+    for i, output in enumerate(outputs):
+        keys.append(key)
+        records.append(len(rows) if i == 0 else 0)
+        values.append(json.dumps(output, sort_keys=True, default=str))
+    return new_state
+
+
+class StatefulFunction:
+    """The ``applyInPandasWithState`` function: run the processor over one group's rows.
+
+    ``buckets == 0``: the group is ``(task, key)`` and its state is that key's state.
+    ``buckets > 0``: the group is ``(task, bucket)`` with ``bucket = pmod(xxhash64(key),
+    buckets)``; its state maps each key of the bucket to that key's state. The processor sees
+    the same thing either way (one key's rows in order, that key's state); the bucketed layout
+    pays Spark's per-group cost once per bucket instead of once per key, at the price of
+    rewriting a whole bucket's state when one of its keys changes.
+    """
+
+    def __init__(self, processor_path: str, buckets: int = 0) -> None:
         self.processor_path = processor_path
+        self.buckets = buckets
 
     def __call__(self, group_key: tuple, pdfs: Iterator[pd.DataFrame], state: Any) -> Iterator:
         processor = _processor(self.processor_path)
@@ -59,25 +107,31 @@ class StatefulFunction:
         if not frames:
             return
         rows = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        rows = rows.sort_values(SORT_COLUMNS, kind="stable", ignore_index=True)
-        current = json.loads(state.get[0]) if state.exists else processor.init_state()
-        new_state, outputs = processor.process(current, rows)
-        state.update((json.dumps(new_state, sort_keys=True),))
-        task, key = group_key
-        if not outputs:
-            # Still report the applied records so the per-task counts stay exact.
-            yield pd.DataFrame(
-                {"task": [task], "key": [key], "records": [len(rows)], "value": [None]}
-            )
+        task = group_key[0]
+        out: tuple[list, list, list] = ([], [], [])
+        if not self.buckets:
+            current = json.loads(state.get[0]) if state.exists else processor.init_state()
+            new_state = _apply(processor, current, _in_order(rows), out)
+            state.update((json.dumps(new_state, sort_keys=True),))
+            yield _output_frame(task, *out)
             return
-        yield pd.DataFrame(
-            {
-                "task": [task] * len(outputs),
-                "key": [key] * len(outputs),
-                "records": [len(rows)] + [0] * (len(outputs) - 1),
-                "value": [json.dumps(o, sort_keys=True, default=str) for o in outputs],
-            }
-        )
+        rows = _in_order(rows.drop(columns=["bucket"], errors="ignore"), by_key=True)
+        saved = json.loads(state.get[0]) if state.exists else []
+        states = {k: v for k, v in saved}
+        keys = rows["key"].fillna(_NULL_KEY).to_numpy()
+        bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        starts = [0, *bounds.tolist()]
+        ends = [*bounds.tolist(), len(rows)]
+        for a, b in zip(starts, ends, strict=True):
+            key_rows = rows.iloc[a:b].reset_index(drop=True)
+            key = key_rows["key"].iat[0]
+            current = states.get(key)
+            states[key] = _apply(
+                processor, processor.init_state() if current is None else current, key_rows, out
+            )
+        ordered = sorted(states.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))
+        state.update((json.dumps([[k, v] for k, v in ordered], sort_keys=True),))
+        yield _output_frame(task, *out)
 
 
 # -- checkpoint task-set guard -----------------------------------------------------------------
@@ -118,7 +172,14 @@ def read_task_set(checkpoint_dir: str) -> dict[str, Any] | None:
         ) from None
 
 
-def check_task_set(checkpoint_dir: str, model: JobModel, *, allow_task_change: bool) -> list[str]:
+def state_layout(buckets: int) -> str:
+    """Name of a state layout: ``key`` or ``bucket/<n>``."""
+    return f"bucket/{buckets}" if buckets else "key"
+
+
+def check_task_set(
+    checkpoint_dir: str, model: JobModel, *, allow_task_change: bool, layout: str = "key"
+) -> list[str]:
     """Refuse a checkpoint written under a task set ``model`` does not keep.
 
     Compatible: same job, same task names, and every SSP recorded in the checkpoint still in
@@ -138,6 +199,12 @@ def check_task_set(checkpoint_dir: str, model: JobModel, *, allow_task_change: b
             raise IncompatibleCheckpointError(
                 f"checkpoint {path} belongs to job {record.get('job_name')!r}, not "
                 f"{model.job_name!r} - give this job its own --checkpoint-dir"
+            )
+        if record.get("state_layout", "key") != layout:
+            raise IncompatibleCheckpointError(
+                f"checkpoint {path} keeps state in layout {record.get('state_layout', 'key')!r}, "
+                f"not {layout!r} - pass the same --state-buckets as before or use a new "
+                "--checkpoint-dir"
             )
         old_tasks = set(record.get("tasks", []))
         new_tasks = set(model.tasks())
@@ -164,7 +231,7 @@ def check_task_set(checkpoint_dir: str, model: JobModel, *, allow_task_change: b
     return problems
 
 
-def write_task_set(checkpoint_dir: str, model: JobModel) -> None:
+def write_task_set(checkpoint_dir: str, model: JobModel, layout: str = "key") -> None:
     """Record ``model``'s task set beside the checkpoint (atomic replace)."""
     path = _local_path(checkpoint_dir)
     os.makedirs(path, exist_ok=True)
@@ -174,6 +241,7 @@ def write_task_set(checkpoint_dir: str, model: JobModel) -> None:
         "grouper": model.grouper,
         "tasks": model.tasks(),
         "ssp_to_task": {str(ssp): task for ssp, task in sorted(model.ssp_to_task.items())},
+        "state_layout": layout,
         "written_at": utc_now_iso(),
     }
     target = _task_set_path(path)

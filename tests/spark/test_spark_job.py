@@ -36,7 +36,13 @@ class Job:
     """One job's topics, coordinator store and checkpoint for a test."""
 
     def __init__(
-        self, spark: Any, bootstrap: str, unique_topic: Any, tmp_path: Any, partitions: int = 2
+        self,
+        spark: Any,
+        bootstrap: str,
+        unique_topic: Any,
+        tmp_path: Any,
+        partitions: int = 2,
+        state_buckets: int = 0,
     ) -> None:
         self.spark = spark
         self.bootstrap = bootstrap
@@ -48,6 +54,7 @@ class Job:
         self.coordinator = str(tmp_path / "coordinator")
         self.checkpoint = str(tmp_path / "checkpoint")
         self.store = open_store(self.coordinator, self.name)
+        self.state_buckets = state_buckets
 
     def argv(self, *extra: str, trigger: str = "available-now") -> list[str]:
         return [
@@ -65,6 +72,8 @@ class Job:
             trigger,
             "--processor-id",
             "proc-1",
+            "--state-buckets",
+            str(self.state_buckets),
             *extra,
         ]
 
@@ -101,10 +110,11 @@ def keys_by_partition(bootstrap: str, topic: str) -> dict[str, set[int]]:
     return found
 
 
+@pytest.mark.parametrize("state_buckets", [0, 8], ids=["state-per-key", "state-8-buckets"])
 def test_exact_counts_10000_records_over_2_partitions(
-    spark, kafka_bootstrap, unique_topic, tmp_path
+    spark, kafka_bootstrap, unique_topic, tmp_path, state_buckets
 ) -> None:
-    job = Job(spark, kafka_bootstrap, unique_topic, tmp_path)
+    job = Job(spark, kafka_bootstrap, unique_topic, tmp_path, state_buckets=state_buckets)
     keys = [f"key-{i}" for i in range(100)]
     produce_sequenced(kafka_bootstrap, job.topic, keys, 100)  # 10,000 records
     v1 = job.store.write_job_model(JobModel.initial(job.name, {job.topic: 2}))
@@ -189,10 +199,11 @@ def _grow(job: Job, v2: JobModel, *extra: str) -> tuple[dict[str, dict], set[str
     return job.outputs(), moved, rc
 
 
+@pytest.mark.parametrize("state_buckets", [0, 8], ids=["state-per-key", "state-8-buckets"])
 def test_growth_with_fixed_tasks_continues_every_keys_count(
-    spark, kafka_bootstrap, unique_topic, tmp_path
+    spark, kafka_bootstrap, unique_topic, tmp_path, state_buckets
 ) -> None:
-    job = Job(spark, kafka_bootstrap, unique_topic, tmp_path)
+    job = Job(spark, kafka_bootstrap, unique_topic, tmp_path, state_buckets=state_buckets)
     v1 = job.store.write_job_model(JobModel.initial(job.name, {job.topic: 2}))
     v2 = plan_expansion(v1, {job.topic: 2}, {job.topic: 4}).new_job_model
     outputs, moved, rc = _grow(job, v2)

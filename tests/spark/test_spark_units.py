@@ -162,3 +162,72 @@ def test_task_set_guard_refuses_foreign_checkpoint(tmp_path) -> None:
         check_task_set(
             str(tmp_path), JobModel.initial("job", {"orders": 2}), allow_task_change=False
         )
+
+
+class FakeGroupState:
+    """The part of Spark's GroupState the stateful function uses."""
+
+    def __init__(self) -> None:
+        self.value: tuple | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.value is not None
+
+    @property
+    def get(self) -> tuple:
+        assert self.value is not None
+        return self.value
+
+    def update(self, value: tuple) -> None:
+        self.value = value
+
+
+def _shuffled_rows(task: str, keys_seqs: dict[str, list[int]], seed: int) -> pd.DataFrame:
+    import random
+
+    rows = []
+    for key, seqs in keys_seqs.items():
+        half = len(seqs) // 2
+        for i, seq in enumerate(seqs):
+            # first half in partition 0 (offsets 100..), the rest in partition 1 (offsets 0..):
+            # only (partition, offset) order - not offset order alone - gives seq order
+            partition, offset = (0, 100 + i) if i < half else (1, i - half)
+            rows.append((task, "t", partition, offset, key, json.dumps({"seq": seq}).encode()))
+    random.Random(seed).shuffle(rows)
+    return pd.DataFrame(rows, columns=["task", "topic", "partition", "offset", "key", "value"])
+
+
+@pytest.mark.parametrize("buckets", [0, 4])
+def test_stateful_function_orders_rows_and_keeps_state_per_key(buckets: int) -> None:
+    from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
+    from airflow_samza_expand.spark.state import StatefulFunction
+
+    fn = StatefulFunction(DEFAULT_PROCESSOR, buckets)
+    # Rows arrive shuffled and split in two chunks; sorted by (partition, offset) they are in
+    # seq order, so no violation shows.
+    seqs = {"a": list(range(10)), "b": list(range(6))}
+    state = FakeGroupState()
+    frame = _shuffled_rows("P", seqs, seed=1)
+    results = {}
+    groups = [("a", frame[frame.key == "a"]), ("b", frame[frame.key == "b"])]
+    if buckets:
+        groups = [("bucket", frame)]  # both keys in one bucket, one shared state row
+    states = {}
+    for name, rows in groups:
+        st = states.setdefault(name, FakeGroupState() if buckets == 0 else state)
+        half = len(rows) // 2
+        for out in fn(("P", name), iter([rows.iloc[:half], rows.iloc[half:]]), st):
+            for key, records, value in zip(out.key, out.records, out.value, strict=True):
+                results[key] = (records, json.loads(value))
+    assert results["a"][0] == 10 and results["b"][0] == 6
+    assert results["a"][1] == {"key": "a", "task": "P", "count": 10, "last_seq": 9, "violations": 0}
+    assert results["b"][1] == {"key": "b", "task": "P", "count": 6, "last_seq": 5, "violations": 0}
+    # Next batch continues each key's state.
+    more = pd.DataFrame(
+        [("P", "t", 0, 100, "a", b'{"seq": 10}')],
+        columns=["task", "topic", "partition", "offset", "key", "value"],
+    )
+    st = state if buckets else states["a"]
+    (out,) = list(fn(("P", "bucket" if buckets else "a"), iter([more]), st))
+    assert json.loads(out.value.iloc[0])["count"] == 11

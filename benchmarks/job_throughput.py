@@ -1,0 +1,252 @@
+"""Throughput of the stateful PySpark job against a plain confluent-kafka consume loop.
+
+Produces RECORDS sequenced records over KEYS keys to a 2-partition topic, then in the same run:
+
+1. raw: one confluent-kafka consumer reads them all (assign, consume() in batches);
+2. job: ``python -m airflow_samza_expand.spark.job --trigger available-now`` (local[2]) over
+   the same records; steady-state records/s = records after the first batch / time from the
+   first to the last group commit; submit-to-first-commit = process start to the first commit
+   of consumer group ``<job>``;
+3. profile: Spark's per-batch durations (from ``--progress-file``) and, outside Spark, the
+   cost of the source's Kafka->Arrow read and of the processor over the same records.
+
+Uses the development broker unless KAFKA_BOOTSTRAP_SERVERS is set. Last line:
+``job_rps=<x> raw_rps=<y> ratio=<r> submit_to_first_commit_s=<s>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def produce(bootstrap: str, topic: str, records: int, keys: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20})
+    seq = [0] * keys
+    for i in range(records):
+        k = i % keys
+        value = json.dumps({"seq": seq[k], "payload": "x" * 40}).encode()
+        seq[k] += 1
+        while True:
+            try:
+                producer.produce(topic, key=f"key-{k}".encode(), value=value)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    assert producer.flush(120) == 0
+
+
+def raw_loop(bootstrap: str, topic: str, partitions: int) -> tuple[int, float]:
+    """Read every record with a plain consumer; (records, seconds)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"raw-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    started = time.perf_counter()
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    pending, count = set(range(partitions)), 0
+    while pending:
+        for msg in consumer.consume(num_messages=10_000, timeout=1.0):
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    pending.discard(msg.partition())
+                continue
+            msg.key()
+            msg.value()
+            count += 1
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return count, elapsed
+
+
+def committed_total(consumer: Consumer, topic: str, partitions: int) -> int:
+    tps = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+    return sum(max(tp.offset, 0) for tp in tps)
+
+
+def run_job(
+    bootstrap: str, topic: str, output: str, partitions: int, records: int, workdir: str, cap: int
+) -> dict[str, Any]:
+    from airflow_samza_expand.core.model import JobModel
+    from airflow_samza_expand.kafka.coordinator import open_store
+
+    name = f"bench-{topic}"
+    coordinator = os.path.join(workdir, "coordinator")
+    open_store(coordinator, name).write_job_model(JobModel.initial(name, {topic: partitions}))
+    progress_file = os.path.join(workdir, "progress.jsonl")
+    cmd = [
+        sys.executable, "-m", "airflow_samza_expand.spark.job",
+        "--job-name", name, "--bootstrap-servers", bootstrap, "--coordinator", coordinator,
+        "--checkpoint-dir", os.path.join(workdir, "checkpoint"), "--output-topic", output,
+        "--trigger", "available-now", "--max-records-per-batch", str(cap),
+        "--shuffle-partitions", "2", "--progress-file", progress_file,
+        "--spark-conf", "spark.ui.enabled=false",
+    ]  # fmt: skip
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    watcher = Consumer({"bootstrap.servers": bootstrap, "group.id": name})
+    log_path = os.path.join(workdir, "job.log")
+    commits: list[tuple[float, int]] = []
+    submitted = time.perf_counter()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        while True:
+            done = committed_total(watcher, topic, partitions)
+            now = time.perf_counter()
+            if done and (not commits or done != commits[-1][1]):
+                commits.append((now, done))
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+    finished = time.perf_counter()
+    done = committed_total(watcher, topic, partitions)
+    if not commits or done != commits[-1][1]:
+        commits.append((finished, done))
+    watcher.close()
+    if proc.returncode != 0 or done != records:
+        with open(log_path, encoding="utf-8", errors="replace") as handle:
+            tail = handle.read()[-4000:]
+        raise SystemExit(f"job failed (rc {proc.returncode}, committed {done}):\n{tail}")
+    first_t, first_n = commits[0]
+    last_t, last_n = commits[-1]
+    steady = (last_n - first_n) / (last_t - first_t) if last_t > first_t else float("nan")
+    with open(progress_file, encoding="utf-8") as handle:
+        batches = [json.loads(line) for line in handle if line.strip()]
+    return {
+        "submit_to_first_commit_s": first_t - submitted,
+        "wall_s": finished - submitted,
+        "steady_rps": steady,
+        "end_to_end_rps": records / (last_t - submitted),
+        "batches": batches,
+        "commits": commits,
+    }
+
+
+def profile_outside_spark(bootstrap: str, topic: str, partitions: int) -> dict[str, float]:
+    """Seconds of the source's read (Kafka -> Arrow) and of the processor, without Spark."""
+    import pandas as pd
+
+    from airflow_samza_expand.spark.source import SOURCE_SCHEMA, read_ranges
+    from airflow_samza_expand.spark.state import SORT_COLUMNS
+    from airflow_samza_expand.spark.processor import SequenceCounter
+
+    lows_highs = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-marks"})
+    ranges = []
+    for p in range(partitions):
+        low, high = lows_highs.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+        ranges.append((topic, p, low, high))
+    lows_highs.close()
+    started = time.perf_counter()
+    tables = []
+    for r in ranges:
+        tables += list(
+            read_ranges({"bootstrap_servers": bootstrap}, "bench", f"Partition {r[1]}", [r],
+                        SOURCE_SCHEMA)
+        )  # fmt: skip
+    read_s = time.perf_counter() - started
+    started = time.perf_counter()
+    import pyarrow as pa
+
+    frame = pa.Table.from_batches(tables).to_pandas()
+    to_pandas_s = time.perf_counter() - started
+    counter = SequenceCounter()
+    started = time.perf_counter()
+    for _key, rows in frame.groupby(["task", "key"], sort=False):
+        rows = rows.sort_values(SORT_COLUMNS, kind="stable", ignore_index=True)
+        state, _ = counter.process(counter.init_state(), rows)
+        json.dumps(state)
+    process_s = time.perf_counter() - started
+    _ = pd
+    return {"source_read_s": read_s, "arrow_to_pandas_s": to_pandas_s, "processor_s": process_s}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--keys", type=int, default=1_000)
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--max-records-per-batch", type=int, default=50_000)
+    args = parser.parse_args()
+
+    broker = None
+    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if not bootstrap:
+        from airflow_samza_expand.testing.process import DevBrokerProcess
+
+        broker = DevBrokerProcess(log_level="WARNING").start()
+        bootstrap = broker.bootstrap
+    try:
+        suffix = uuid.uuid4().hex[:8]
+        topic, output = f"bench-in-{suffix}", f"bench-out-{suffix}"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for name, count in ((topic, args.partitions), (output, 1)):
+            admin.create_topics([NewTopic(name, count, 1)])[name].result(30)
+        started = time.perf_counter()
+        produce(bootstrap, topic, args.records, args.keys)
+        print(f"produced {args.records} records, {args.keys} keys, {args.partitions} partitions "
+              f"in {time.perf_counter() - started:.1f}s")  # fmt: skip
+
+        raw_n, raw_s = raw_loop(bootstrap, topic, args.partitions)
+        assert raw_n == args.records, (raw_n, args.records)
+        raw_rps = raw_n / raw_s
+        print(f"raw confluent-kafka loop: {raw_n} records in {raw_s:.2f}s = {raw_rps:,.0f} rec/s")
+
+        with tempfile.TemporaryDirectory(prefix="bench-job-") as workdir:
+            result = run_job(
+                bootstrap, topic, output, args.partitions, args.records, workdir,
+                args.max_records_per_batch,
+            )  # fmt: skip
+        print(
+            f"job: wall {result['wall_s']:.1f}s (incl. JVM start), "
+            f"submit->first commit {result['submit_to_first_commit_s']:.1f}s, "
+            f"steady {result['steady_rps']:,.0f} rec/s, end-to-end {result['end_to_end_rps']:,.0f}"
+            " rec/s"
+        )
+        print("profile: Spark time per batch (ms):")
+        totals: dict[str, int] = defaultdict(int)
+        for batch in result["batches"]:
+            d = batch["durationMs"]
+            print(
+                f"  batch {batch['batchId']}: {batch['numInputRows']} rows, trigger "
+                f"{d.get('triggerExecution', 0)} = addBatch {d.get('addBatch', 0)} + latestOffset "
+                f"{d.get('latestOffset', 0)} + planning {d.get('queryPlanning', 0)} + walCommit "
+                f"{d.get('walCommit', 0)} + commitOffsets {d.get('commitOffsets', 0)}; state rows "
+                f"{batch['stateRows']}"
+            )
+            for k, v in d.items():
+                totals[k] += v
+        print("  totals (ms): " + json.dumps(dict(sorted(totals.items()))))
+        outside = profile_outside_spark(bootstrap, topic, args.partitions)
+        print(
+            "profile outside Spark, same records, one process: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in outside.items())
+        )
+        ratio = result["steady_rps"] / raw_rps
+        print(
+            f"job_rps={result['steady_rps']:.0f} raw_rps={raw_rps:.0f} ratio={ratio:.3f} "
+            f"submit_to_first_commit_s={result['submit_to_first_commit_s']:.1f}"
+        )
+    finally:
+        if broker is not None:
+            broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
