@@ -80,3 +80,18 @@ def test_readme_mentions_every_factory_parameter(signatures: dict) -> None:
     words = set(re.findall(r"[a-z_][a-z0-9_]*", code_spans))
     missing = [p for p in signatures["build_expansion_dag"] if p not in words]
     assert missing == [], f"build_expansion_dag parameters missing in README.md: {missing}"
+
+
+def test_readme_factory_example_builds_the_dag(tmp_path: Path) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    example = next((b for b in blocks if "build_expansion_dag(" in b), None)
+    assert example is not None, "README.md lost its build_expansion_dag example"
+    probe = example + "\nprint(sorted(dag.task_ids))\n"
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    task_ids = result.stdout.strip().splitlines()[-1]
+    for task_id in ("plan", "expand", "barrier", "stop_job", "write_job_model", "submit", "ack"):
+        assert f"'{task_id}'" in task_ids, task_ids
