@@ -227,3 +227,75 @@ def test_start_job_refuses_a_second_instance(kafka_bootstrap: str, unique_topic:
     started = run_script("start_job.py", env)
     assert started.returncode != 0
     assert "starting job" in started.stderr and "spark-submit" in started.stderr
+
+
+def test_sample_producer_keys_sequences_and_partitions(
+    kafka_bootstrap: str, unique_topic: Any
+) -> None:
+    """The stack's producer writes {"key", "seq"} with seq 0, 1, 2 ... per key, each key in
+    partition crc32(key) % N (librdkafka's default), and exits 0 on SIGTERM after a flush."""
+    import signal
+    import time
+    import zlib
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    from airflow_samza_expand.kafka.admin import KafkaAdmin
+
+    topic = unique_topic("orders")
+    config = client_config(kafka_bootstrap)
+    with KafkaAdmin(config, timeout_s=30) as admin:
+        admin.ensure_topic(topic, 4)
+    env = {
+        **os.environ,
+        "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "INPUT_TOPIC": topic,
+        "PRODUCER_KEYS": "7",
+        "PRODUCER_RATE": "200",
+        "PRODUCER_LOG_EVERY_S": "1",
+        "PRODUCER_KEY_PREFIX": "k-",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, str(DOCKER / "scripts" / "keyed_producer.py")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        with KafkaAdmin(config, timeout_s=30) as admin:
+            deadline = time.monotonic() + 60
+            while sum(admin.high_watermarks({topic: range(4)})[topic].values()) < 100:
+                assert time.monotonic() < deadline, "the producer wrote nothing in 60 s"
+                time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, output
+    assert "stopped after" in output and "undelivered 0" in output, output
+    consumer = Consumer({**config, "group.id": f"reader-{topic}", "enable.auto.commit": "false"})
+    try:
+        with KafkaAdmin(config, timeout_s=30) as admin:
+            highs = admin.high_watermarks({topic: range(4)})[topic]
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(4)])
+        records: list[tuple[int, int, dict]] = []
+        deadline = time.monotonic() + 60
+        while len(records) < sum(highs.values()) and time.monotonic() < deadline:
+            for message in consumer.consume(500, 1.0):
+                if message.error() is None:
+                    doc = json.loads(message.value())
+                    assert message.key().decode() == doc["key"]
+                    records.append((message.partition(), message.offset(), doc))
+    finally:
+        consumer.close()
+    assert len(records) == sum(highs.values())
+    seqs: dict[str, list[int]] = {}
+    for partition, _, doc in sorted(records, key=lambda r: (r[0], r[1])):
+        assert partition == zlib.crc32(doc["key"].encode()) % 4, doc
+        seqs.setdefault(doc["key"], []).append(doc["seq"])
+    assert set(seqs) <= {f"k-{i}" for i in range(7)} and len(seqs) == 7
+    for key, values in seqs.items():
+        assert values == list(range(len(values))), key
