@@ -95,3 +95,17 @@ def test_readme_factory_example_builds_the_dag(tmp_path: Path) -> None:
     task_ids = result.stdout.strip().splitlines()[-1]
     for task_id in ("plan", "expand", "barrier", "stop_job", "write_job_model", "submit", "ack"):
         assert f"'{task_id}'" in task_ids, task_ids
+
+
+def test_readme_names_every_option_of_the_spark_job() -> None:
+    from airflow_samza_expand.spark.job import build_parser
+
+    options = [
+        option
+        for action in build_parser()._actions
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    ]
+    assert options, "the job has no options - update this test"
+    missing = [option for option in options if f"`{option}" not in README]
+    assert missing == [], f"spark job options missing in README.md: {missing}"
