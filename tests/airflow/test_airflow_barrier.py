@@ -16,7 +16,7 @@ from kafka_helpers import commit_offsets, produce_keyed
 from test_airflow_triggers import first_event
 
 from airflow_samza_expand.airflow.operators import ExpandPartitionsOperator, PlanExpansionOperator
-from airflow_samza_expand.airflow.operators._common import parse_iso
+from airflow_samza_expand.airflow.operators._common import parse_iso, update_expansion
 from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
 from airflow_samza_expand.airflow.triggers import OrderingBarrierTrigger
 
@@ -224,9 +224,37 @@ def test_barrier_trigger_rides_out_offset_fetch_faults(job, dev_broker):
     with pytest.raises(TaskDeferred):
         sensor.execute(task_context())  # takes the snapshot
     commit_offsets(j.config, j.name, j.topic, stored_barrier(j.store, expansion_id))
-    # (An injected OffsetFetch *error* response crashes librdkafka 2.16 against the development
-    # broker - reported; dropped connections are what a flaky network does anyway.)
-    dev_broker.faults.inject("OffsetFetch", "drop_connection", times=4)
+    # A coordinator failover (retriable errors), then a flaky network (dropped connections).
+    dev_broker.faults.inject("OffsetFetch", "error", error="COORDINATOR_NOT_AVAILABLE", times=3)
+    dev_broker.faults.inject("OffsetFetch", "drop_connection", times=2)
     event = asyncio.run(first_event(trigger, 60))
     assert event.payload["status"] == "holds"
-    assert dev_broker.faults.hits("OffsetFetch") >= 1
+    assert dev_broker.faults.hits("OffsetFetch") == 5
+
+
+def test_barrier_timeout_in_reschedule_mode_counts_from_the_first_reschedule(job):
+    """Each reschedule is a new execute(); the timeout must not restart with it."""
+    from datetime import UTC, datetime, timedelta
+    from types import SimpleNamespace
+
+    j = job(2)
+    produce_keyed(j.config, j.topic, 10)
+    expansion_id = plan_and_expand(j, 4)
+    # Expanded 200 s ago, the sensor first ran 120 s ago, the barrier timeout is 60 s.
+    long_ago = (datetime.now(UTC) - timedelta(seconds=200)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    update_expansion(j.store, expansion_id, expanded_at=long_ago)
+    first_try = datetime.now(UTC) - timedelta(seconds=120)
+    ti = SimpleNamespace(
+        dag_id="d", task_id="barrier", try_number=1, get_first_reschedule_date=lambda _: first_try
+    )
+    sensor = OrderingBarrierSensor(
+        task_id="barrier",
+        job_name=j.name,
+        expansion_id=expansion_id,
+        producer_refresh_grace_s=0,
+        barrier_timeout_s=60,
+        deferrable=False,
+        mode="reschedule",
+    )
+    with pytest.raises(AirflowFailException, match="BarrierTimeoutError"):
+        sensor.execute({"ti": ti})
