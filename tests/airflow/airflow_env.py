@@ -6,17 +6,21 @@ imported (Airflow reads ``AIRFLOW_HOME`` once, at import). Reusable from any tes
     from airflow_env import migrate_airflow_db, run_dag_test   # tests/airflow on sys.path
 
 ``run_dag_test(dag)`` serializes the DAG into the metadata database (what the DAG processor
-does in production) and then runs it with ``dag.test()``.
+does in production) and then runs it with ``dag.test()``; ``task_states``/``task_instance_xcom``
+read the outcome. ``task_context()`` is the minimal context for calling ``execute`` directly;
+``first_event(trigger, timeout_s)`` runs a trigger until its first event.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="samza-expand-airflow-home-"))
@@ -123,3 +127,17 @@ def task_instance_xcom(dag_run: Any, task_id: str, key: str = "return_value") ->
         if row is None:
             return None
         return XComModel.deserialize_value(row)
+
+
+def task_context(task_id: str = "task", dag_id: str = "expansion_test") -> dict[str, Any]:
+    """The minimal context ``execute`` needs: a task instance naming DAG and task."""
+    return {"ti": SimpleNamespace(dag_id=dag_id, task_id=task_id, try_number=1)}
+
+
+async def first_event(trigger, timeout_s: float) -> Any:
+    """The first event of ``trigger.run()``; closes the generator (runs its cleanup)."""
+    agen = trigger.run()
+    try:
+        return await asyncio.wait_for(agen.__anext__(), timeout_s)
+    finally:
+        await agen.aclose()

@@ -57,11 +57,6 @@ def admin(kconfig: dict[str, str]) -> Iterator[KafkaAdmin]:
         yield client
 
 
-def task_context(task_id: str = "task", dag_id: str = "expansion_test") -> dict[str, Any]:
-    """The minimal context ``execute`` needs: a task instance naming DAG and task."""
-    return {"ti": SimpleNamespace(dag_id=dag_id, task_id=task_id, try_number=1)}
-
-
 @pytest.fixture
 def job(
     kafka_conn: str, kconfig: dict[str, str], admin: KafkaAdmin, unique_topic: Callable[..., str]

@@ -10,10 +10,9 @@ from collections import Counter
 
 import pytest
 from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
+from airflow_env import first_event, task_context
 from confluent_kafka import Producer
-from conftest import task_context
 from kafka_helpers import commit_offsets, produce_keyed
-from test_airflow_triggers import first_event
 
 from airflow_samza_expand.airflow.operators import ExpandPartitionsOperator, PlanExpansionOperator
 from airflow_samza_expand.airflow.operators._common import parse_iso, update_expansion

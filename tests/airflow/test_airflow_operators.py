@@ -7,7 +7,7 @@ import time
 
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
-from conftest import task_context
+from airflow_env import task_context
 from kafka_helpers import produce_keyed
 
 from airflow_samza_expand.airflow.operators import (
@@ -412,3 +412,29 @@ def test_two_writers_racing_for_the_next_version_one_wins_the_other_fails(job, a
     for d in lost:
         assert winner.created_by in str(outcomes[d])
     assert len(j.store.job_model_history()) == 2
+
+
+def test_operators_work_on_a_file_coordinator_store(job, admin, tmp_path):
+    """coordinator=<path>: the same plan -> expand -> write, with the job's metadata in files."""
+    from airflow_samza_expand.core.model import JobModel
+    from airflow_samza_expand.kafka.coordinator import FileCoordinatorStore
+
+    j = job(2, write_model=False)
+    store = FileCoordinatorStore(str(tmp_path), j.name)
+    store.write_job_model(JobModel.initial(j.name, {j.topic: 2}))
+    where = {"job_name": j.name, "coordinator": str(tmp_path)}
+
+    plan = PlanExpansionOperator(task_id="plan", targets={j.topic: 4}, **where).execute(
+        task_context("plan")
+    )
+    ExpandPartitionsOperator(
+        task_id="expand", topic=j.topic, factor=2, expansion_id=plan["expansion_id"], **where
+    ).execute(task_context("expand"))
+    written = WriteJobModelOperator(
+        task_id="write", expansion_id=plan["expansion_id"], **where
+    ).execute(task_context("write"))
+
+    assert written["version"] == 2 and written["written"] is True
+    assert store.latest_job_model().partition_counts() == {j.topic: 4}
+    assert store.get_expansion(plan["expansion_id"])["status"] == "job-model-written"
+    assert j.store.latest_job_model() is None  # nothing went to the Kafka coordinator topic

@@ -11,7 +11,7 @@ import time
 import pytest
 from airflow.sdk.exceptions import TaskDeferred
 from airflow.triggers.base import TriggerEvent
-from conftest import task_context
+from airflow_env import first_event, task_context
 
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, PartitionCountSensor
 from airflow_samza_expand.airflow.triggers import (
@@ -68,15 +68,6 @@ def test_partition_count_change_trigger_drives_an_asset_watcher():
     assert "PartitionCountChangeTrigger" in text and "'baseline': 4" in text.replace('"', "'")
     with pytest.raises((TypeError, ValueError)):  # a plain task trigger is refused
         AssetWatcher(name="not_event", trigger=TRIGGERS[1])
-
-
-async def first_event(trigger, timeout_s: float) -> TriggerEvent:
-    """The first event of ``trigger.run()``; closes the generator (runs its cleanup)."""
-    agen = trigger.run()
-    try:
-        return await asyncio.wait_for(agen.__anext__(), timeout_s)
-    finally:
-        await agen.aclose()
 
 
 def later(delay_s: float, action) -> threading.Thread:
