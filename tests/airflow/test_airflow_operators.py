@@ -438,3 +438,12 @@ def test_operators_work_on_a_file_coordinator_store(job, admin, tmp_path):
     assert store.latest_job_model().partition_counts() == {j.topic: 4}
     assert store.get_expansion(plan["expansion_id"])["status"] == "job-model-written"
     assert j.store.latest_job_model() is None  # nothing went to the Kafka coordinator topic
+
+
+def test_plan_refuses_a_stale_record_of_an_earlier_job_with_the_same_name(job):
+    j = job(2)
+    first = _plan(j).execute(task_context("plan"))
+    record = j.store.get_expansion(first["expansion_id"])
+    j.store.put_expansion(first["expansion_id"], {**record, "old_version": 7})
+    with pytest.raises(AirflowFailException, match="exists from job model v7"):
+        _plan(j).execute(task_context("plan"))

@@ -109,6 +109,13 @@ class PlanExpansionOperator(BaseOperator):
         )
         existing = store.get_expansion(expansion_id)
         if existing is not None and existing.get("plan"):
+            if int(existing.get("old_version", -1)) != plan.old_version:
+                raise AirflowFailException(
+                    f"expansion record {expansion_id!r} exists from job model "
+                    f"v{existing.get('old_version')} (planned at {existing.get('planned_at')}), "
+                    f"but job {self.job_name!r} is at v{plan.old_version}: an earlier job of "
+                    "the same name grew the same way - use a new job name or remove the record"
+                )
             self.log.info(
                 "Expansion %s is already planned (status %s, planned at %s): reusing its record.",
                 expansion_id,
