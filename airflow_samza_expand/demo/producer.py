@@ -140,6 +140,7 @@ class KeyedProducer:
         self._stopped.set()
         self._thread.join(60)
         self._thread = None
+        self._producer = None  # drops the client's connections (confluent-kafka has no close)
         if self.errors:
             raise RuntimeError(f"{len(self.errors)} records failed: {self.errors[:3]}")
 

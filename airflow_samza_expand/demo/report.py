@@ -114,25 +114,28 @@ def render_text(report: dict[str, Any], models: Sequence[JobModel]) -> str:
         "",
         "== Per-step timings (s) ==",
     ]
-    steps = [
-        "expand",
-        "producer_refresh_grace",
-        "barrier_drain",
-        "stop_job",
-        "write_job_model",
-        "submit",
-        "acknowledge",
-    ]
-    header = "  ".join(f"{s[:14]:>14}" for s in steps)
-    out.append(f"{'expansion':<10}  {header}")
+    columns = {
+        "expand": "expand",
+        "producer_refresh_grace": "grace",
+        "barrier_drain": "barrier",
+        "stop_job": "stop",
+        "write_job_model": "write",
+        "submit": "submit",
+        "acknowledge": "ack",
+    }
+    out.append(f"{'expansion':<10}" + "".join(f"{c:>9}" for c in columns.values()))
     for e in report["expansions"]:
-        cells = "  ".join(
-            f"{'-' if e['seconds_per_step'].get(s) is None else e['seconds_per_step'][s]:>14}"
-            for s in steps
+        cells = "".join(
+            f"{'-' if e['seconds_per_step'].get(s) is None else e['seconds_per_step'][s]:>9.1f}"
+            if e["seconds_per_step"].get(s) is not None
+            else f"{'-':>9}"
+            for s in columns
         )
-        out.append(f"{e['partitions']['before']} -> {e['partitions']['after']:<5}  {cells}")
+        label = f"{e['partitions']['before']} -> {e['partitions']['after']}"
+        out.append(f"{label:<10}{cells}")
+    out += ["", "== Demo steps (s) =="]
     for name, seconds in report["timings"]["steps"].items():
-        out.append(f"  {name}: {seconds:.1f}s")
+        out.append(f"  {seconds:7.1f}  {name}")
     v = report["verification"]
     out += [
         "",
