@@ -94,3 +94,32 @@ def test_seconds_per_step_from_expansion_record() -> None:
     assert steps["stop_job"] is None  # nothing was running (available-now)
     assert steps["write_job_model"] == 1.0
     assert steps["acknowledge"] is None
+
+
+def test_demo_refuses_a_port_in_use_and_changes_nothing(tmp_path, capsys) -> None:
+    import socket
+
+    from airflow_samza_expand.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        out = tmp_path / "out"
+        code = main(["demo", "--port", str(port), "--output-dir", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"error: port {port} is in use - pick another --port" in err
+    assert not out.exists()
+
+
+def test_demo_without_java_says_how_to_install_it(tmp_path, capsys, monkeypatch) -> None:
+    from airflow_samza_expand.cli import main
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java here
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    code = main(["demo", "--output-dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "error: no Java found" in err and "openjdk-17" in err
+    assert not (tmp_path / "out").exists()
