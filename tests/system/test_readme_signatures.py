@@ -109,3 +109,22 @@ def test_readme_names_every_option_of_the_spark_job() -> None:
     assert options, "the job has no options - update this test"
     missing = [option for option in options if f"`{option}" not in README]
     assert missing == [], f"spark job options missing in README.md: {missing}"
+
+
+def test_readme_names_every_option_of_the_demo() -> None:
+    import argparse
+
+    from airflow_samza_expand.cli import build_parser
+
+    root = build_parser(only="demo")
+    subparsers = next(a for a in root._actions if isinstance(a, argparse._SubParsersAction))
+    demo = subparsers.choices["demo"]
+    options = [
+        option
+        for action in demo._actions
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    ]
+    assert options, "the demo has no options - update this test"
+    missing = [option for option in options if f"`{option}" not in README]
+    assert missing == [], f"demo options missing in README.md: {missing}"
