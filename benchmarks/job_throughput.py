@@ -82,12 +82,19 @@ def committed_total(consumer: Consumer, topic: str, partitions: int) -> int:
 
 
 def run_job(
-    bootstrap: str, topic: str, output: str, partitions: int, records: int, workdir: str, cap: int
+    bootstrap: str,
+    topic: str,
+    output: str,
+    partitions: int,
+    records: int,
+    workdir: str,
+    cap: int,
+    buckets: int,
 ) -> dict[str, Any]:
     from airflow_samza_expand.core.model import JobModel
     from airflow_samza_expand.kafka.coordinator import open_store
 
-    name = f"bench-{topic}"
+    name = f"bench-{topic}-b{buckets}"
     coordinator = os.path.join(workdir, "coordinator")
     open_store(coordinator, name).write_job_model(JobModel.initial(name, {topic: partitions}))
     progress_file = os.path.join(workdir, "progress.jsonl")
@@ -97,6 +104,7 @@ def run_job(
         "--checkpoint-dir", os.path.join(workdir, "checkpoint"), "--output-topic", output,
         "--trigger", "available-now", "--max-records-per-batch", str(cap),
         "--shuffle-partitions", "2", "--progress-file", progress_file,
+        "--state-buckets", str(buckets),
         "--spark-conf", "spark.ui.enabled=false",
     ]  # fmt: skip
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
@@ -138,13 +146,22 @@ def run_job(
     }
 
 
+class _State:
+    """A new key's GroupState (no saved state) for running the stateful function alone."""
+
+    exists = False
+
+    def update(self, value: tuple) -> None:
+        self.value = value
+
+
 def profile_outside_spark(bootstrap: str, topic: str, partitions: int) -> dict[str, float]:
     """Seconds of the source's read (Kafka -> Arrow) and of the processor, without Spark."""
-    import pandas as pd
+    import pyarrow as pa
 
+    from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
     from airflow_samza_expand.spark.source import SOURCE_SCHEMA, read_ranges
-    from airflow_samza_expand.spark.state import SORT_COLUMNS
-    from airflow_samza_expand.spark.processor import SequenceCounter
+    from airflow_samza_expand.spark.state import StatefulFunction
 
     lows_highs = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-marks"})
     ranges = []
@@ -161,19 +178,19 @@ def profile_outside_spark(bootstrap: str, topic: str, partitions: int) -> dict[s
         )  # fmt: skip
     read_s = time.perf_counter() - started
     started = time.perf_counter()
-    import pyarrow as pa
-
     frame = pa.Table.from_batches(tables).to_pandas()
     to_pandas_s = time.perf_counter() - started
-    counter = SequenceCounter()
+    function = StatefulFunction(DEFAULT_PROCESSOR)
     started = time.perf_counter()
-    for _key, rows in frame.groupby(["task", "key"], sort=False):
-        rows = rows.sort_values(SORT_COLUMNS, kind="stable", ignore_index=True)
-        state, _ = counter.process(counter.init_state(), rows)
-        json.dumps(state)
+    for group_key, rows in frame.groupby(["task", "key"], sort=False):
+        for _ in function(group_key, iter([rows]), _State()):
+            pass
     process_s = time.perf_counter() - started
-    _ = pd
-    return {"source_read_s": read_s, "arrow_to_pandas_s": to_pandas_s, "processor_s": process_s}
+    return {
+        "source_read_s": read_s,
+        "arrow_to_pandas_s": to_pandas_s,
+        "stateful_function_per_key_s": process_s,
+    }
 
 
 def main() -> int:
@@ -181,7 +198,14 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--keys", type=int, default=1_000)
     parser.add_argument("--partitions", type=int, default=2)
-    parser.add_argument("--max-records-per-batch", type=int, default=50_000)
+    parser.add_argument("--max-records-per-batch", type=int, default=100_000)
+    parser.add_argument(
+        "--state-buckets",
+        type=int,
+        action="append",
+        help="job state layouts to run (repeatable; 0 = one state row per key); the last one "
+        "goes on the last line (default: 0 then 16)",
+    )
     args = parser.parse_args()
 
     broker = None
@@ -207,36 +231,40 @@ def main() -> int:
         raw_rps = raw_n / raw_s
         print(f"raw confluent-kafka loop: {raw_n} records in {raw_s:.2f}s = {raw_rps:,.0f} rec/s")
 
-        with tempfile.TemporaryDirectory(prefix="bench-job-") as workdir:
-            result = run_job(
-                bootstrap, topic, output, args.partitions, args.records, workdir,
-                args.max_records_per_batch,
-            )  # fmt: skip
-        print(
-            f"job: wall {result['wall_s']:.1f}s (incl. JVM start), "
-            f"submit->first commit {result['submit_to_first_commit_s']:.1f}s, "
-            f"steady {result['steady_rps']:,.0f} rec/s, end-to-end {result['end_to_end_rps']:,.0f}"
-            " rec/s"
-        )
-        print("profile: Spark time per batch (ms):")
-        totals: dict[str, int] = defaultdict(int)
-        for batch in result["batches"]:
-            d = batch["durationMs"]
+        result: dict[str, Any] = {}
+        for buckets in args.state_buckets or [0, 16]:
+            with tempfile.TemporaryDirectory(prefix="bench-job-") as workdir:
+                result = run_job(
+                    bootstrap, topic, output, args.partitions, args.records, workdir,
+                    args.max_records_per_batch, buckets,
+                )  # fmt: skip
+            layout = f"{buckets} state buckets" if buckets else "state per key"
             print(
-                f"  batch {batch['batchId']}: {batch['numInputRows']} rows, trigger "
-                f"{d.get('triggerExecution', 0)} = addBatch {d.get('addBatch', 0)} + latestOffset "
-                f"{d.get('latestOffset', 0)} + planning {d.get('queryPlanning', 0)} + walCommit "
-                f"{d.get('walCommit', 0)} + commitOffsets {d.get('commitOffsets', 0)}; state rows "
-                f"{batch['stateRows']}"
+                f"job ({layout}): wall {result['wall_s']:.1f}s (incl. JVM start), "
+                f"submit->first commit {result['submit_to_first_commit_s']:.1f}s, steady "
+                f"{result['steady_rps']:,.0f} rec/s, end-to-end {result['end_to_end_rps']:,.0f}"
+                " rec/s"
             )
-            for k, v in d.items():
-                totals[k] += v
-        print("  totals (ms): " + json.dumps(dict(sorted(totals.items()))))
+            print("  Spark time per batch (ms):")
+            totals: dict[str, int] = defaultdict(int)
+            for batch in result["batches"]:
+                d = batch["durationMs"]
+                print(
+                    f"    batch {batch['batchId']}: {batch['numInputRows']} rows, trigger "
+                    f"{d.get('triggerExecution', 0)} = addBatch {d.get('addBatch', 0)} (read, "
+                    f"shuffle, state, output) + latestOffset {d.get('latestOffset', 0)} + "
+                    f"planning {d.get('queryPlanning', 0)} + walCommit {d.get('walCommit', 0)} + "
+                    f"commitOffsets {d.get('commitOffsets', 0)}; state rows {batch['stateRows']}"
+                )
+                for k, v in d.items():
+                    totals[k] += v
+            print("    totals (ms): " + json.dumps(dict(sorted(totals.items()))))
         outside = profile_outside_spark(bootstrap, topic, args.partitions)
         print(
             "profile outside Spark, same records, one process: "
             + ", ".join(f"{k} {v:.2f}" for k, v in outside.items())
         )
+        print(f"load average during the run: {os.getloadavg()}")
         ratio = result["steady_rps"] / raw_rps
         print(
             f"job_rps={result['steady_rps']:.0f} raw_rps={raw_rps:.0f} ratio={ratio:.3f} "

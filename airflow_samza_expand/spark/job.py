@@ -455,7 +455,10 @@ class StreamJob:
         from airflow_samza_expand.spark.state import check_task_set, state_layout, write_task_set
 
         args = self.args
-        self.store = open_store(args.coordinator, args.job_name, self._kafka_config())
+        try:
+            self.store = open_store(args.coordinator, args.job_name, self._kafka_config())
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         model = self.store.latest_job_model()
         if model is None:
             raise UsageError(

@@ -43,6 +43,7 @@ class Job:
         tmp_path: Any,
         partitions: int = 2,
         state_buckets: int = 0,
+        coordinator: str = "file",
     ) -> None:
         self.spark = spark
         self.bootstrap = bootstrap
@@ -51,9 +52,9 @@ class Job:
         self.name = "job-" + self.topic
         create_topic(bootstrap, self.topic, partitions)
         create_topic(bootstrap, self.output, 1)
-        self.coordinator = str(tmp_path / "coordinator")
+        self.coordinator = "kafka" if coordinator == "kafka" else str(tmp_path / "coordinator")
         self.checkpoint = str(tmp_path / "checkpoint")
-        self.store = open_store(self.coordinator, self.name)
+        self.store = open_store(self.coordinator, self.name, {"bootstrap.servers": bootstrap})
         self.state_buckets = state_buckets
 
     def argv(self, *extra: str, trigger: str = "available-now") -> list[str]:
@@ -265,10 +266,11 @@ def test_negative_control_plain_group_by_partition_restarts_moved_keys_from_zero
             assert (out["count"], out["violations"]) == (30, 0), key
 
 
+@pytest.mark.parametrize("coordinator", ["file", "kafka"])
 def test_stop_on_control_record_and_heartbeat_versions(
-    spark, kafka_bootstrap, unique_topic, tmp_path
+    spark, kafka_bootstrap, unique_topic, tmp_path, coordinator
 ) -> None:
-    job = Job(spark, kafka_bootstrap, unique_topic, tmp_path)
+    job = Job(spark, kafka_bootstrap, unique_topic, tmp_path, coordinator=coordinator)
     v1 = job.store.write_job_model(JobModel.initial(job.name, {job.topic: 2}))
     job.store.request_stop(v1.version, "test: stale request for v1")
     v2 = job.store.write_job_model(dataclasses.replace(v1, version=2))
