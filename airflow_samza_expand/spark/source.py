@@ -234,10 +234,6 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             return start  # no new data: hand back start as is
         return result
 
-    def reportLatestOffset(self) -> dict | None:
-        marks = self._watermarks()
-        return offsets_json(_nest({ssp: high for ssp, (_low, high) in marks.items()}))
-
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         known = set(self.ssps)
         for topic, parts in end.items():

@@ -231,3 +231,21 @@ def test_stateful_function_orders_rows_and_keeps_state_per_key(buckets: int) -> 
     st = state if buckets else states["a"]
     (out,) = list(fn(("P", "bucket" if buckets else "a"), iter([more]), st))
     assert json.loads(out.value.iloc[0])["count"] == 11
+
+
+def test_job_bad_input_exits_2_with_a_clear_message_and_changes_nothing(tmp_path, capsys) -> None:
+    from airflow_samza_expand.spark.job import main
+
+    base = ["--job-name", "j", "--coordinator", str(tmp_path / "coord"),
+            "--checkpoint-dir", str(tmp_path / "ckpt"), "--output-topic", "out"]  # fmt: skip
+    cases = [
+        ([], "no Kafka given"),
+        (["--bootstrap-servers", "127.0.0.1:1", "--trigger", "once"], "trigger 'once'"),
+        (["--bootstrap-servers", "127.0.0.1:1", "--processor", "nope:X"], "cannot import"),
+        (["--bootstrap-servers", "127.0.0.1:1", "--max-records-per-batch", "-1"], ">= 0"),
+        (["--bootstrap-servers", "127.0.0.1:1"], "has no job model for job 'j'"),
+    ]
+    for extra, message in cases:
+        assert main(base + extra) == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "ckpt").exists()
