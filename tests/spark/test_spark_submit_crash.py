@@ -17,7 +17,7 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.kafka.coordinator import open_store
 from airflow_samza_expand.spark.job import main
 
-pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 
