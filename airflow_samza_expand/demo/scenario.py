@@ -152,6 +152,7 @@ class Scenario:
         self.job: StreamJob | None = None
         self.outcomes: list[ExpansionOutcome] = []
         self.plain_restart_s: float | None = None
+        self.interrupted_states: dict[str, str] = {}
         self.models: list[Any] = []
 
     # -- setup ---------------------------------------------------------------------------------
@@ -331,7 +332,8 @@ class Scenario:
         else:
             subset = dag.partial_subset(task_ids=[stop_after], include_upstream=True)
         run = self.run_dag(subset)
-        self.log(f"interrupted run (stopped after {stop_after}): {self.task_states(run)}")
+        self.interrupted_states = self.task_states(run)
+        self.log(f"interrupted run (stopped after {stop_after}): {self.interrupted_states}")
 
     # -- the end -------------------------------------------------------------------------------
 
