@@ -476,9 +476,12 @@ class StreamJob:
         )
         self._check_topics(model)
         layout = state_layout(args.state_buckets)
-        problems = check_task_set(
-            args.checkpoint_dir, model, allow_task_change=args.allow_task_change, layout=layout
-        )
+        try:
+            problems = check_task_set(
+                args.checkpoint_dir, model, allow_task_change=args.allow_task_change, layout=layout
+            )
+        except ValueError as exc:  # e.g. a remote checkpoint URL the guard cannot read
+            raise UsageError(str(exc)) from None
         if problems:
             log.warning("--allow-task-change: accepting %s", "; ".join(problems))
         write_task_set(args.checkpoint_dir, model, layout)
