@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow_samza_expand.core.errors import ExpansionError, InvalidJobModelError
 from airflow_samza_expand.core.expansion import load_expansion_algorithm, validate_growth
-from airflow_samza_expand.core.groupers import GROUPERS, grouper_by_name
+from airflow_samza_expand.core.groupers import grouper_by_name
 from airflow_samza_expand.core.model import (
     JobModel,
     StreamPartitionCounts,
@@ -204,15 +204,12 @@ def plan_expansion(
             targets[stream],
             require_power_of_two=require_power_of_two,
         )
-    grouper_cls = GROUPERS.get(model.grouper)
-    if grouper_cls is None:
-        grouper_by_name(model.grouper)  # raises the "unknown grouper" error
-        raise ExpansionError(f"unknown grouper {model.grouper!r}")  # pragma: no cover
+    grouper_cls = type(grouper_by_name(model.grouper))  # also Samza factory class names
     if not grouper_cls.keeps_state_on_expansion and not allow_state_breaking_grouper:
         raise ExpansionError(
             f"job '{model.job_name}' uses grouper {model.grouper}, which gives new partitions "
             "new tasks, so keys leave the task holding their state - switch the job to "
-            f"{model.grouper}FixedTasks first"
+            f"{grouper_cls.name}FixedTasks first"
         )
     broadcast_streams = {(s.system, s.stream) for s in model.broadcast_ssps}
     for stream in sorted(targets):

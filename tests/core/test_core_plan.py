@@ -136,6 +136,16 @@ def test_state_breaking_grouper_is_refused_unless_allowed():
     assert len(plan.new_job_model.tasks()) == 6  # the naive answer: new tasks for new partitions
 
 
+def test_samza_factory_grouper_name_is_recognised_by_the_plan():
+    model = join_model("org.apache.samza.container.grouper.stream.GroupByPartitionFactory")
+    with pytest.raises(ExpansionError, match="switch the job to GroupByPartitionFixedTasks"):
+        plan_expansion(model, None, {"orders": 6}, created_at=T1)
+    plan = plan_expansion(
+        model, None, {"orders": 6}, created_at=T1, allow_state_breaking_grouper=True
+    )
+    assert len(plan.new_job_model.tasks()) == 6
+
+
 def test_custom_algorithm_of_the_job_model_is_used():
     model = JobModel.initial(
         "j",
