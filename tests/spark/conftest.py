@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -30,3 +31,6 @@ def spark() -> Iterator[Any]:
     session.sparkContext.setLogLevel("WARN")
     yield session
     session.stop()
+    # py4j closes leftover gateway connections in __del__ at interpreter exit, after pytest has
+    # closed the log streams; its INFO line there only prints a "Logging error" traceback.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
