@@ -10,6 +10,7 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.triggers.base import BaseTrigger
 
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, open_clients
 from airflow_samza_expand.airflow.operators._common import (
@@ -35,10 +36,35 @@ from airflow_samza_expand.kafka.admin import KafkaUnavailableError
 
 
 class _ClientsMixin:
-    """Clients opened on the first poke and closed when the task ends (poke mode)."""
+    """Clients opened on the first poke and closed when the task ends (poke mode), and the
+    execute every sensor here shares: prepare, poke once, then keep poking (``deferrable=False``)
+    or hand the wait to the sensor's trigger."""
 
     kafka_config_id: str
     request_timeout_s: float
+    deferrable: bool
+
+    def _prepare(self, context: Any) -> None:
+        """Resolve what the pokes and the trigger need (runs with the clients open)."""
+
+    def _trigger(self) -> BaseTrigger:
+        raise NotImplementedError
+
+    def execute(self, context: Any) -> Any:
+        try:
+            self._prepare(context)
+            first = self.poke(context)  # type: ignore[attr-defined]
+            if first:
+                return first.xcom_value
+            if not self.deferrable:
+                return super().execute(context)  # type: ignore[misc]
+        finally:
+            self._close_clients()
+        self.defer(  # type: ignore[attr-defined]
+            trigger=self._trigger(),
+            method_name="execute_complete",
+            timeout=timedelta(seconds=self.timeout),  # type: ignore[attr-defined]
+        )
 
     def _clients(self, job_name: str | None, coordinator: str = DEFAULT_COORDINATOR):
         if getattr(self, "_open_clients", None) is None:
@@ -111,37 +137,27 @@ class OrderingBarrierSensor(_ClientsMixin, BaseSensorOperator):
     def group(self) -> str:
         return self.consumer_group or self.job_name
 
-    def execute(self, context: Any) -> Any:
-        try:
-            with refusals_fail_task():
-                _, store = self._clients(self.job_name, self.coordinator)
-                self._grace_until = barrier_grace_until(
-                    store, self.expansion_id, self.job_name, self.producer_refresh_grace_s
-                )
-            self._deadline = max(self._started_at(context), self._grace_until) + float(
-                self.barrier_timeout_s
+    def _prepare(self, context: Any) -> None:
+        with refusals_fail_task():
+            _, store = self._clients(self.job_name, self.coordinator)
+            self._grace_until = barrier_grace_until(
+                store, self.expansion_id, self.job_name, self.producer_refresh_grace_s
             )
-            first = self.poke(context)
-            if first:
-                return first.xcom_value
-            if not self.deferrable:
-                return super().execute(context)
-        finally:
-            self._close_clients()
-        self.defer(
-            trigger=OrderingBarrierTrigger(
-                job_name=self.job_name,
-                expansion_id=self.expansion_id,
-                consumer_group=self.group,
-                producer_refresh_grace_s=self.producer_refresh_grace_s,
-                deadline=self._deadline,
-                poll_interval_s=self.poke_interval,
-                coordinator=self.coordinator,
-                kafka_config_id=self.kafka_config_id,
-                request_timeout_s=self.request_timeout_s,
-            ),
-            method_name="execute_complete",
-            timeout=timedelta(seconds=self.timeout),
+        self._deadline = max(self._started_at(context), self._grace_until) + float(
+            self.barrier_timeout_s
+        )
+
+    def _trigger(self) -> BaseTrigger:
+        return OrderingBarrierTrigger(
+            job_name=self.job_name,
+            expansion_id=self.expansion_id,
+            consumer_group=self.group,
+            producer_refresh_grace_s=self.producer_refresh_grace_s,
+            deadline=self._deadline,
+            poll_interval_s=self.poke_interval,
+            coordinator=self.coordinator,
+            kafka_config_id=self.kafka_config_id,
+            request_timeout_s=self.request_timeout_s,
         )
 
     def _started_at(self, context: Any) -> float:
@@ -247,38 +263,28 @@ class JobModelAckSensor(_ClientsMixin, BaseSensorOperator):
         self.request_timeout_s = request_timeout_s
         self._version: int | None = None
 
-    def execute(self, context: Any) -> Any:
-        try:
-            _, store = self._clients(self.job_name, self.coordinator)
-            if self.version not in (None, ""):
-                self._version = int(self.version)
-            else:
-                with refusals_fail_task():
-                    latest = store.latest_job_model()
-                if latest is None:
-                    raise AirflowFailException(
-                        f"job {self.job_name!r} has no job model to acknowledge - pass version="
-                    )
-                self._version = latest.version
-            first = self.poke(context)
-            if first:
-                return first.xcom_value
-            if not self.deferrable:
-                return super().execute(context)
-        finally:
-            self._close_clients()
-        self.defer(
-            trigger=JobModelAckTrigger(
-                job_name=self.job_name,
-                version=self._version,
-                min_processors=self.min_processors,
-                poll_interval_s=self.poke_interval,
-                coordinator=self.coordinator,
-                kafka_config_id=self.kafka_config_id,
-                request_timeout_s=self.request_timeout_s,
-            ),
-            method_name="execute_complete",
-            timeout=timedelta(seconds=self.timeout),
+    def _prepare(self, context: Any) -> None:
+        _, store = self._clients(self.job_name, self.coordinator)
+        if self.version not in (None, ""):
+            self._version = int(self.version)
+            return
+        with refusals_fail_task():
+            latest = store.latest_job_model()
+        if latest is None:
+            raise AirflowFailException(
+                f"job {self.job_name!r} has no job model to acknowledge - pass version="
+            )
+        self._version = latest.version
+
+    def _trigger(self) -> BaseTrigger:
+        return JobModelAckTrigger(
+            job_name=self.job_name,
+            version=self._version,
+            min_processors=self.min_processors,
+            poll_interval_s=self.poke_interval,
+            coordinator=self.coordinator,
+            kafka_config_id=self.kafka_config_id,
+            request_timeout_s=self.request_timeout_s,
         )
 
     def poke(self, context: Any) -> PokeReturnValue | bool:
@@ -340,26 +346,16 @@ class PartitionCountSensor(_ClientsMixin, BaseSensorOperator):
         self.request_timeout_s = request_timeout_s
         self._baseline: int | None = None
 
-    def execute(self, context: Any) -> Any:
-        try:
-            self._baseline = None if self.baseline in (None, "") else int(self.baseline)
-            first = self.poke(context)
-            if first:
-                return first.xcom_value
-            if not self.deferrable:
-                return super().execute(context)
-        finally:
-            self._close_clients()
-        self.defer(
-            trigger=PartitionCountChangeTrigger(
-                topic=self.topic,
-                baseline=self._baseline,
-                poll_interval_s=self.poke_interval,
-                kafka_config_id=self.kafka_config_id,
-                request_timeout_s=self.request_timeout_s,
-            ),
-            method_name="execute_complete",
-            timeout=timedelta(seconds=self.timeout),
+    def _prepare(self, context: Any) -> None:
+        self._baseline = None if self.baseline in (None, "") else int(self.baseline)
+
+    def _trigger(self) -> BaseTrigger:
+        return PartitionCountChangeTrigger(
+            topic=self.topic,
+            baseline=self._baseline,
+            poll_interval_s=self.poke_interval,
+            kafka_config_id=self.kafka_config_id,
+            request_timeout_s=self.request_timeout_s,
         )
 
     def poke(self, context: Any) -> PokeReturnValue | bool:
