@@ -248,8 +248,12 @@ class KafkaCoordinatorStore:
                 raise ExpansionError(f"job model v{model.version} vanished from {self.topic!r}")
             winning_model = self._model_of(model.version, winner[1])
             if winning_model.content_equals(model):
-                log.info("job model v%d of %s: same content by %s", model.version, self.job_name,
-                         winner[0])
+                log.info(
+                    "job model v%d of %s: same content by %s",
+                    model.version,
+                    self.job_name,
+                    winner[0],
+                )
                 return winning_model
             raise lost_race(
                 self.job_name,

@@ -182,8 +182,12 @@ def encode_expansion(store_job: str, record: ExpansionRecord, revision: int) -> 
 def stale_revision(
     expansion_id: str, expected: int, current: ExpansionRecord | None
 ) -> StaleRevisionError:
-    found = "none is stored" if current is None else (
-        f"revision {current.revision} ({current.status.value}, by {current.owner!r}) is current"
+    found = (
+        "none is stored"
+        if current is None
+        else (
+            f"revision {current.revision} ({current.status.value}, by {current.owner!r}) is current"
+        )
     )
     return StaleRevisionError(
         f"expansion {expansion_id!r} changed since it was read: expected revision {expected}, "
