@@ -39,8 +39,10 @@ def check_fixed_tasks(model: JobModel) -> None:
             task = model.ssp_to_task.get(ssp)
             if task is None:  # broadcast
                 continue
-            q = p % s.initial if algorithm is None else (
-                algorithm.partition_before_expansion(p, s.current, s.initial)
+            q = (
+                p % s.initial
+                if algorithm is None
+                else (algorithm.partition_before_expansion(p, s.current, s.initial))
             )
             owner = model.ssp_to_task.get(SystemStreamPartition(s.system, s.stream, q))
             if owner is not None and owner != task:
