@@ -348,15 +348,12 @@ class KafkaAdmin:
         with self._lock:
             reader = self._group_reader(group)
             try:
-                answer = watched(
-                    lambda step: reader.committed(partitions, timeout=step),
-                    reader.poll,
-                    self._auth,
-                    self.timeout_s,
-                    what,
-                    self.config,
-                )
+                # one OffsetFetch per poll (no slices); an authentication failure is named
+                # after the call (the metadata calls before it name it at once)
+                answer = reader.committed(partitions, timeout=self.timeout_s)
             except KafkaException as exc:
+                reader.poll(0)
+                self._auth.raise_if_failed(what, self.config)
                 error = kafka_error_of(exc)
                 if error is None or is_unavailable(error):
                     raise unavailable(what, self.config, error.str() if error else exc) from None

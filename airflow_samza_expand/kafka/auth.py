@@ -22,7 +22,7 @@ from airflow_samza_expand.core.errors import KafkaAuthenticationError
 from airflow_samza_expand.kafka.config import bootstrap_of
 
 AUTH_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL})
-SLICE_S = 0.25  # how often a blocking call stops to look for an authentication failure
+FIRST_SLICE_S = 0.25  # the first slice of a blocking call; each next one is twice as long
 
 T = TypeVar("T")
 
@@ -80,18 +80,21 @@ def watched(
 ) -> T:
     """`call(slice_timeout)` repeated in slices up to `timeout_s`, serving callbacks between
     slices (`poll(0)`); KafkaAuthenticationError as soon as the watch saw one. A slice that
-    times out is retried; the last one's exception propagates."""
+    times out is retried with twice the time (so a slow broker sees a handful of requests, not
+    one per slice); the last one's exception propagates."""
     deadline = time.monotonic() + timeout_s
+    step = FIRST_SLICE_S
     while True:
-        remaining = deadline - time.monotonic()
-        step = max(min(SLICE_S, remaining), 0.01)
+        remaining = max(deadline - time.monotonic(), 0.01)
+        this = min(step, remaining)
         try:
-            return call(step)
+            return call(this)
         except (KafkaException, TimeoutError) as exc:
             poll(0)
             watch.raise_if_failed(what, config)
-            if remaining <= step or not _is_slice_timeout(exc):
+            if this >= remaining or not _is_slice_timeout(exc):
                 raise
+        step *= 2
 
 
 def _is_slice_timeout(exc: BaseException) -> bool:

@@ -178,6 +178,11 @@ class FileCoordinatorStore:
         """Conditional update (store.protocol.CoordinatorStore.put_expansion)."""
         value = encode_expansion(self.job_name, record, expected_revision)
         expansion_id = record.expansion_id
+        current = self.get_expansion(expansion_id)
+        if (current.revision if current else 0) != expected_revision:
+            raise stale_revision(expansion_id, expected_revision, current)
+        if current is not None:
+            current.check_successor(record.status)
         if fence is not None:
             check_current(self.get_lease(fence.name), fence)
         if not self._conditional(EXPANSIONS, expansion_id, expected_revision, value):

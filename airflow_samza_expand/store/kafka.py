@@ -295,6 +295,8 @@ class KafkaCoordinatorStore:
             current = self._expansion(expansion_id)
             if (current.revision if current else 0) != expected_revision:
                 raise stale_revision(expansion_id, expected_revision, current)
+            if current is not None:
+                current.check_successor(record.status)
             if fence is not None:
                 check_current(self._lease(fence.name), fence)
             revision = expected_revision + 1
