@@ -170,7 +170,7 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
 
         scenario = Scenario(
             cfg,
-            run_dag=lambda dag: _quiet(airflow_home.run_dag, dag, log_file),
+            run_dag=lambda dag, **kw: _quiet(airflow_home.run_dag, dag, log_file, **kw),
             task_states=airflow_home.task_states,
             xcom=airflow_home.xcom,
             log=lambda line: progress.line(f"        {line}"),
@@ -243,9 +243,9 @@ class _Background:
             raise self.error
 
 
-def _quiet(fn: Any, dag: Any, log_file: TextIO) -> Any:
-    """Run ``fn(dag)`` with stdout (Airflow's task logs) going to the demo log."""
+def _quiet(fn: Any, dag: Any, log_file: TextIO, **kwargs: Any) -> Any:
+    """Run ``fn(dag, **kwargs)`` with stdout (Airflow's task logs) going to the demo log."""
     import contextlib
 
     with contextlib.redirect_stdout(log_file):
-        return fn(dag)
+        return fn(dag, **kwargs)
