@@ -76,10 +76,15 @@ def measure_topic(
     group: str,
     policy: GrowthPolicy,
     *,
+    since: Mapping[int, int] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> TopicFigures:
-    """Measure `topic` and `group`'s lag on it over the policy's window (logs progress)."""
+    """Measure `topic` and `group`'s lag on it over the policy's window (logs progress).
+
+    ``since`` (partition -> offset): size counts only records at or after it (the offsets at
+    the topic's last growth); partitions it does not name count from their log start.
+    """
     partitions = list(range(admin.partition_counts([topic])[topic]))
     window_s = max(policy.rate_window_s, policy.lag_growing_for_s or 0.0)
     first_ends = admin.watermarks(topic, partitions)
@@ -97,10 +102,11 @@ def measure_topic(
     ends = admin.watermarks(topic, partitions)
     commits = admin.committed_offsets(group, topic, partitions)
 
-    records = {p: high - low for p, (low, high) in ends.items()}
+    starts = {p: max(low, (since or {}).get(p, low)) for p, (low, _) in ends.items()}
+    records = {p: max(0, high - starts[p]) for p, (_, high) in ends.items()}
     rates = {p: (ends[p][1] - first_ends[p][1]) / elapsed for p in partitions}
     sampled = sorted(partitions, key=lambda p: (-records[p], p))[:SAMPLED_PARTITIONS]
-    means = sample_record_bytes(admin.config, topic, {p: ends[p] for p in sampled})
+    means = sample_record_bytes(admin.config, topic, {p: (starts[p], ends[p][1]) for p in sampled})
     sizes = {p: int(records[p] * means[p]) for p in sampled}
     largest = max(sampled, key=lambda p: (sizes[p], -p)) if sampled else 0
     busiest = max(partitions, key=lambda p: (rates[p], -p)) if partitions else 0
