@@ -22,6 +22,7 @@ CHAIN = ["plan", "expand", "barrier", "stop_job", "write_job_model", "submit", "
 EXPECTED = {
     "samza_expand": CHAIN,
     "samza_expand_on_partition_change": CHAIN,
+    "samza_expand_on_schedule": CHAIN,
 }
 
 
@@ -49,7 +50,11 @@ def _downstream_chain(dag) -> list[str]:
 def test_every_dag_file_imports_without_errors(dagbag) -> None:
     assert dagbag.import_errors == {}
     files = sorted(p.name for p in DAGS_DIR.glob("*.py"))
-    assert files == ["samza_expand.py", "samza_expand_on_partition_change.py"]
+    assert files == [
+        "samza_expand.py",
+        "samza_expand_on_partition_change.py",
+        "samza_expand_on_schedule.py",
+    ]
     assert set(dagbag.dag_ids) == set(EXPECTED)
 
 
@@ -136,6 +141,16 @@ def test_event_driven_dag_is_scheduled_by_a_partition_count_watcher(dagbag) -> N
     text = str(DagSerialization.to_dict(dag))
     assert "PartitionCountChangeTrigger" in text
     assert dag.task_dict["plan"].follow_live_counts is True
+
+
+def test_scheduled_dag_grows_by_policy_not_by_calendar(dagbag) -> None:
+    from airflow_samza_expand.core.policy import GrowthPolicy
+
+    dag = dagbag.dags["samza_expand_on_schedule"]
+    assert dag.schedule == "@hourly"
+    policy = dag.task_dict["plan"].policy
+    assert isinstance(policy, GrowthPolicy)
+    assert policy.max_partition_bytes == 2**30 and policy.max_factor == 4
 
 
 @pytest.mark.parametrize("dag_id", sorted(EXPECTED))

@@ -126,6 +126,7 @@ def _add_chain(s: ExpansionSettings, prefix: str) -> tuple[BaseOperator, BaseOpe
         check_partitioner=s.check_partitioner,
         consumer_group=s.consumer_group,
         dry_run=s.dry_run,
+        policy=s.policy,
         max_partitions=s.max_partitions,
         lease_ttl_s=s.lease_ttl_s,
         poll_interval_s=s.poll_interval_s,

@@ -18,6 +18,7 @@ from airflow.sdk import BaseOperator
 from airflow_samza_expand.airflow.operators.submit import normalise_run_mode
 from airflow_samza_expand.airflow.operators.write_model import WriteJobModelOperator
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
+from airflow_samza_expand.core.policy import GrowthPolicy
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S
 
 DEFAULT_APPLICATION = os.path.join(
@@ -53,6 +54,7 @@ class ExpansionSettings:
     dry_run: bool | str = False
     check_partitioner: bool = True
     max_partitions: int | str = DEFAULT_MAX_PARTITIONS
+    policy: GrowthPolicy | Mapping[str, Any] | None = None
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
     write_job_model_operator: type[BaseOperator] = WriteJobModelOperator
     retries: int = 2
@@ -63,6 +65,8 @@ class ExpansionSettings:
         normalise_run_mode(self.run_mode)  # a clear error at parse time
         if not self.topic_list():
             raise ValueError("topics is empty - name the input topic(s) to expand")
+        if isinstance(self.policy, Mapping):  # InvalidPolicyError at parse time names the fix
+            object.__setattr__(self, "policy", GrowthPolicy.from_dict(self.policy))
 
     @classmethod
     def of(cls, settings: ExpansionSettings | None, fields: Mapping[str, Any]) -> ExpansionSettings:

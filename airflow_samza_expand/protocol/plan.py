@@ -7,6 +7,7 @@ job model is resumed; a dry run reads everything and writes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,9 +23,11 @@ from airflow_samza_expand.core.plan import (
     check_max_partitions,
     plan_expansion,
 )
+from airflow_samza_expand.core.policy import GrowthDecision, GrowthPolicy
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus, StepTimes
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S, give_up, owned_by, take
+from airflow_samza_expand.protocol.policy import policy_targets
 from airflow_samza_expand.protocol.records import expansion_id_for, require
 from airflow_samza_expand.store import CoordinatorStore
 
@@ -55,6 +58,7 @@ class PlanRequest:
     consumer_group: str | None = None
     dry_run: bool = False
     request_timeout_s: float = 30.0
+    policy: GrowthPolicy | None = None  # grow only when a live figure crosses a threshold
 
 
 @dataclass(frozen=True)
@@ -79,11 +83,13 @@ class PlanOutcome:
             "reused": self.kind in (REUSED, RESUMED),
             "outcome": self.kind,
             "dry_run": self.kind == DRY_RUN,
+            "policy": self.extra.get("policy"),
         }
 
 
 def _from_record(kind: str, record: ExpansionRecord, message: str) -> PlanOutcome:
     planned = record.results.get("plan") or {}
+    policy = {"policy": planned["policy"]} if planned.get("policy") else {}
     return PlanOutcome(
         kind,
         message,
@@ -92,6 +98,7 @@ def _from_record(kind: str, record: ExpansionRecord, message: str) -> PlanOutcom
         planned.get("lag"),
         planned.get("conformance"),
         record.status.value,
+        policy,
     )
 
 
@@ -171,6 +178,36 @@ def _decide(
             f"job {request.job_name!r} has no job model in its coordinator store - start the "
             "job once (it writes v1) before expanding it"
         )
+    decisions: list[GrowthDecision] = []
+    if request.policy is not None and not request.targets:
+        interrupted = _interrupted(store, model)
+        if interrupted is not None:
+            return _from_record(
+                RESUMED,
+                interrupted,
+                f"job model v{model.version} was written by expansion "
+                f"{interrupted.expansion_id}, which has not completed: resuming it before the "
+                "growth policy measures again",
+            )
+        wanted, decisions = policy_targets(
+            store,
+            admin,
+            request.policy,
+            list(request.topics),
+            model.partition_counts(),
+            request.consumer_group or request.job_name,
+        )
+        figures = {"policy": [d.to_dict() for d in decisions]}
+        if not wanted:
+            if lease is not None:
+                give_up(store, holder)
+            return PlanOutcome(
+                NOTHING,
+                "growth policy: no threshold crossed, nothing to expand - "
+                + "; ".join(d.describe() for d in decisions),
+                extra=figures,
+            )
+        request = dataclasses.replace(request, targets=wanted, topics=())
     targets = wanted_targets(request, model.partition_counts(), admin)
     check_max_partitions(request.job_name, targets, int(request.max_partitions))
     resumed = _unfinished(store, model, request, targets)
@@ -231,6 +268,7 @@ def _decide(
             the_plan.to_dict(),
             lag,
             conformance,
+            extra=_policy_doc(decisions),
         )
     record = ExpansionRecord(
         expansion_id=expansion_id,
@@ -243,7 +281,10 @@ def _decide(
         created_at=started,
         updated_at=now_iso(),
         steps={"plan": StepTimes(started, now_iso())},
-        results={"plan": {"holder": holder, "lag": lag, "conformance": conformance}},
+        results={
+            "plan": {"holder": holder, "lag": lag, "conformance": conformance}
+            | _policy_doc(decisions)
+        },
     )
     try:
         stored = store.put_expansion(record, expected_revision=0, fence=lease)
@@ -262,6 +303,22 @@ def _decide(
         f"{len(the_plan.new_ssps)} new SSPs, barrier on {len(the_plan.barrier_ssps)} old "
         "partitions",
     )
+
+
+def _interrupted(store: CoordinatorStore, latest: JobModel) -> ExpansionRecord | None:
+    """The unfinished expansion that wrote `latest`, whatever it grew (policy runs)."""
+    for record in store.expansions():
+        if record.target_version == latest.version and record.status not in (
+            ExpansionStatus.COMPLETED,
+            ExpansionStatus.FAILED,
+        ):
+            return record
+    return None
+
+
+def _policy_doc(decisions: Sequence[GrowthDecision]) -> dict[str, Any]:
+    """{"policy": [decision, ...]} when a growth policy decided the targets, else {}."""
+    return {"policy": [d.to_dict() for d in decisions]} if decisions else {}
 
 
 def _unfinished(

@@ -98,6 +98,8 @@ def build_summary(
         "downtime_s": downtime,
         "submit": xcoms.get("submit"),
         "acknowledged_by": (xcoms.get("ack") or {}).get("running"),
+        "policy": plan_x.get("policy")
+        or ((record.results.get("plan") or {}).get("policy") if record is not None else None),
     }
 
 
@@ -118,6 +120,8 @@ def render_summary(summary: Mapping[str, Any]) -> str:
             f"  {row['ssp']}: {row['from_task'] or '(new)'} -> {row['to_task']} "
             f"(keys from {row['keys_from']})"
         )
+    for decision in summary.get("policy") or []:
+        lines.append("Growth policy: " + "; ".join(decision["reasons"]))
     lines.append(f"Barrier offsets: {summary['barrier_offsets']}")
     steps = ", ".join(
         f"{k} {'-' if v is None else f'{v:.1f}s'}" for k, v in summary["seconds_per_step"].items()

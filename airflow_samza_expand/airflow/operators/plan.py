@@ -20,6 +20,7 @@ from airflow_samza_expand.airflow.shell import (
 from airflow_samza_expand.airflow.triggers import ExpansionLeaseTrigger
 from airflow_samza_expand.core.errors import LeaseHeldError
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
+from airflow_samza_expand.core.policy import GrowthPolicy
 from airflow_samza_expand.protocol import plan as protocol_plan
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S
 
@@ -42,7 +43,10 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
     applied to the job model's counts, or (``follow_live_counts``) the topics' live counts: a
     job model that already matches them is nothing to do (skipped, never failed).
     ``dry_run``: validate and return the plan, write nothing (no record, no lease).
-    Returns (XCom) ``{expansion_id, plan, lag, conformance, reused, outcome, dry_run}``.
+    ``policy`` (`GrowthPolicy` or its dict): measure each topic first and grow only the topics
+    whose figures cross a threshold, by the factor the policy computes; with none crossed the
+    task ends *skipped* with the figures in its log (nothing written, nothing grown).
+    Returns (XCom) ``{expansion_id, plan, lag, conformance, reused, outcome, dry_run, policy}``.
     """
 
     template_fields: Sequence[str] = (
@@ -71,6 +75,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         sample_per_partition: int = 100,
         consumer_group: str | None = None,
         dry_run: bool | str = False,
+        policy: GrowthPolicy | Mapping[str, Any] | None = None,
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
         poll_interval_s: float = 10.0,
         coordinator: str = DEFAULT_COORDINATOR,
@@ -95,6 +100,13 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         self.sample_per_partition = sample_per_partition
         self.consumer_group = consumer_group
         self.dry_run = dry_run
+        # A bad policy fails at DAG parse time (InvalidPolicyError names the fix).
+        self.policy = GrowthPolicy.from_dict(policy) if isinstance(policy, Mapping) else policy
+        if self.policy is not None and targets is not None:
+            raise ValueError(
+                f"{self.task_id}: a growth policy decides the factor itself - pass topics=[...] "
+                "with policy=..., not targets"
+            )
         self.lease_ttl_s = lease_ttl_s
         self.poll_interval_s = poll_interval_s
         self.coordinator = coordinator
@@ -116,6 +128,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
             consumer_group=self.consumer_group,
             dry_run=as_bool(self.dry_run),
             request_timeout_s=self.request_timeout_s,
+            policy=self.policy,
         )
 
     def execute(self, context: Any, joined_holder: str | None = None) -> dict[str, Any]:
