@@ -145,6 +145,7 @@ def test_growth_outside_airflow_waits_for_v2_then_the_event_driven_dag_finishes_
         assert outs[-1]["last_seq"] in in_old[key], (key, outs[-1])
         assert outs[-1]["count"] == len(in_old[key]), (key, outs[-1], len(in_old[key]))
     assert sum(highs_new.values()) > 0
+    assert read_partitions(Path(s.checkpoint), topic) == {0, 1}  # no reads: no offset ranges
     s.producer.resume()
 
     # 3. the watcher fired on 2 -> 4; the event-driven DAG finishes the expansion
@@ -172,6 +173,18 @@ def test_growth_outside_airflow_waits_for_v2_then_the_event_driven_dag_finishes_
             s.store.request_stop(2, "test finished")
             wait_for("the v2 job to stop", lambda: not detached.is_running(submitted),
                      timeout_s=120)  # fmt: skip
+
+
+def read_partitions(checkpoint: Path, topic: str) -> set[int]:
+    """Partitions of ``topic`` in the source offsets of every micro-batch in the Spark
+    checkpoint (``offsets/<batch>``: a version line, a metadata line, one line per source)."""
+    files = sorted(checkpoint.glob("**/offsets/[0-9]*"))
+    assert files, f"no micro-batch offsets under {checkpoint}"
+    seen: set[int] = set()
+    for path in files:
+        for line in path.read_text().splitlines()[2:]:
+            seen |= {int(p) for p in json.loads(line).get(topic, {})}
+    return seen
 
 
 def caught_up_old(admin, group: str, topic: str) -> bool:
