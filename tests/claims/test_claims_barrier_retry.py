@@ -10,24 +10,11 @@ from __future__ import annotations
 
 import pytest
 from claims_helpers import expansion_dag, produce_keyed, run_until, tries
+from kafka_helpers import commit_offsets  # tests/airflow
 
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(180)]
-
-
-def commit(config, group: str, topic: str, offsets: dict[int, int]) -> None:
-    """Commit ``offsets`` for ``group``, as the job does after a batch."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({**config, "group.id": group, "enable.auto.commit": "false"})
-    try:
-        consumer.commit(
-            offsets=[TopicPartition(topic, p, o) for p, o in sorted(offsets.items())],
-            asynchronous=False,
-        )
-    finally:
-        consumer.close()
 
 
 def test_barrier_timeout_changes_nothing_and_a_cleared_barrier_reuses_its_snapshot(
@@ -53,7 +40,7 @@ def test_barrier_timeout_changes_nothing_and_a_cleared_barrier_reuses_its_snapsh
     # 2. the job catches up to the snapshot; the barrier is run again with an hour of grace:
     # its grace is over (it counts from the expansion, and the snapshot exists), so it holds
     # at its first check. A barrier that waited the grace again would hit the test's timeout.
-    commit(job.config, job.name, job.topic, highs)
+    commit_offsets(job.config, job.name, job.topic, highs)
     again = run_until(expansion_dag(job, producer_refresh_grace_s=3600.0), "barrier")
     states = tries(again)
     assert states["barrier"] == ("success", 1), states
