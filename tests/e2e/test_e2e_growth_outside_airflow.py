@@ -175,9 +175,11 @@ def new_partitions_written(admin, topic: str) -> bool:
     """Partitions 2 and 3 hold records (False while the client's metadata has no leader yet)."""
     from confluent_kafka import KafkaException
 
+    from airflow_samza_expand.kafka.admin import KafkaUnavailableError
+
     try:
         return all(n > 0 for n in admin.high_watermarks({topic: [2, 3]})[topic].values())
-    except KafkaException:
+    except (KafkaException, KafkaUnavailableError):
         return False
 
 
