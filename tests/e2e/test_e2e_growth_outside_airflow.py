@@ -136,7 +136,15 @@ def test_growth_outside_airflow_waits_for_v2_then_the_event_driven_dag_finishes_
     assert committed[2] is None and committed[3] is None, committed  # no commits
     highs_old = admin.high_watermarks({topic: [0, 1]})[topic]
     in_old = old_partition_seqs(s.config, topic, highs_old)
-    outputs = read_output_history(s.config, s.output_topic)
+
+    def counted_old_records() -> dict | None:  # outputs follow the commit of their batch
+        outputs = read_output_history(s.config, s.output_topic)
+        done = all(outputs.get(k) and outputs[k][-1]["count"] >= len(v) for k, v in in_old.items())
+        return outputs if done else None
+
+    outputs = wait_for("v1's outputs of the old partitions", counted_old_records, timeout_s=120,
+                       log=s.log)  # fmt: skip
+    assert set(outputs) == set(in_old)
     for key, outs in outputs.items():  # every output counts records of the old partitions only
         assert outs[-1]["last_seq"] in in_old[key], (key, outs[-1])
         assert outs[-1]["count"] == len(in_old[key]), (key, outs[-1], len(in_old[key]))
