@@ -160,6 +160,23 @@ def test_dags_serialize_round_trip(dagbag, dag_id: str) -> None:
     dag = dagbag.dags[dag_id]
     again = DagSerialization.from_dict(DagSerialization.to_dict(dag))
     assert set(again.task_ids) == set(dag.task_ids)
+    assert again.max_active_runs == dag.max_active_runs
+    assert set(again.params.keys()) == set(dag.params.keys())
+    for task in dag.tasks:
+        back = again.task_dict[task.task_id]
+        # what the scheduler and the worker rebuild the task from: class, wiring, retry policy
+        assert (back.task_type, back._task_module) == (
+            type(task).__name__,
+            type(task).__module__,
+        ), task.task_id
+        assert back.upstream_task_ids == task.upstream_task_ids, task.task_id
+        assert back.downstream_task_ids == task.downstream_task_ids, task.task_id
+        assert (back.retries, back.trigger_rule) == (task.retries, task.trigger_rule), task.task_id
+        assert back.retry_delay == task.retry_delay, task.task_id
+        # the key arguments are the templated ones (job, topics, grace, XCom pulls, spark args)
+        assert task.template_fields, task.task_id
+        for field in task.template_fields:
+            assert getattr(back, field) == getattr(task, field), f"{task.task_id}.{field}"
 
 
 def _factory_dag(**kwargs):
@@ -233,5 +250,6 @@ def test_continuous_submit_never_waits_for_app_completion() -> None:
     conf = detached_conf({"spark.yarn.submit.waitAppCompletion": "true", "x": "1"})
     assert conf["x"] == "1"
     assert conf["spark.yarn.submit.waitAppCompletion"] == "true"  # an explicit value wins
-    assert all(conf[k] for k in WAIT_APP_COMPLETION_CONFS)
+    others = [k for k in WAIT_APP_COMPLETION_CONFS if k != "spark.yarn.submit.waitAppCompletion"]
+    assert others and all(conf[k] == "false" for k in others)
     assert detached_conf(None) == dict.fromkeys(WAIT_APP_COMPLETION_CONFS, "false")

@@ -83,6 +83,37 @@ def read_output_history(config: Mapping[str, Any], topic: str, timeout_s: float 
         consumer.close()
 
 
+def wait_for_outputs(
+    config: Mapping[str, Any],
+    topic: str,
+    produced: Mapping[str, int],
+    *,
+    timeout_s: float = 120.0,
+    log: Any = None,
+) -> bool:
+    """Wait until every produced key's newest output in ``topic`` counts all its records (the
+    batch that committed last has written its outputs). False on the deadline: `verify` then
+    names the keys whose outputs are missing."""
+    from airflow_samza_expand.demo.jobs import wait_for
+
+    def complete() -> bool:
+        history = read_output_history(config, topic)
+        return all(
+            history.get(key) and int(history[key][-1]["count"]) >= n
+            for key, n in produced.items()
+            if n
+        )
+
+    try:
+        wait_for("the job's outputs of every record", complete, timeout_s=timeout_s,
+                 interval_s=0.5, log=log)  # fmt: skip
+    except TimeoutError as exc:
+        if log is not None:
+            log(f"{exc}; verifying anyway")
+        return False
+    return True
+
+
 def check_outputs(
     history: Mapping[str, list[Mapping[str, Any]]], produced: Mapping[str, int]
 ) -> tuple[dict, dict, dict, list[str]]:

@@ -22,12 +22,17 @@ def _wait(cond, timeout_s=20.0):
 
 
 def test_detached_launch_returns_at_once_and_terminates_by_handle(tmp_path) -> None:
-    started = time.monotonic()
-    handle = detached.launch(
-        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(120)"],
-        log_path=str(tmp_path / "job.log"),
+    # The command runs until the test creates `release` (300 s at most): a launch that waited
+    # for the command would return only after it exited, and the checks below would fail.
+    release = tmp_path / "release"
+    waits = (
+        "import os, time; print('up', flush=True)\n"
+        f"for _ in range(3000):\n    if os.path.exists({str(release)!r}): break\n"
+        "    time.sleep(0.1)\n"
     )
-    assert time.monotonic() - started < 60  # returned while the command still runs
+    handle = detached.launch([sys.executable, "-c", waits], log_path=str(tmp_path / "job.log"))
+    assert not release.exists()
+    assert detached.exit_code(handle) is None  # returned while the command still runs
     assert detached.is_running(handle)
     assert handle["pgid"] == handle["supervisor_pid"]  # its own session: killpg ends it all
     assert _wait(lambda: "up" in detached.tail(handle["log_path"]))

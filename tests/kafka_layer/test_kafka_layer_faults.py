@@ -21,17 +21,26 @@ def test_job_model_write_applied_then_timed_out_is_a_noop_on_retry(
     dev_broker, config, unique_topic
 ):
     job = unique_topic("job")
+    v2 = model(job, 2, variant="b")
     with KafkaCoordinatorStore(config, job, timeout_s=15) as store:
         store.write_job_model(model(job, 1))
     dev_broker.faults.inject("Produce", "apply_then_timeout", times=1)
     with KafkaCoordinatorStore(config, job, timeout_s=3) as flaky:
-        with pytest.raises(KafkaUnavailableError, match=dev_broker.bootstrap) as info:
-            flaky.write_job_model(model(job, 2, variant="b"))
-        assert not isinstance(info.value, ExpansionError)
+        # Whether librdkafka's own retry lands inside the 3 s is timing: both outcomes are
+        # correct. A refusal (an ExpansionError, e.g. a race lost against its own record) is not.
+        try:
+            written = flaky.write_job_model(v2)
+        except KafkaUnavailableError as exc:  # retryable, names the broker
+            assert not isinstance(exc, ExpansionError)
+            assert dev_broker.bootstrap in str(exc)
+        else:
+            assert written == v2
+    assert dev_broker.faults.hits("Produce") == 1  # the applied write's answer was really lost
     # the retry (a new task try: a new writer) finds its own v2 in force and changes nothing
     with KafkaCoordinatorStore(config, job, timeout_s=15) as retry:
-        assert retry.write_job_model(model(job, 2, variant="b")) == model(job, 2, variant="b")
+        assert retry.write_job_model(v2) == v2
         assert [m.version for m in retry.job_model_history()] == [1, 2]
+        assert retry.job_model(2) == v2
 
 
 def test_barrier_offset_reads_fail_retryably(dev_broker, config, unique_topic):

@@ -1,9 +1,10 @@
 """System test: the example DAG ``dags/samza_expand.py`` against a real Kafka and Spark master.
 
-Skipped unless both are named:
+Runs in the README's test command on the test session's Kafka (the development broker, see
+tests/conftest.py) and ``local[2]``; to run it against a cluster, name it:
 
 * ``KAFKA_BOOTSTRAP_SERVERS`` - e.g. ``kafka:9092`` inside the docker stack (docker/compose.yaml);
-* ``SPARK_MASTER_URL`` - e.g. ``spark://spark-master:7077`` (``local[2]`` also works);
+* ``SPARK_MASTER_URL`` - e.g. ``spark://spark-master:7077`` (default ``local[2]``);
 * ``CHECKPOINT_ROOT`` - required for a cluster master: a directory the Spark workers share with
   this process (the stack mounts the ``checkpoints`` volume at ``/checkpoints``).
 
@@ -34,18 +35,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_DAG = REPO / "dags" / "samza_expand.py"
-BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "")
-SPARK_MASTER = os.environ.get("SPARK_MASTER_URL", "")
+SPARK_MASTER = os.environ.get("SPARK_MASTER_URL") or "local[2]"
 PRODUCER_REFRESH_MS = 2000
 GRACE_S = 10
 KEYS = 12
 
 pytestmark = [
-    pytest.mark.skipif(
-        not (BOOTSTRAP and SPARK_MASTER),
-        reason="system test: set KAFKA_BOOTSTRAP_SERVERS and SPARK_MASTER_URL "
-        "(see docker/README.md)",
-    ),
     pytest.mark.kafka,
     pytest.mark.spark,
     pytest.mark.slow,
@@ -73,7 +68,9 @@ class SequencedProducer(threading.Thread):
     (so the run covers producing before and after the growth) or after `max_s` seconds.
     """
 
-    def __init__(self, topic: str, keys: list[str], *, after_new: int, max_s: float) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, keys: list[str], *, after_new: int, max_s: float
+    ) -> None:
         super().__init__(daemon=True)
         from confluent_kafka import Producer
 
@@ -87,7 +84,7 @@ class SequencedProducer(threading.Thread):
         self.stop_event = threading.Event()
         self.producer = Producer(
             {
-                "bootstrap.servers": BOOTSTRAP,
+                "bootstrap.servers": bootstrap,
                 "enable.idempotence": "true",
                 "acks": "all",
                 "linger.ms": "5",
@@ -200,8 +197,9 @@ def stop_job(store: Any, version: int, handle: Any | None) -> None:
 
 @pytest.mark.parametrize("run_mode", ["continuous", "available-now"])
 def test_example_dag_expands_live_job_on_real_cluster(
-    run_mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    run_mode: str, kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    bootstrap = kafka_bootstrap  # KAFKA_BOOTSTRAP_SERVERS, else the development broker
     checkpoint_root = os.environ.get("CHECKPOINT_ROOT")
     if not checkpoint_root:
         if not SPARK_MASTER.startswith("local"):
@@ -217,6 +215,7 @@ def test_example_dag_expands_live_job_on_real_cluster(
     from airflow_samza_expand.core.model import JobModel
     from airflow_samza_expand.dags import detached
     from airflow_samza_expand.dags.factory import DEFAULT_APPLICATION, stream_job_args
+    from airflow_samza_expand.demo.jobs import spark_env
     from airflow_samza_expand.kafka.admin import KafkaAdmin
     from airflow_samza_expand.kafka.config import client_config
     from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
@@ -225,7 +224,7 @@ def test_example_dag_expands_live_job_on_real_cluster(
     job_name = f"systest-{suffix}"
     topic = f"systest-orders-{suffix}"
     output_topic = f"systest-counts-{suffix}"
-    config = client_config(BOOTSTRAP)
+    config = client_config(bootstrap)
     admin = KafkaAdmin(config, timeout_s=30)
     store = KafkaCoordinatorStore(config, job_name)
     handles: dict[int, Any] = {}  # job model version -> detached job handle
@@ -235,24 +234,25 @@ def test_example_dag_expands_live_job_on_real_cluster(
         store.write_job_model(JobModel.initial(job_name, {topic: 2}, created_by="system-test"))
 
         keys = [f"k{i}" for i in range(KEYS)]
-        producer = SequencedProducer(topic, keys, after_new=5 * KEYS, max_s=900)
+        producer = SequencedProducer(bootstrap, topic, keys, after_new=5 * KEYS, max_s=900)
         for _ in range(20):  # history before the job starts
             producer.produce_round()
         producer.producer.flush(30)
 
-        kafka_conn = airflow_env.kafka_connection_env(BOOTSTRAP)
+        kafka_conn = airflow_env.kafka_connection_env(bootstrap)
         monkeypatch.setenv("AIRFLOW_CONN_KAFKA_DEFAULT", kafka_conn)
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", spark_connection(SPARK_MASTER))
-        monkeypatch.setenv("SAMZA_EXPAND_BOOTSTRAP_SERVERS", BOOTSTRAP)
+        monkeypatch.setenv("SAMZA_EXPAND_BOOTSTRAP_SERVERS", bootstrap)
         monkeypatch.setenv("SAMZA_EXPAND_CHECKPOINT_ROOT", checkpoint_root)
         monkeypatch.setenv("SAMZA_EXPAND_OUTPUT_TOPIC", output_topic)
         monkeypatch.setenv("SAMZA_EXPAND_RUN_MODE", run_mode)
         monkeypatch.setenv("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", sys.executable))
+        monkeypatch.setenv("PATH", spark_env()["PATH"])  # spark-submit beside this interpreter
 
         if run_mode == "continuous":  # the live job on v1, as the stack's stream-job runs it
             args = stream_job_args(
                 job_name=job_name,
-                bootstrap_servers=BOOTSTRAP,
+                bootstrap_servers=bootstrap,
                 checkpoint_dir=os.path.join(checkpoint_root, job_name),
                 output_topic=output_topic,
             )
