@@ -111,13 +111,13 @@ def _model_section(snap: JobSnapshot, svg: str) -> str:
     rows = mapping_rows(model)
     out.append(
         table(
-            ["SSP", "task", "bucket", ""],
+            ["SSP", "task", "bucket", "added by an expansion"],
             (
                 [
                     f"[{_e(r.system)}, {_e(r.stream)}, {r.partition}]",
                     _e(r.task),
                     str(r.bucket),
-                    "new" if r.new else "",
+                    "yes" if r.new else "",
                 ]
                 for r in rows
             ),
@@ -139,10 +139,17 @@ def _history_section(snap: JobSnapshot, root: str) -> str:
         )
         counts = ", ".join(f"{s}: {n}" for s, n in sorted(m.partition_counts().items()))
         rows.append([f"v{m.version}", _e(m.created_by), _e(m.created_at), _e(counts), diff])
-    options = "".join(f"<option>{m.version}</option>" for m in snap.history)
+    versions = [m.version for m in snap.history]
+
+    def options(chosen: int) -> str:
+        return "".join(
+            f"<option{' selected' if v == chosen else ''}>{v}</option>" for v in versions
+        )
+
     form = (
         f"<form method='get' action='{_e(job_href(root, snap.job, '/diff'))}'>Compare "
-        f"<select name='a'>{options}</select> with <select name='b'>{options}</select> "
+        f"<select name='a'>{options(versions[-2] if len(versions) > 1 else 0)}</select> with "
+        f"<select name='b'>{options(versions[-1] if versions else 0)}</select> "
         "<button>diff</button></form>"
         if len(snap.history) > 1
         else ""
