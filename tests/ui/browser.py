@@ -9,6 +9,7 @@ endpoint on 127.0.0.1 (a free port chosen by Chromium), drives one page over a W
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import os
@@ -77,7 +78,10 @@ class Browser:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
             targets = json.load(resp)
         page = next(t for t in targets if t.get("type") == "page")
-        self.ws = connect(page["webSocketDebuggerUrl"], max_size=64 * 1024 * 1024)
+        self._stack = contextlib.ExitStack()
+        self.ws = self._stack.enter_context(
+            connect(page["webSocketDebuggerUrl"], max_size=64 * 1024 * 1024)
+        )
         self._ids = itertools.count(1)
         self.events: list[dict[str, Any]] = []
         self.send("Page.enable")
@@ -148,7 +152,7 @@ class Browser:
 
     def close(self) -> None:
         try:
-            self.ws.close()
+            self._stack.close()
         finally:
             if self.proc.poll() is None:
                 self.proc.send_signal(signal.SIGTERM)

@@ -37,6 +37,7 @@ def test_api_job_has_versions_mapping_and_steps(api_server, token, expanded_job)
     assert doc["job_model"]["partition_counts"] == {expanded_job.topic: 4}
     tasks = {r["partition"]: r["task"] for r in doc["job_model"]["mapping"]}
     assert tasks == {0: "Partition 0", 1: "Partition 1", 2: "Partition 0", 3: "Partition 1"}
+    assert doc["problems"] == [], doc["problems"]
     (expansion,) = doc["expansions"]
     assert expansion["expansion_id"] == expanded_job.expansion_id
     steps = {s["name"]: s for s in expansion["steps"]}
@@ -45,7 +46,7 @@ def test_api_job_has_versions_mapping_and_steps(api_server, token, expanded_job)
     states = {p["processor_id"]: (p["state"], p["alive"]) for p in doc["processors"]}
     assert states == {"processor-v1": ("stopped", False), "processor-v2": ("running", True)}
     assert "restarted job: batch 4 committed" in doc["log"]["text"]
-    assert doc["problems"] == []
+    assert doc["problems"] == [], doc["problems"]
 
 
 def test_api_diff_between_versions(api_server, token, expanded_job):

@@ -17,10 +17,20 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from airflow_samza_expand.airflow.ui.decode import age_s, expansion_of
+from airflow_samza_expand.airflow.ui.records import (
+    BarrierRow,
+    Expansion,
+    JobRef,
+    JobSnapshot,
+    LeaseInfo,
+    LogTail,
+    Processor,
+    UiProblem,
+)
 from airflow_samza_expand.airflow.ui.settings import UiSettings
 from airflow_samza_expand.core.errors import (
     CorruptCoordinatorRecordError,
@@ -34,129 +44,6 @@ LEASE_NAMES = ("expansion", "active")
 DEAD_STATES = frozenset({"stopped", "failed"})
 LOG_TAIL_CHARS = 4000
 T = TypeVar("T")
-
-
-class UiProblem(Exception):
-    """A fault shown as a message: HTTP ``status``, a short ``title`` and the full ``message``."""
-
-    def __init__(self, status: int, title: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.title = title
-        self.message = message
-
-
-@dataclass(frozen=True)
-class JobRef:
-    name: str
-    sources: tuple[str, ...]  # "configured" and/or "coordinator topic"
-
-
-@dataclass(frozen=True)
-class Step:
-    name: str
-    started_at: str | None
-    ended_at: str | None
-    duration_s: float | None
-
-
-@dataclass(frozen=True)
-class BarrierRow:
-    topic: str
-    partition: int
-    barrier_offset: int
-    committed: int | None
-    lag: int
-
-
-@dataclass(frozen=True)
-class Expansion:
-    expansion_id: str
-    status: str
-    old_version: int | None
-    new_version: int | None
-    counts_before: Mapping[str, int]
-    counts_after: Mapping[str, int]
-    owner: str | None
-    updated_at: str | None
-    steps: tuple[Step, ...]
-    barrier_snapshot_at: str | None
-    barrier_passed_at: str | None
-    barrier: Mapping[str, Mapping[int, int]]  # topic -> partition -> barrier offset
-    log_path: str | None
-    plan: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Processor:
-    processor_id: str
-    state: str
-    job_model_version: int | None
-    role: str | None
-    heartbeat_at: str | None
-    heartbeat_age_s: float | None
-    alive: bool
-
-
-@dataclass(frozen=True)
-class LeaseInfo:
-    name: str
-    holder: str
-    epoch: int | None
-    renewed_at: str | None
-    expires_in_s: float | None
-    expired: bool
-
-
-@dataclass(frozen=True)
-class LogTail:
-    path: str
-    text: str
-    note: str = ""
-
-
-@dataclass
-class JobSnapshot:
-    """What the job page shows, read in one request."""
-
-    job: str
-    store: str
-    history: list[JobModel]
-    live_counts: dict[str, int] = field(default_factory=dict)
-    expansions: list[Expansion] = field(default_factory=list)
-    barrier_rows: list[BarrierRow] = field(default_factory=list)
-    barrier_of: str | None = None  # expansion id whose barrier barrier_rows measure
-    processors: list[Processor] = field(default_factory=list)
-    leases: list[LeaseInfo] | None = None  # None: this store has no leases yet
-    stop_request: Mapping[str, Any] | None = None
-    log: LogTail | None = None
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def latest(self) -> JobModel | None:
-        return self.history[-1] if self.history else None
-
-    def model(self, version: int) -> JobModel | None:
-        return next((m for m in self.history if m.version == version), None)
-
-
-# -- time --------------------------------------------------------------------------------------
-
-
-def parse_time(value: Any) -> datetime | None:
-    """A coordinator timestamp (``...Z`` or with an offset) as aware UTC, or None."""
-    if not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _age_s(value: Any, now: datetime) -> float | None:
-    moment = parse_time(value)
-    return None if moment is None else round((now - moment).total_seconds(), 1)
 
 
 # -- faults ------------------------------------------------------------------------------------
@@ -231,7 +118,8 @@ def _uses_kafka(coordinator: str) -> bool:
 
 
 def _open_store(settings: UiSettings, job: str, config: Mapping[str, Any] | None) -> Any:
-    from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore, open_store
+    from airflow_samza_expand.store import open_store
+    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
     if _uses_kafka(settings.coordinator):
         prefix = "kafka://"
@@ -278,7 +166,7 @@ def list_jobs(settings: UiSettings) -> list[JobRef]:
 
 def read_job(settings: UiSettings, job: str) -> JobSnapshot:
     """Everything the job page shows. UiProblem when the job cannot be shown at all."""
-    from airflow_samza_expand.kafka.coordinator import coordinator_topic
+    from airflow_samza_expand.store import coordinator_topic
 
     with _as_problem(f"job {job!r}"):
         coordinator_topic(job)  # ValueError names an impossible job name
@@ -332,7 +220,7 @@ def _processors(store: Any, settings: UiSettings) -> list[Processor]:
     now = datetime.now(UTC)
     rows = []
     for pid, record in sorted(store.processors().items()):
-        age = _age_s(record.get("heartbeat_at"), now)
+        age = age_s(record.get("heartbeat_at"), now)
         ttl = float(record.get("ttl") or record.get("ttl_s") or settings.processor_ttl_s)
         state = str(record.get("state", "unknown"))
         version = record.get("job_model_version")
@@ -397,62 +285,25 @@ def _expansion_ids(job: str, history: Sequence[JobModel], live: Mapping[str, int
 def _expansions(
     store: Any, job: str, history: Sequence[JobModel], live: Mapping[str, int]
 ) -> list[Expansion]:
-    records = []
+    """Typed records (``store.expansions()``, newest first), then the expansions behind the job
+    model history that are still dict documents of the legacy ``put_expansion(id, dict)`` API
+    (``get_expansion_doc``; the typed listing does not see them)."""
+    found = [expansion_of(r.expansion_id, r) for r in store.expansions()]
+    legacy = getattr(store, "get_expansion_doc", None)
+    if legacy is None:
+        return found
+    seen = {e.expansion_id for e in found}
     for expansion_id in _expansion_ids(job, history, live):
-        record = store.get_expansion(expansion_id)
+        if expansion_id in seen:
+            continue
+        try:
+            record = store.get_expansion(expansion_id)
+        except CorruptCoordinatorRecordError:  # a legacy document is no typed record
+            record = None
+        record = record if record is not None else legacy(expansion_id)
         if record is not None:
-            records.append(_expansion_of(expansion_id, record))
-    return records
-
-
-def _steps(record: Mapping[str, Any]) -> tuple[Step, ...]:
-    from airflow_samza_expand.dags.report import STEP_MARKS
-
-    marks = (
-        ("plan", "planned_at", ()),
-        *STEP_MARKS,
-        ("report", "completed_at", ("acknowledged_at",)),
-    )
-    steps = []
-    for name, end_field, start_fields in marks:
-        end = record.get(end_field)
-        start = next((record[f] for f in start_fields if record.get(f)), None)
-        t0, t1 = parse_time(start), parse_time(end)
-        duration = round(max((t1 - t0).total_seconds(), 0.0), 3) if t0 and t1 else None
-        steps.append(Step(name, start, end, duration))
-    return tuple(steps)
-
-
-def _counts(value: Any) -> dict[str, int]:
-    return {str(k): int(v) for k, v in (value or {}).items()}
-
-
-def _expansion_of(expansion_id: str, record: Mapping[str, Any]) -> Expansion:
-    from airflow_samza_expand.kafka.barrier import barrier_from_dict
-
-    try:
-        barrier = barrier_from_dict(record.get("barrier") or {})
-        submit = record.get("submit") or {}
-        return Expansion(
-            expansion_id=expansion_id,
-            status=str(record.get("status", "unknown")),
-            old_version=record.get("old_version"),
-            new_version=record.get("new_version"),
-            counts_before=_counts(record.get("counts_before")),
-            counts_after=_counts(record.get("counts_after")),
-            owner=record.get("planned_by"),
-            updated_at=record.get("updated_at"),
-            steps=_steps(record),
-            barrier_snapshot_at=record.get("barrier_snapshot_at"),
-            barrier_passed_at=record.get("barrier_passed_at"),
-            barrier=barrier,
-            log_path=submit.get("log_path") if isinstance(submit, Mapping) else None,
-            plan=record.get("plan") or {},
-        )
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise CorruptCoordinatorRecordError(
-            f"expansion record {expansion_id!r} does not decode ({exc}) - fix or delete the record"
-        ) from exc
+            found.append(expansion_of(expansion_id, record))
+    return found
 
 
 def _barrier(snapshot: JobSnapshot, admin: Any, group: str) -> None:
@@ -499,3 +350,6 @@ def _log(snapshot: JobSnapshot, settings: UiSettings) -> LogTail | None:
     if not os.path.exists(real):
         return LogTail(path, "", "not on this host (the job ran on another machine?)")
     return LogTail(path, tail(real, LOG_TAIL_CHARS))
+
+
+__all__ = ["JobSnapshot", "UiProblem", "kafka_config", "list_jobs", "read_job"]

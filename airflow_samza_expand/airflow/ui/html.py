@@ -10,7 +10,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from airflow_samza_expand.airflow.ui.data import JobRef, JobSnapshot
+from airflow_samza_expand.airflow.ui.records import JobRef, JobSnapshot
 from airflow_samza_expand.airflow.ui.views import diff_models, mapping_rows, tasks_summary
 
 CSS = """

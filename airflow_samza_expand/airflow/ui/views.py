@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from airflow_samza_expand.airflow.ui.data import JobSnapshot
+from airflow_samza_expand.airflow.ui.records import JobSnapshot
 from airflow_samza_expand.core.expansion import load_expansion_algorithm
 from airflow_samza_expand.core.model import JobModel, SystemStreamPartition
 from airflow_samza_expand.core.render import natural_key
