@@ -160,6 +160,55 @@ def expanded_job(ui_kafka: dict[str, str], tmp_path_factory: pytest.TempPathFact
     )
 
 
+@pytest.fixture(scope="session")
+def waiting_job(ui_kafka: dict[str, str]):
+    """A job mid-expansion in the typed store: its barrier snapshot taken, the group behind it,
+    the expansion lease held by a DAG run (written with the store's typed API)."""
+    from kafka_helpers import commit_offsets, produce_keyed
+
+    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand.core.model import JobModel
+    from airflow_samza_expand.core.plan import plan_expansion
+    from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
+    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+
+    suffix = uuid.uuid4().hex[:8]
+    job, topic = f"ui-waiting-{suffix}", f"ui-events-{suffix}"
+    holder = f"airflow:samza_expand/manual__{suffix}"
+    with KafkaAdmin(ui_kafka, timeout_s=15) as admin, KafkaCoordinatorStore(ui_kafka, job) as store:
+        admin.ensure_topic(topic, 2)
+        model = store.write_job_model(JobModel.initial(job, {topic: 2}))
+        produce_keyed(ui_kafka, topic, 40)
+        admin.create_partitions(topic, 4)
+        highs = admin.high_watermarks({topic: [0, 1]})[topic]
+        commit_offsets(ui_kafka, job, topic, {0: highs[0], 1: highs[1] - 7})  # 7 behind on 1
+        store.acquire_lease("expansion", holder, ttl_s=600)
+        plan = plan_expansion(model, {topic: 4}, {topic: 4})
+        stamp = now_iso()
+        record = ExpansionRecord(
+            expansion_id=f"{job}~{topic}.2-4",
+            job_name=job,
+            base_version=1,
+            target_version=2,
+            plan=plan.to_dict(),
+            status=ExpansionStatus.PLANNED,
+            owner=holder,
+            created_at=stamp,
+            updated_at=stamp,
+        ).with_step("plan", started_at=stamp, ended_at=now_iso())
+        stored = store.put_expansion(record, expected_revision=0)
+        waiting = (
+            stored.advance(ExpansionStatus.EXPANDED)
+            .with_step("expand", started_at=now_iso(), ended_at=now_iso())
+            .advance(ExpansionStatus.BARRIER_SNAPSHOT, barrier={topic: dict(highs)})
+            .with_step("barrier", started_at=now_iso())
+        )
+        store.put_expansion(waiting, expected_revision=stored.revision)
+        store.heartbeat("processor-a", 1, "running")
+    return SimpleNamespace(job=job, topic=topic, holder=holder, expansion_id=record.expansion_id)
+
+
 def _wait_exit(detached, handle) -> None:
     deadline = time.monotonic() + 60
     while detached.exit_code(handle) is None:

@@ -67,3 +67,26 @@ def test_unknown_job_and_version_are_404_messages(api_server, token):
     assert "no job model" in json.loads(body)["detail"]
     status, body = http("GET", f"{api_server.base}/samza-expand/jobs/no-such-job", token=token)
     assert status == 404 and "Unknown job" in body and "Traceback" not in body
+
+
+def test_api_typed_record_barrier_lag_and_lease(api_server, token, waiting_job):
+    status, body = http(
+        "GET", f"{api_server.base}/samza-expand/api/jobs/{waiting_job.job}", token=token
+    )
+    assert status == 200, body
+    doc = json.loads(body)
+    assert doc["problems"] == [], doc["problems"]
+    (expansion,) = doc["expansions"]
+    assert expansion["status"] == "barrier-snapshot"
+    assert expansion["owner"] == waiting_job.holder
+    assert [s["name"] for s in expansion["steps"]] == ["plan", "expand", "barrier"]
+    assert expansion["steps"][2]["ended_at"] is None  # the barrier still waits
+    lag = {r["partition"]: r["lag"] for r in doc["barrier"]["partitions"]}
+    assert lag == {0: 0, 1: 7}
+    assert doc["live_partition_counts"] == {waiting_job.topic: 4}
+    (lease,) = doc["leases"]
+    assert (lease["name"], lease["holder"], lease["expired"]) == (
+        "expansion",
+        waiting_job.holder,
+        False,
+    )

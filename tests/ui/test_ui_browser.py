@@ -38,7 +38,7 @@ def _ui(api_server, path: str) -> str:
     return f"{api_server.base}/samza-expand{path}"
 
 
-def test_pages_show_the_expansion(browser, api_server, expanded_job, ui_output):
+def test_pages_show_the_expansion(browser, api_server, expanded_job, waiting_job, ui_output):
     job, topic = expanded_job.job, expanded_job.topic
 
     assert browser.open(_ui(api_server, "/")) == 200
@@ -70,6 +70,15 @@ def test_pages_show_the_expansion(browser, api_server, expanded_job, ui_output):
     assert f"[kafka, {topic}, 2]\tadded\t-\tPartition 0" in text
     assert "2 SSPs keep their task" in text
     browser.screenshot(ui_output / "diff.png")
+
+    # an expansion waiting at its barrier (typed record, lease held)
+    assert browser.open(_ui(api_server, f"/jobs/{waiting_job.job}")) == 200
+    text = browser.text()
+    assert "barrier-snapshot" in text and "waiting: lag 7" in text
+    assert f"{waiting_job.topic}\t1\t" in text and "\t7\n" in text
+    assert f"expansion\t{waiting_job.holder}\t1" in text  # lease, holder, epoch
+    assert "(model reads 2)" in text  # the topic has 4 partitions, the running model reads 2
+    browser.screenshot(ui_output / "job-waiting.png")
 
     # inside Airflow's own UI: the nav entry renders the pages in an iframe
     browser.open(f"{api_server.base}/plugin/samza-expand")

@@ -86,6 +86,11 @@ def expansion_of(expansion_id: str, record: Any) -> Expansion:
         ) from exc
 
 
+def _when(times: Any) -> str:
+    """Sort key of a step: its start (else end) timestamp; steps without either come last."""
+    return times.started_at or times.ended_at or "~"
+
+
 def _typed_expansion(record: Any) -> Expansion:
     plan = dict(record.plan)
     after = _counts(plan.get("counts_after"))
@@ -102,7 +107,10 @@ def _typed_expansion(record: Any) -> Expansion:
         counts_after=grown,
         owner=record.owner,
         updated_at=record.updated_at,
-        steps=tuple(_step(n, t.started_at, t.ended_at) for n, t in record.steps.items()),
+        steps=tuple(
+            _step(n, t.started_at, t.ended_at)
+            for n, t in sorted(record.steps.items(), key=lambda i: _when(i[1]))
+        ),
         barrier_snapshot_at=barrier_times.started_at if barrier_times else None,
         barrier_passed_at=barrier_times.ended_at if barrier_times else None,
         barrier={t: dict(ps) for t, ps in (record.barrier or {}).items()},
