@@ -55,7 +55,12 @@ def http(method: str, url: str, *, token: str | None = None, body: dict | None =
 
 @pytest.fixture(scope="session")
 def ui_output(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the UI tests leave screenshots (under pytest's base temp directory)."""
+    """Where the UI tests leave screenshots: ``$UI_SCREENSHOTS_DIR`` if set, else a directory
+    under pytest's base temp directory (pytest keeps only the last few of those)."""
+    named = os.environ.get("UI_SCREENSHOTS_DIR")
+    if named:
+        Path(named).mkdir(parents=True, exist_ok=True)
+        return Path(named)
     return tmp_path_factory.mktemp("ui-screenshots")
 
 

@@ -86,9 +86,9 @@ def expansion_of(expansion_id: str, record: Any) -> Expansion:
         ) from exc
 
 
-def _when(times: Any) -> str:
-    """Sort key of a step: its start (else end) timestamp; steps without either come last."""
-    return times.started_at or times.ended_at or "~"
+def _when(times: Any) -> tuple[str, str]:
+    """Sort key of a step: start (else end), then end; unfinished steps after finished ones."""
+    return (times.started_at or times.ended_at or "~", times.ended_at or "~")
 
 
 def _typed_expansion(record: Any) -> Expansion:
