@@ -15,7 +15,7 @@ import pytest
 from browser import Browser, chromium_binary, wait_for
 from conftest import http
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+pytestmark = pytest.mark.kafka
 
 FRAME_TEXT = (
     "(() => { const f = document.querySelector('iframe');"
