@@ -69,3 +69,22 @@ def test_the_log_is_shown_only_under_an_allowed_directory(tmp_path):
         assert ("log in logs" in snap.log.text) is shown
         assert ("private" in snap.log.text) is False
         assert ("outside [samza_expand] ui_log_dirs" in snap.log.note) is not shown
+
+
+def test_provider_info_and_entry_point_name_the_same_plugin():
+    import importlib.metadata
+
+    from airflow.plugins_manager import AirflowPlugin
+
+    from airflow_samza_expand.get_provider_info import get_provider_info
+
+    (listed,) = get_provider_info()["plugins"]
+    (entry,) = [
+        ep
+        for ep in importlib.metadata.entry_points(group="airflow.plugins")
+        if ep.name == "samza_expand"
+    ]
+    plugin = entry.load()
+    assert listed["plugin-class"] == f"{plugin.__module__}.{plugin.__qualname__}"
+    assert issubclass(plugin, AirflowPlugin) and plugin.name == listed["name"]
+    assert [app["url_prefix"] for app in plugin.fastapi_apps] == ["/samza-expand"]
