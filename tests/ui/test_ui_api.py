@@ -90,3 +90,15 @@ def test_api_typed_record_barrier_lag_and_lease(api_server, token, waiting_job):
         waiting_job.holder,
         False,
     )
+
+
+def test_api_jobs_lists_configured_and_discovered_jobs(
+    api_server, token, expanded_job, waiting_job
+):
+    status, body = http("GET", f"{api_server.base}/samza-expand/api/jobs", token=token)
+    assert status == 200, body
+    doc = json.loads(body)
+    sources = {j["name"]: j["sources"] for j in doc["jobs"]}
+    assert sources[expanded_job.job] == ["configured", "coordinator topic"]
+    assert sources[waiting_job.job] == ["coordinator topic"]  # found by its topic only
+    assert doc["problems"] == []

@@ -127,11 +127,16 @@ def test_bad_input_is_a_message_not_a_stack_trace(
     try:
         status = browser.open(_ui(api_server, f"/jobs/{expanded_job.job}"))
         text = browser.text()
+        browser.screenshot(ui_output / "unreachable.png")
+        jobs_status = browser.open(_ui(api_server, "/"))
+        jobs_text = browser.text()
     finally:
         dev_broker.faults.clear()
     assert status == 503 and "Kafka is unreachable" in text, text
     assert "Traceback" not in text
-    browser.screenshot(ui_output / "unreachable.png")
+    # the jobs page still lists the configured jobs, with the problem above them
+    assert jobs_status == 200 and "Kafka is unreachable" in jobs_text
+    assert expanded_job.job in jobs_text and "Traceback" not in jobs_text
 
 
 def test_report_step_links_to_the_job_page(api_server, token, expanded_job):

@@ -7,7 +7,7 @@ Faults render as a message with a 4xx/503 status (data.UiProblem), never a stack
 
 JSON API (OpenAPI at ``<prefix>/openapi.json``, browsable at ``<prefix>/docs``):
 
-* ``GET api/jobs`` - ``{"jobs": [{"name", "sources"}]}``
+* ``GET api/jobs`` - ``{"jobs": [{"name", "sources"}], "problems": [...]}``
 * ``GET api/jobs/{job}`` - the job page's data (job model, history, expansions, barrier,
   processors, leases, stop request, log tail, problems)
 * ``GET api/jobs/{job}/models/{version}`` - one job model with its SSP -> task mapping
@@ -108,7 +108,8 @@ def create_app() -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def jobs_page(request: Request) -> str:
-        return html.jobs_page(data.list_jobs(load_settings()), _root(request))
+        jobs, problems = data.list_jobs(load_settings())
+        return html.jobs_page(jobs, _root(request), "; ".join(problems))
 
     @app.get("/jobs/{job}", response_class=HTMLResponse, include_in_schema=False)
     def job_page(request: Request, job: str) -> str:
@@ -131,7 +132,8 @@ def create_app() -> FastAPI:
 
     @app.get("/api/jobs", summary="The jobs: configured and found as coordinator topics")
     def api_jobs() -> dict[str, Any]:
-        return {"jobs": [asdict(j) for j in data.list_jobs(load_settings())]}
+        jobs, problems = data.list_jobs(load_settings())
+        return {"jobs": [asdict(j) for j in jobs], "problems": problems}
 
     @app.get("/api/jobs/{job}", summary="A job's models, expansions, barrier, processors, log")
     def api_job(job: str) -> dict[str, Any]:

@@ -147,21 +147,30 @@ def _close(*clients: Any) -> None:
 # -- jobs --------------------------------------------------------------------------------------
 
 
-def list_jobs(settings: UiSettings) -> list[JobRef]:
-    """Configured jobs plus the jobs of the connection's coordinator topics (when discovering)."""
+def list_jobs(settings: UiSettings) -> tuple[list[JobRef], list[str]]:
+    """Configured jobs plus the jobs of the connection's coordinator topics (when discovering),
+    and the problems met: configured jobs still show when Kafka cannot be listed."""
     sources: dict[str, list[str]] = {name: ["configured"] for name in settings.jobs}
+    problems: list[str] = []
     if settings.discover and settings.coordinator == "kafka":
-        config = kafka_config(settings)
-        admin = _admin(settings, config)
         try:
-            with _as_problem("listing the coordinator topics"):
-                names = admin.topic_names()
-        finally:
-            _close(admin)
+            names = _topic_names(settings)
+        except UiProblem as problem:
+            problems.append(f"{problem.title}: {problem.message}")
+            names = []
         for topic in names:
             if topic.startswith(COORDINATOR_PREFIX) and len(topic) > len(COORDINATOR_PREFIX):
                 sources.setdefault(topic[len(COORDINATOR_PREFIX) :], []).append("coordinator topic")
-    return [JobRef(name, tuple(src)) for name, src in sorted(sources.items())]
+    return [JobRef(name, tuple(src)) for name, src in sorted(sources.items())], problems
+
+
+def _topic_names(settings: UiSettings) -> list[str]:
+    admin = _admin(settings, kafka_config(settings))
+    try:
+        with _as_problem("listing the coordinator topics"):
+            return admin.topic_names()
+    finally:
+        _close(admin)
 
 
 def read_job(settings: UiSettings, job: str) -> JobSnapshot:
