@@ -168,8 +168,8 @@ class ExpansionRecord:
 
     # -- changes (each returns a new record; the store sets the revision) -------------------
 
-    def advance(self, status: ExpansionStatus | str, **changes: Any) -> ExpansionRecord:
-        """This record moved to `status` (InvalidTransitionError if not allowed next)."""
+    def check_successor(self, status: ExpansionStatus | str) -> ExpansionStatus:
+        """`status` if it may follow this record's status, else InvalidTransitionError."""
         target = ExpansionStatus(status)
         if target != self.status and target not in TRANSITIONS[self.status]:
             allowed = ", ".join(sorted(TRANSITIONS[self.status])) or "none (it is final)"
@@ -178,6 +178,11 @@ class ExpansionRecord:
                 f"{target.value!r} (allowed next: {allowed}) - re-read the record and resume "
                 "from its status"
             )
+        return target
+
+    def advance(self, status: ExpansionStatus | str, **changes: Any) -> ExpansionRecord:
+        """This record moved to `status` (InvalidTransitionError if not allowed next)."""
+        target = self.check_successor(status)
         changes.setdefault("updated_at", now_iso())
         return dataclasses.replace(self, status=target, **changes)
 

@@ -23,13 +23,23 @@ def keeps_tasks_fixed(grouper: str) -> bool:
     return cls in GROUPERS.values() and bool(getattr(cls, "keeps_state_on_expansion", False))
 
 
-def check_fixed_tasks(model: JobModel) -> None:
-    """InvalidJobModelError naming the offending SSPs and the fix when `model` breaks rule 1.3."""
+def check_fixed_tasks(model: JobModel, *, need_algorithm: bool = True) -> None:
+    """InvalidJobModelError naming the offending SSPs and the fix when `model` breaks rule 1.3.
+
+    A custom expansion algorithm is loaded from its dotted path; when it cannot be loaded,
+    `need_algorithm=False` (a reader, e.g. the Spark job on a host without the plugin) skips
+    the check instead of failing (a writer always needs it).
+    """
     if not keeps_tasks_fixed(model.grouper):
         return
     algorithm = None
     if model.expansion_algorithm != DEFAULT_ALGORITHM_PATH:
-        algorithm = load_expansion_algorithm(model.expansion_algorithm)
+        try:
+            algorithm = load_expansion_algorithm(model.expansion_algorithm)
+        except ExpansionError:
+            if need_algorithm:
+                raise
+            return
     offending: list[str] = []
     for s in model.streams:
         if s.current == s.initial:
@@ -39,8 +49,10 @@ def check_fixed_tasks(model: JobModel) -> None:
             task = model.ssp_to_task.get(ssp)
             if task is None:  # broadcast
                 continue
-            q = p % s.initial if algorithm is None else (
-                algorithm.partition_before_expansion(p, s.current, s.initial)
+            q = (
+                p % s.initial
+                if algorithm is None
+                else (algorithm.partition_before_expansion(p, s.current, s.initial))
             )
             owner = model.ssp_to_task.get(SystemStreamPartition(s.system, s.stream, q))
             if owner is not None and owner != task:

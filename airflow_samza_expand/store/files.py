@@ -176,10 +176,13 @@ class FileCoordinatorStore:
         self, record: ExpansionRecord, *, expected_revision: int, fence: Lease | None = None
     ) -> ExpansionRecord:
         """Conditional update (store.protocol.CoordinatorStore.put_expansion)."""
-        if isinstance(expected_revision, bool) or not isinstance(expected_revision, int):
-            raise TypeError(f"expected_revision must be an int >= 0, got {expected_revision!r}")
-        value = encode_expansion(self.job_name, record, expected_revision + 1)
-        expansion_id = check_id("expansion_id", record.expansion_id)
+        value = encode_expansion(self.job_name, record, expected_revision)
+        expansion_id = record.expansion_id
+        current = self.get_expansion(expansion_id)
+        if (current.revision if current else 0) != expected_revision:
+            raise stale_revision(expansion_id, expected_revision, current)
+        if current is not None:
+            current.check_successor(record.status)
         if fence is not None:
             check_current(self.get_lease(fence.name), fence)
         if not self._conditional(EXPANSIONS, expansion_id, expected_revision, value):

@@ -144,21 +144,21 @@ class KafkaCoordinatorStore:
             return None
         return decode_json(entry.value, self._where(entry), entry.key.decode("utf-8", "replace"))
 
-    def _expansion(self, expansion_id: str) -> ExpansionRecord | None:
-        chain = self._log.chain(EXPANSION, expansion_id)
+    def _accepted(self, kind: str, key: str) -> tuple[bytes, str, str, int] | None:
+        """(value, where, key text, revision) of the accepted revision of (kind, key)."""
+        chain = self._log.chain(kind, key)
         if chain is None or chain.current is None:
             return None
         entry = chain.current
-        key = entry.key.decode("utf-8", "replace")
-        return decode_expansion(entry.value, self._where(entry), key, chain.revision)
+        return entry.value, self._where(entry), entry.key.decode("utf-8", "replace"), chain.revision
+
+    def _expansion(self, expansion_id: str) -> ExpansionRecord | None:
+        found = self._accepted(EXPANSION, expansion_id)
+        return None if found is None else decode_expansion(*found)
 
     def _lease(self, name: str) -> Lease | None:
-        chain = self._log.chain(LEASE, name)
-        if chain is None or chain.current is None:
-            return None
-        entry = chain.current
-        key = entry.key.decode("utf-8", "replace")
-        return decode_lease(entry.value, self._where(entry), key, chain.revision)
+        found = self._accepted(LEASE, name)
+        return None if found is None else decode_lease(*found)
 
     def latest_job_model(self) -> JobModel | None:
         with self._lock:
@@ -248,8 +248,12 @@ class KafkaCoordinatorStore:
                 raise ExpansionError(f"job model v{model.version} vanished from {self.topic!r}")
             winning_model = self._model_of(model.version, winner[1])
             if winning_model.content_equals(model):
-                log.info("job model v%d of %s: same content by %s", model.version, self.job_name,
-                         winner[0])
+                log.info(
+                    "job model v%d of %s: same content by %s",
+                    model.version,
+                    self.job_name,
+                    winner[0],
+                )
                 return winning_model
             raise lost_race(
                 self.job_name,
@@ -284,15 +288,15 @@ class KafkaCoordinatorStore:
         self, record: ExpansionRecord, *, expected_revision: int, fence: Lease | None = None
     ) -> ExpansionRecord:
         """Conditional update (store.protocol.CoordinatorStore.put_expansion)."""
-        if isinstance(expected_revision, bool) or not isinstance(expected_revision, int):
-            raise TypeError(f"expected_revision must be an int >= 0, got {expected_revision!r}")
-        value = encode_expansion(self.job_name, record, expected_revision + 1)
-        expansion_id = check_id("expansion_id", record.expansion_id)
+        value = encode_expansion(self.job_name, record, expected_revision)
+        expansion_id = record.expansion_id
         with self._lock:
             self.refresh()
             current = self._expansion(expansion_id)
             if (current.revision if current else 0) != expected_revision:
                 raise stale_revision(expansion_id, expected_revision, current)
+            if current is not None:
+                current.check_successor(record.status)
             if fence is not None:
                 check_current(self._lease(fence.name), fence)
             revision = expected_revision + 1

@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.kafka.admin import (
@@ -16,6 +16,7 @@ from airflow_samza_expand.kafka.admin import (
     unavailable,
     without_consumer_settings,
 )
+from airflow_samza_expand.kafka.auth import AuthWatch, watched
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class TopicIO:
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
         self._exists = False
+        self._auth = AuthWatch()  # names SASL/SSL failures at once (kafka.auth)
 
     def consumer(self) -> Consumer:
         if self._consumer is None:
@@ -55,7 +57,7 @@ class TopicIO:
                     "queued.max.messages.kbytes": "262144",
                 }
             )
-            self._consumer = Consumer(settings)
+            self._consumer = Consumer(self._auth.client_settings(settings))
         return self._consumer
 
     def producer(self) -> Producer:
@@ -69,7 +71,7 @@ class TopicIO:
                     "message.timeout.ms": str(int(self.timeout_s * 1000)),
                 }
             )
-            self._producer = Producer(settings)
+            self._producer = Producer(self._auth.client_settings(settings))
         return self._producer
 
     def close(self) -> None:
@@ -85,9 +87,17 @@ class TopicIO:
         if self._exists:
             return True
         what = f"reading metadata of coordinator topic {self.topic!r}"
+        consumer = self.consumer()
         try:
-            metadata = self.consumer().list_topics(self.topic, timeout=self.timeout_s)
-        except Exception as exc:
+            metadata = watched(
+                lambda step: consumer.list_topics(self.topic, timeout=step),
+                consumer.poll,
+                self._auth,
+                self.timeout_s,
+                what,
+                self.config,
+            )
+        except KafkaException as exc:
             error = kafka_error_of(exc)
             raise unavailable(what, self.config, error.str() if error else exc) from None
         meta = metadata.topics.get(self.topic)

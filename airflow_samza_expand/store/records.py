@@ -122,7 +122,7 @@ def decode_model(raw: bytes, job_name: str, version: int, where: str, key: str) 
     job or version, or breaks rule 1.3 (then the message names the SSPs and the fix)."""
     try:
         model = JobModel.from_json(raw)
-        check_fixed_tasks(model)
+        check_fixed_tasks(model, need_algorithm=False)
     except InvalidJobModelError as exc:
         raise _corrupt("job model", where, key, f"{exc}; restore the model from a backup") from None
     if model.version != version or model.job_name != job_name:
@@ -165,8 +165,14 @@ def decode_lease(raw: bytes, where: str, key: str, revision: int) -> Lease:
         raise _corrupt("lease", where, key, exc) from None
 
 
-def encode_expansion(store_job: str, record: ExpansionRecord, revision: int) -> bytes:
-    """The record's bytes at `revision`; refuses another job's record."""
+def encode_expansion(store_job: str, record: ExpansionRecord, expected_revision: int) -> bytes:
+    """The record's bytes as the revision after `expected_revision`; refuses another job's
+    record and an `expected_revision` that is no integer >= 0."""
+    if isinstance(expected_revision, bool) or not isinstance(expected_revision, int):
+        raise TypeError(f"expected_revision must be an int >= 0, got {expected_revision!r}")
+    if expected_revision < 0:
+        raise ValueError(f"expected_revision must be >= 0 (0: create), got {expected_revision}")
+    revision = expected_revision + 1
     if not isinstance(record, ExpansionRecord):
         raise TypeError(f"put_expansion needs an ExpansionRecord, got {type(record).__name__}")
     if record.job_name != store_job:
@@ -182,8 +188,12 @@ def encode_expansion(store_job: str, record: ExpansionRecord, revision: int) -> 
 def stale_revision(
     expansion_id: str, expected: int, current: ExpansionRecord | None
 ) -> StaleRevisionError:
-    found = "none is stored" if current is None else (
-        f"revision {current.revision} ({current.status.value}, by {current.owner!r}) is current"
+    found = (
+        "none is stored"
+        if current is None
+        else (
+            f"revision {current.revision} ({current.status.value}, by {current.owner!r}) is current"
+        )
     )
     return StaleRevisionError(
         f"expansion {expansion_id!r} changed since it was read: expected revision {expected}, "

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from airflow_samza_expand.core import groupers
-from airflow_samza_expand.core.errors import InvalidJobModelError, MaxPartitionsError
+from airflow_samza_expand.core.errors import (
+    ExpansionError,
+    InvalidJobModelError,
+    MaxPartitionsError,
+)
 from airflow_samza_expand.core.model import JobModel, StreamPartitionCounts, SystemStreamPartition
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS, plan_expansion
 from airflow_samza_expand.core.validate import check_fixed_tasks, check_next_version
@@ -69,3 +75,12 @@ def test_a_target_above_max_partitions_is_refused_before_any_work(monkeypatch):
         "orders": 16
     }
     assert calls  # a plan within the limit does call it: the count above can fail
+
+
+def test_a_custom_algorithm_is_needed_to_write_not_to_read():
+    v1 = JobModel.initial("job", {"orders": 2})
+    v2 = plan_expansion(v1, None, {"orders": 4}).new_job_model
+    custom = dataclasses.replace(v2, expansion_algorithm="no_such_module.Algorithm")
+    with pytest.raises(ExpansionError, match="no_such_module"):
+        check_fixed_tasks(custom)
+    check_fixed_tasks(custom, need_algorithm=False)  # a reader without the plugin

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import threading
 
@@ -11,6 +12,7 @@ from store_fixtures import WriteGate, record
 from airflow_samza_expand.core.clock import now_iso
 from airflow_samza_expand.core.errors import (
     CorruptCoordinatorRecordError,
+    InvalidTransitionError,
     SecretValueError,
     StaleRevisionError,
 )
@@ -144,3 +146,27 @@ def test_corrupt_expansion_record_is_named(make_store, store_kind):
     with pytest.raises(CorruptCoordinatorRecordError, match=f"{where}.*misses field") as caught:
         make_store().get_expansion("exp-1")
     assert "fix or delete" in str(caught.value)
+
+
+def test_the_store_keeps_the_status_machine(make_store):
+    store = make_store()
+    stored = store.put_expansion(record(store.job_name), expected_revision=0)
+    jump = dataclasses.replace(stored, status=ExpansionStatus.COMPLETED)  # bypasses advance()
+    with pytest.raises(InvalidTransitionError, match="'planned'.*'completed'"):
+        store.put_expansion(jump, expected_revision=1)
+    assert make_store().get_expansion("exp-1") == stored
+
+
+def test_winners_tidy_older_revisions(make_store, store_kind):
+    """The winner of each revision removes older ones (Kafka: tombstones, so compaction keeps
+    one record per expansion; files: all but the current and the previous revision)."""
+    store = make_store()
+    current = store.put_expansion(record(store.job_name), expected_revision=0)
+    for status in ("expanded", "barrier-snapshot", "barrier-passed"):
+        current = store.put_expansion(current.advance(status), expected_revision=current.revision)
+    reader = make_store()
+    assert reader.get_expansion("exp-1") == current
+    if store_kind == "kafka":
+        assert list(reader._log.chain("expansion", "exp-1").live.values()) == [4]
+    else:
+        assert reader._revisions("expansions", "exp-1") == [3, 4]
