@@ -203,13 +203,16 @@ def waiting_job(ui_kafka: dict[str, str]):
             updated_at=stamp,
         ).with_step("plan", started_at=stamp, ended_at=now_iso())
         stored = store.put_expansion(record, expected_revision=0)
-        waiting = (
-            stored.advance(ExpansionStatus.EXPANDED)
-            .with_step("expand", started_at=now_iso(), ended_at=now_iso())
-            .advance(ExpansionStatus.BARRIER_SNAPSHOT, barrier={topic: dict(highs)})
-            .with_step("barrier", started_at=now_iso())
+        expanded = store.put_expansion(
+            stored.advance(ExpansionStatus.EXPANDED).with_step(
+                "expand", started_at=now_iso(), ended_at=now_iso()
+            ),
+            expected_revision=stored.revision,
         )
-        store.put_expansion(waiting, expected_revision=stored.revision)
+        waiting = expanded.advance(
+            ExpansionStatus.BARRIER_SNAPSHOT, barrier={topic: dict(highs)}
+        ).with_step("barrier", started_at=now_iso())
+        store.put_expansion(waiting, expected_revision=expanded.revision)
         store.heartbeat("processor-a", 1, "running")
     return SimpleNamespace(job=job, topic=topic, holder=holder, expansion_id=record.expansion_id)
 

@@ -36,6 +36,7 @@ from airflow_samza_expand.core.errors import (
     CorruptCoordinatorRecordError,
     ExpansionError,
     InvalidJobModelError,
+    KafkaAuthenticationError,
 )
 from airflow_samza_expand.core.model import JobModel
 
@@ -56,6 +57,8 @@ def _problem_of(exc: BaseException, what: str) -> UiProblem:
         return exc
     if isinstance(exc, KafkaUnavailableError):
         return UiProblem(503, "Kafka is unreachable", f"{what}: {exc}")
+    if isinstance(exc, KafkaAuthenticationError):
+        return UiProblem(503, "Kafka refused the credentials", f"{what}: {exc}")
     if isinstance(exc, (CorruptCoordinatorRecordError, InvalidJobModelError)):
         return UiProblem(422, "Corrupt coordinator record", f"{what}: {exc}")
     if isinstance(exc, ExpansionError):
