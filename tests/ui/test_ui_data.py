@@ -88,3 +88,37 @@ def test_provider_info_and_entry_point_name_the_same_plugin():
     assert listed["plugin-class"] == f"{plugin.__module__}.{plugin.__qualname__}"
     assert issubclass(plugin, AirflowPlugin) and plugin.name == listed["name"]
     assert [app["url_prefix"] for app in plugin.fastapi_apps] == ["/samza-expand"]
+
+
+SECRET = "hunter2-not-on-the-page"
+
+
+@pytest.mark.parametrize(
+    ("bootstrap", "extra", "title"),
+    [
+        ("127.0.0.1:9", {}, "Kafka is unreachable"),
+        (
+            None,  # the development broker, which speaks no SASL
+            {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": "svc",
+                "sasl.password": SECRET,
+            },
+            "Kafka refused the credentials",
+        ),
+    ],
+    ids=["unreachable", "authentication"],
+)
+def test_kafka_faults_are_named_without_secrets(monkeypatch, dev_broker, bootstrap, extra, title):
+    import airflow_env
+
+    conn = airflow_env.kafka_connection_env(bootstrap or dev_broker.bootstrap, **extra)
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_UI_FAULT", conn)
+    settings = UiSettings(kafka_conn_id="kafka_ui_fault", timeout_s=3)
+
+    with pytest.raises(UiProblem) as problem:
+        read_job(settings, JOB)
+
+    assert (problem.value.status, problem.value.title) == (503, title)
+    assert SECRET not in problem.value.message
