@@ -92,13 +92,12 @@ def expanded_job(ui_kafka: dict[str, str], tmp_path_factory: pytest.TempPathFact
         StopStatefulJobOperator,
         WriteJobModelOperator,
     )
-    from airflow_samza_expand.airflow.operators._common import update_expansion
     from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
     from airflow_samza_expand.core.model import JobModel
     from airflow_samza_expand.dags import detached
     from airflow_samza_expand.dags.steps import ExpansionReportOperator
     from airflow_samza_expand.kafka.admin import KafkaAdmin
-    from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
     suffix = uuid.uuid4().hex[:8]
     job, topic = f"ui-job-{suffix}", f"ui-orders-{suffix}"
@@ -149,7 +148,7 @@ def expanded_job(ui_kafka: dict[str, str], tmp_path_factory: pytest.TempPathFact
     log_path = str(log_dir / "spark-submit-ui-test.log")
     lines = "; ".join(f"print('restarted job: batch {i} committed', flush=True)" for i in range(5))
     handle = detached.launch([sys.executable, "-c", lines], log_path=log_path)
-    update_expansion(store, expansion_id, submit={"detached": True, **handle})
+    _record_submit(store, expansion_id, {"detached": True, **handle})
     _wait_exit(detached, handle)
     store.heartbeat("processor-v2", 2, "running")
     store.close()
@@ -215,6 +214,22 @@ def waiting_job(ui_kafka: dict[str, str]):
         store.put_expansion(waiting, expected_revision=expanded.revision)
         store.heartbeat("processor-a", 1, "running")
     return SimpleNamespace(job=job, topic=topic, holder=holder, expansion_id=record.expansion_id)
+
+
+def _record_submit(store, expansion_id: str, handle: dict) -> None:
+    """Record the launch handle as the submit step does: a typed record's ``submit`` result, or
+    the ``submit`` field of a legacy dict document (operators before issue 11)."""
+    from airflow_samza_expand.core.errors import CorruptCoordinatorRecordError
+
+    try:
+        record = store.get_expansion(expansion_id)
+    except CorruptCoordinatorRecordError:
+        record = None
+    if record is not None:
+        store.put_expansion(record.with_result("submit", handle), expected_revision=record.revision)
+        return
+    doc = store.get_expansion_doc(expansion_id)
+    store.put_expansion_doc(expansion_id, {**doc, "submit": handle})
 
 
 def _wait_exit(detached, handle) -> None:
