@@ -62,12 +62,15 @@ def test_api_diff_between_versions(api_server, token, expanded_job):
     }
 
 
-def test_unknown_job_and_version_are_404_messages(api_server, token):
+def test_unknown_job_and_version_are_404_messages(api_server, token, expanded_job):
     status, body = http("GET", f"{api_server.base}/samza-expand/api/jobs/no-such-job", token=token)
     assert status == 404, body
     assert "no job model" in json.loads(body)["detail"]
     status, body = http("GET", f"{api_server.base}/samza-expand/jobs/no-such-job", token=token)
     assert status == 404 and "Unknown job" in body and "Traceback" not in body
+    url = f"{api_server.base}/samza-expand/api/jobs/{expanded_job.job}/diff?a=1&b=9"
+    status, body = http("GET", url, token=token)
+    assert status == 404 and "has no job model v9 (it has v1, v2)" in body
 
 
 def test_api_typed_record_barrier_lag_and_lease(api_server, token, waiting_job):
