@@ -14,12 +14,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,28 +26,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "airflow"))
 import airflow_env  # noqa: E402, I001 - sets AIRFLOW_HOME before anything imports airflow
+from ui_helpers import free_port, http  # noqa: E402, F401
 
 PASSWORD = "ui-test-" + uuid.uuid4().hex[:12]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def http(method: str, url: str, *, token: str | None = None, body: dict | None = None):
-    """(status, body text) of one request; HTTP errors are returned, not raised."""
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=60) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 @pytest.fixture(scope="session")
@@ -92,10 +70,10 @@ def expanded_job(ui_kafka: dict[str, str], tmp_path_factory: pytest.TempPathFact
         StopStatefulJobOperator,
         WriteJobModelOperator,
     )
+    from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
     from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
     from airflow_samza_expand.core.model import JobModel
     from airflow_samza_expand.dags import detached
-    from airflow_samza_expand.dags.steps import ExpansionReportOperator
     from airflow_samza_expand.kafka.admin import KafkaAdmin
     from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import http
+from ui_helpers import http
 
 pytestmark = pytest.mark.kafka
 

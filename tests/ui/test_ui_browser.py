@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import pytest
 from browser import Browser, chromium_binary, wait_for
-from conftest import http
+from ui_helpers import http
 
 pytestmark = pytest.mark.kafka
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from airflow_samza_expand.airflow.operators._common import expansion_id_for
 from airflow_samza_expand.airflow.ui.data import UiProblem, read_job
 from airflow_samza_expand.airflow.ui.settings import UiSettings
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import plan_expansion
+from airflow_samza_expand.protocol.records import expansion_id_for
 from airflow_samza_expand.store.files import FileCoordinatorStore
 
 JOB = "orders-job"

@@ -277,7 +277,7 @@ def _leases(store: Any) -> list[LeaseInfo] | None:
 def _expansion_ids(job: str, history: Sequence[JobModel], live: Mapping[str, int]) -> list[str]:
     """Ids of the expansions behind each job model version, and of one in flight (the topic
     grew past the newest model), newest first: today's store lists no expansions itself."""
-    from airflow_samza_expand.airflow.operators._common import expansion_id_for
+    from airflow_samza_expand.protocol.records import expansion_id_for
 
     def grown(before: Mapping[str, int], after: Mapping[str, int]) -> str | None:
         streams = sorted(s for s in after if after[s] != before.get(s))

@@ -31,15 +31,23 @@ def age_s(value: Any, now: datetime) -> float | None:
     return None if moment is None else round((now - moment).total_seconds(), 1)
 
 
+# (step, field of its end, fields its start may be in) in a legacy (pre-typed) dict record.
+LEGACY_STEP_MARKS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("plan", "planned_at", ()),
+    ("expand", "expanded_at", ("planned_at",)),
+    ("producer_refresh_grace", "barrier_snapshot_at", ("expanded_at", "grace_started_at")),
+    ("barrier_drain", "barrier_passed_at", ("barrier_snapshot_at",)),
+    ("stop_job", "job_stopped_at", ("barrier_passed_at",)),
+    ("write_job_model", "job_model_written_at", ("job_stopped_at", "barrier_passed_at")),
+    ("submit", "submitted_at", ("job_model_written_at",)),
+    ("acknowledge", "acknowledged_at", ("submitted_at",)),
+    ("report", "completed_at", ("acknowledged_at",)),
+)
+
+
 def _steps(record: Mapping[str, Any]) -> tuple[Step, ...]:
     """Steps of a legacy record, from its ``<step>_at`` timestamps."""
-    from airflow_samza_expand.dags.report import STEP_MARKS
-
-    marks = (
-        ("plan", "planned_at", ()),
-        *STEP_MARKS,
-        ("report", "completed_at", ("acknowledged_at",)),
-    )
+    marks = LEGACY_STEP_MARKS
     return tuple(
         _step(name, next((record[f] for f in starts if record.get(f)), None), record.get(end))
         for name, end, starts in marks

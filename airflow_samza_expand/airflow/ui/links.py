@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 from airflow.sdk import BaseOperatorLink
 
+from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
 from airflow_samza_expand.airflow.ui.app import URL_PREFIX
-from airflow_samza_expand.dags.steps import ExpansionReportOperator
 
 
 def job_page_url(job: str) -> str:
