@@ -81,5 +81,10 @@ def get_provider_info() -> dict[str, Any]:
         # The hook uses the apache-kafka provider's "kafka" connection type (kafka_default);
         # registering "kafka" a second time would clash with that provider.
         "connection-types": [],
-        "plugins": [],
+        "plugins": [
+            {
+                "name": "samza_expand",
+                "plugin-class": "airflow_samza_expand.airflow.plugins.SamzaExpandPlugin",
+            }
+        ],
     }

@@ -14,4 +14,14 @@ fi
 echo "[setup] installing airflow-samza-expand[spark,testing,dev] with constraints.txt"
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install --quiet --python .venv/bin/python \
     -c constraints.txt -e ".[spark,testing,dev]"
+# tests/ui drive a real headless Chromium (Debian's package; never downloaded at test time)
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "[setup] installing Debian's chromium for the UI tests (apt-get)"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends chromium fonts-dejavu-core >/dev/null
+    else
+        echo "[setup] note: no chromium - the browser tests in tests/ui skip (as root, setup installs it)"
+    fi
+fi
 echo "[setup] done: $(.venv/bin/python --version), $(.venv/bin/python -c 'import airflow; print("airflow", airflow.__version__)' 2>/dev/null)"

@@ -1,0 +1,127 @@
+"""Expansion records (typed `ExpansionRecord` or a legacy dict document) as `records.Expansion`.
+
+Pure: no store, no Kafka. The legacy branch goes once every writer uses the typed record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow_samza_expand.airflow.ui.records import Expansion, Step
+from airflow_samza_expand.core.errors import CorruptCoordinatorRecordError
+
+# -- time --------------------------------------------------------------------------------------
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A coordinator timestamp (``...Z`` or with an offset) as aware UTC, or None."""
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def age_s(value: Any, now: datetime) -> float | None:
+    moment = parse_time(value)
+    return None if moment is None else round((now - moment).total_seconds(), 1)
+
+
+# (step, field of its end, fields its start may be in) in a legacy (pre-typed) dict record.
+LEGACY_STEP_MARKS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("plan", "planned_at", ()),
+    ("expand", "expanded_at", ("planned_at",)),
+    ("producer_refresh_grace", "barrier_snapshot_at", ("expanded_at", "grace_started_at")),
+    ("barrier_drain", "barrier_passed_at", ("barrier_snapshot_at",)),
+    ("stop_job", "job_stopped_at", ("barrier_passed_at",)),
+    ("write_job_model", "job_model_written_at", ("job_stopped_at", "barrier_passed_at")),
+    ("submit", "submitted_at", ("job_model_written_at",)),
+    ("acknowledge", "acknowledged_at", ("submitted_at",)),
+    ("report", "completed_at", ("acknowledged_at",)),
+)
+
+
+def _steps(record: Mapping[str, Any]) -> tuple[Step, ...]:
+    """Steps of a legacy record, from its ``<step>_at`` timestamps."""
+    marks = LEGACY_STEP_MARKS
+    return tuple(
+        _step(name, next((record[f] for f in starts if record.get(f)), None), record.get(end))
+        for name, end, starts in marks
+    )
+
+
+def _step(name: str, start: Any, end: Any) -> Step:
+    t0, t1 = parse_time(start), parse_time(end)
+    duration = round(max((t1 - t0).total_seconds(), 0.0), 3) if t0 and t1 else None
+    return Step(name, start, end, duration)
+
+
+def _counts(value: Any) -> dict[str, int]:
+    return {str(k): int(v) for k, v in (value or {}).items()}
+
+
+def expansion_of(expansion_id: str, record: Any) -> Expansion:
+    """An `Expansion` from a typed `ExpansionRecord` or a legacy dict document."""
+    from airflow_samza_expand.kafka.barrier import barrier_from_dict
+
+    if not isinstance(record, Mapping):
+        return _typed_expansion(record)
+    try:
+        submit = record.get("submit") or {}
+        return Expansion(
+            expansion_id=expansion_id,
+            status=str(record.get("status", "unknown")),
+            old_version=record.get("old_version"),
+            new_version=record.get("new_version"),
+            counts_before=_counts(record.get("counts_before")),
+            counts_after=_counts(record.get("counts_after")),
+            owner=record.get("planned_by"),
+            updated_at=record.get("updated_at"),
+            steps=_steps(record),
+            barrier_snapshot_at=record.get("barrier_snapshot_at"),
+            barrier_passed_at=record.get("barrier_passed_at"),
+            barrier=barrier_from_dict(record.get("barrier") or {}),
+            log_path=submit.get("log_path") if isinstance(submit, Mapping) else None,
+            plan=record.get("plan") or {},
+        )
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise CorruptCoordinatorRecordError(
+            f"expansion record {expansion_id!r} does not decode ({exc}) - fix or delete the record"
+        ) from exc
+
+
+def _when(times: Any) -> tuple[str, str]:
+    """Sort key of a step: start (else end), then end; unfinished steps after finished ones."""
+    return (times.started_at or times.ended_at or "~", times.ended_at or "~")
+
+
+def _typed_expansion(record: Any) -> Expansion:
+    plan = dict(record.plan)
+    after = _counts(plan.get("counts_after"))
+    before = _counts(plan.get("counts_before"))
+    grown = {s: n for s, n in after.items() if before.get(s) != n}
+    submit = dict(record.results).get("submit") or {}
+    barrier_times = record.steps.get("barrier")
+    return Expansion(
+        expansion_id=record.expansion_id,
+        status=str(record.status.value),
+        old_version=record.base_version,
+        new_version=record.target_version,
+        counts_before={s: before.get(s, 0) for s in grown},
+        counts_after=grown,
+        owner=record.owner,
+        updated_at=record.updated_at,
+        steps=tuple(
+            _step(n, t.started_at, t.ended_at)
+            for n, t in sorted(record.steps.items(), key=lambda i: _when(i[1]))
+        ),
+        barrier_snapshot_at=barrier_times.started_at if barrier_times else None,
+        barrier_passed_at=barrier_times.ended_at if barrier_times else None,
+        barrier={t: dict(ps) for t, ps in (record.barrier or {}).items()},
+        log_path=submit.get("log_path") if isinstance(submit, Mapping) else None,
+        plan=plan,
+    )

@@ -1,0 +1,58 @@
+"""The ``report`` step's extra link to the job's page in the plugin.
+
+Registered by the plugin for ``ExpansionReportOperator`` (``operator_extra_links`` with
+``operators``), so no DAG or operator changes: Airflow attaches it to every report task when the
+api-server deserializes the DAG. The job name comes from the report's XCom (``job_name`` of the
+summary), else from the operator's ``job_name`` when it is not a template.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+from urllib.parse import quote
+
+from airflow.sdk import BaseOperatorLink
+
+from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
+from airflow_samza_expand.airflow.ui.app import URL_PREFIX
+
+
+def job_page_url(job: str) -> str:
+    """The job page under the api-server's ``[api] base_url`` (root-relative when unset)."""
+    from airflow.configuration import conf
+
+    base = str(conf.get("api", "base_url", fallback="") or "").rstrip("/")
+    return f"{base}{URL_PREFIX}/jobs/{quote(job, safe='')}"
+
+
+def _report_job_name(ti_key: Any) -> str | None:
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = session.scalars(
+            XComModel.get_many(
+                key="return_value",
+                run_id=ti_key.run_id,
+                dag_ids=ti_key.dag_id,
+                task_ids=ti_key.task_id,
+                map_indexes=ti_key.map_index,
+            )
+        ).first()
+        summary = XComModel.deserialize_value(row) if row is not None else None
+    name = summary.get("job_name") if isinstance(summary, dict) else None
+    return str(name) if name else None
+
+
+class ExpansionJobLink(BaseOperatorLink):
+    """The "Expansion job page" link: the plugin's page of the job the report step summarised."""
+
+    name = "Expansion job page"
+    operators: ClassVar[list[type]] = [ExpansionReportOperator]
+
+    def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        job = _report_job_name(ti_key)
+        if job is None:
+            declared = getattr(operator, "job_name", None)
+            job = declared if isinstance(declared, str) and "{{" not in declared else None
+        return job_page_url(job) if job else ""

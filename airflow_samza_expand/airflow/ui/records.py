@@ -1,0 +1,113 @@
+"""The typed records the UI pages and JSON API show (built by `data`, rendered by `html`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_samza_expand.core.model import JobModel
+
+
+class UiProblem(Exception):
+    """A fault shown as a message: HTTP ``status``, a short ``title`` and the full ``message``."""
+
+    def __init__(self, status: int, title: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.title = title
+        self.message = message
+
+
+@dataclass(frozen=True)
+class JobRef:
+    name: str
+    sources: tuple[str, ...]  # "configured" and/or "coordinator topic"
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    started_at: str | None
+    ended_at: str | None
+    duration_s: float | None
+
+
+@dataclass(frozen=True)
+class BarrierRow:
+    topic: str
+    partition: int
+    barrier_offset: int
+    committed: int | None
+    lag: int
+
+
+@dataclass(frozen=True)
+class Expansion:
+    expansion_id: str
+    status: str
+    old_version: int | None
+    new_version: int | None
+    counts_before: Mapping[str, int]
+    counts_after: Mapping[str, int]
+    owner: str | None
+    updated_at: str | None
+    steps: tuple[Step, ...]
+    barrier_snapshot_at: str | None
+    barrier_passed_at: str | None
+    barrier: Mapping[str, Mapping[int, int]]  # topic -> partition -> barrier offset
+    log_path: str | None
+    plan: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Processor:
+    processor_id: str
+    state: str
+    job_model_version: int | None
+    role: str | None
+    heartbeat_at: str | None
+    heartbeat_age_s: float | None
+    alive: bool
+
+
+@dataclass(frozen=True)
+class LeaseInfo:
+    name: str
+    holder: str
+    epoch: int | None
+    renewed_at: str | None
+    expires_in_s: float | None
+    expired: bool
+
+
+@dataclass(frozen=True)
+class LogTail:
+    path: str
+    text: str
+    note: str = ""
+
+
+@dataclass
+class JobSnapshot:
+    """What the job page shows, read in one request."""
+
+    job: str
+    store: str
+    history: list[JobModel]
+    live_counts: dict[str, int] = field(default_factory=dict)
+    expansions: list[Expansion] = field(default_factory=list)
+    barrier_rows: list[BarrierRow] = field(default_factory=list)
+    barrier_of: str | None = None  # expansion id whose barrier barrier_rows measure
+    processors: list[Processor] = field(default_factory=list)
+    leases: list[LeaseInfo] | None = None  # None: this store has no leases yet
+    stop_request: Mapping[str, Any] | None = None
+    log: LogTail | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def latest(self) -> JobModel | None:
+        return self.history[-1] if self.history else None
+
+    def model(self, version: int) -> JobModel | None:
+        return next((m for m in self.history if m.version == version), None)

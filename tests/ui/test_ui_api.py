@@ -1,0 +1,108 @@
+"""The plugin's JSON API and refusals, against a real api-server (HTTP, no browser)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ui_helpers import http
+
+pytestmark = pytest.mark.kafka
+
+
+def test_plugin_is_listed_by_the_api_server(api_server, token):
+    status, body = http("GET", f"{api_server.base}/api/v2/plugins", token=token)
+    assert status == 200, body
+    plugin = next(p for p in json.loads(body)["plugins"] if p["name"] == "samza_expand")
+    assert plugin["fastapi_apps"][0]["url_prefix"] == "/samza-expand"
+    assert plugin["external_views"][0]["url_route"] == "samza-expand"
+
+
+@pytest.mark.parametrize("path", ["/samza-expand/", "/samza-expand/api/jobs"])
+def test_unauthenticated_requests_are_refused(api_server, path):
+    status, body = http("GET", f"{api_server.base}{path}")
+    assert status == 401, body
+    status, body = http("GET", f"{api_server.base}{path}", token="not-a-jwt")
+    assert status in (401, 403), body
+    assert "ui-job-" not in body
+
+
+def test_api_job_has_versions_mapping_and_steps(api_server, token, expanded_job):
+    status, body = http(
+        "GET", f"{api_server.base}/samza-expand/api/jobs/{expanded_job.job}", token=token
+    )
+    assert status == 200, body
+    doc = json.loads(body)
+    assert [m["version"] for m in doc["history"]] == [2, 1]
+    assert doc["job_model"]["partition_counts"] == {expanded_job.topic: 4}
+    tasks = {r["partition"]: r["task"] for r in doc["job_model"]["mapping"]}
+    assert tasks == {0: "Partition 0", 1: "Partition 1", 2: "Partition 0", 3: "Partition 1"}
+    assert doc["problems"] == [], doc["problems"]
+    (expansion,) = doc["expansions"]
+    assert expansion["expansion_id"] == expanded_job.expansion_id
+    steps = {s["name"]: s for s in expansion["steps"]}
+    write = steps.get("write_job_model") or steps["write"]  # legacy or typed record name
+    assert steps["expand"]["ended_at"] and write["ended_at"]
+    assert doc["barrier"]["partitions"] and doc["barrier"]["total_lag"] == 0
+    states = {p["processor_id"]: (p["state"], p["alive"]) for p in doc["processors"]}
+    assert states == {"processor-v1": ("stopped", False), "processor-v2": ("running", True)}
+    assert "restarted job: batch 4 committed" in doc["log"]["text"]
+    assert doc["problems"] == [], doc["problems"]
+
+
+def test_api_diff_between_versions(api_server, token, expanded_job):
+    url = f"{api_server.base}/samza-expand/api/jobs/{expanded_job.job}/diff?a=1&b=2"
+    status, body = http("GET", url, token=token)
+    assert status == 200, body
+    diff = json.loads(body)
+    assert diff["counts"] == [{"stream": expanded_job.topic, "a": 2, "b": 4}]
+    assert {(r["ssp"], r["change"], r["task_b"]) for r in diff["ssps"]} == {
+        (f"[kafka, {expanded_job.topic}, 2]", "added", "Partition 0"),
+        (f"[kafka, {expanded_job.topic}, 3]", "added", "Partition 1"),
+    }
+
+
+def test_unknown_job_and_version_are_404_messages(api_server, token, expanded_job):
+    status, body = http("GET", f"{api_server.base}/samza-expand/api/jobs/no-such-job", token=token)
+    assert status == 404, body
+    assert "no job model" in json.loads(body)["detail"]
+    status, body = http("GET", f"{api_server.base}/samza-expand/jobs/no-such-job", token=token)
+    assert status == 404 and "Unknown job" in body and "Traceback" not in body
+    url = f"{api_server.base}/samza-expand/api/jobs/{expanded_job.job}/diff?a=1&b=9"
+    status, body = http("GET", url, token=token)
+    assert status == 404 and "has no job model v9 (it has v1, v2)" in body
+
+
+def test_api_typed_record_barrier_lag_and_lease(api_server, token, waiting_job):
+    status, body = http(
+        "GET", f"{api_server.base}/samza-expand/api/jobs/{waiting_job.job}", token=token
+    )
+    assert status == 200, body
+    doc = json.loads(body)
+    assert doc["problems"] == [], doc["problems"]
+    (expansion,) = doc["expansions"]
+    assert expansion["status"] == "barrier-snapshot"
+    assert expansion["owner"] == waiting_job.holder
+    assert [s["name"] for s in expansion["steps"]] == ["plan", "expand", "barrier"]
+    assert expansion["steps"][2]["ended_at"] is None  # the barrier still waits
+    lag = {r["partition"]: r["lag"] for r in doc["barrier"]["partitions"]}
+    assert lag == {0: 0, 1: 7}
+    assert doc["live_partition_counts"] == {waiting_job.topic: 4}
+    (lease,) = doc["leases"]
+    assert (lease["name"], lease["holder"], lease["expired"]) == (
+        "expansion",
+        waiting_job.holder,
+        False,
+    )
+
+
+def test_api_jobs_lists_configured_and_discovered_jobs(
+    api_server, token, expanded_job, waiting_job
+):
+    status, body = http("GET", f"{api_server.base}/samza-expand/api/jobs", token=token)
+    assert status == 200, body
+    doc = json.loads(body)
+    sources = {j["name"]: j["sources"] for j in doc["jobs"]}
+    assert sources[expanded_job.job] == ["configured", "coordinator topic"]
+    assert sources[waiting_job.job] == ["coordinator topic"]  # found by its topic only
+    assert doc["problems"] == []

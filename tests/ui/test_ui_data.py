@@ -1,0 +1,124 @@
+"""The UI's reads (``airflow.ui.data``) on a file coordinator store: no Kafka, no server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from airflow_samza_expand.airflow.ui.data import UiProblem, read_job
+from airflow_samza_expand.airflow.ui.settings import UiSettings
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.core.plan import plan_expansion
+from airflow_samza_expand.protocol.records import expansion_id_for
+from airflow_samza_expand.store.files import FileCoordinatorStore
+
+JOB = "orders-job"
+
+
+def _settings(root: Path, *log_dirs: Path) -> UiSettings:
+    return UiSettings(coordinator=str(root), discover=False, log_dirs=tuple(map(str, log_dirs)))
+
+
+def _grown(root: Path) -> tuple[FileCoordinatorStore, str]:
+    """Job models v1 (orders: 2) and v2 (orders: 4); returns the store and the expansion id."""
+    store = FileCoordinatorStore(str(root), JOB)
+    v1 = store.write_job_model(JobModel.initial(JOB, {"orders": 2}))
+    store.write_job_model(plan_expansion(v1, {"orders": 2}, {"orders": 4}).new_job_model)
+    return store, expansion_id_for(JOB, {"orders": 2}, {"orders": 4})
+
+
+def test_unknown_job_is_a_404_problem(tmp_path):
+    with pytest.raises(UiProblem) as problem:
+        read_job(_settings(tmp_path), "no-such-job")
+    assert problem.value.status == 404
+    assert "no job model and no processor" in problem.value.message
+
+
+def test_impossible_job_name_is_a_400_problem(tmp_path):
+    with pytest.raises(UiProblem) as problem:
+        read_job(_settings(tmp_path), "bad/name")
+    assert problem.value.status == 400 and "cannot name a Kafka topic" in problem.value.message
+
+
+def test_a_corrupt_expansion_record_is_a_problem_line_and_the_rest_shows(tmp_path):
+    store, expansion_id = _grown(tmp_path)
+    store.put_expansion_doc(expansion_id, {"status": "expanded", "barrier": {"orders": "x"}})
+
+    snap = read_job(_settings(tmp_path), JOB)
+
+    assert [m.version for m in snap.history] == [1, 2]
+    assert snap.expansions == []
+    (problem,) = snap.problems
+    assert expansion_id in problem and "fix or delete the record" in problem
+
+
+def test_the_log_is_shown_only_under_an_allowed_directory(tmp_path):
+    store, expansion_id = _grown(tmp_path / "store")
+    allowed, elsewhere = tmp_path / "logs", tmp_path / "private"
+    for folder in (allowed, elsewhere):
+        folder.mkdir()
+        (folder / "job.log").write_text(f"log in {folder.name}\n")
+    for folder, shown in ((allowed, True), (elsewhere, False)):
+        doc = {"status": "submitted", "submit": {"log_path": str(folder / "job.log")}}
+        store.put_expansion_doc(expansion_id, doc)
+
+        snap = read_job(_settings(tmp_path / "store", allowed), JOB)
+
+        assert snap.log is not None and snap.log.path == str(folder / "job.log")
+        assert ("log in logs" in snap.log.text) is shown
+        assert ("private" in snap.log.text) is False
+        assert ("outside [samza_expand] ui_log_dirs" in snap.log.note) is not shown
+
+
+def test_provider_info_and_entry_point_name_the_same_plugin():
+    import importlib.metadata
+
+    from airflow.plugins_manager import AirflowPlugin
+
+    from airflow_samza_expand.get_provider_info import get_provider_info
+
+    (listed,) = get_provider_info()["plugins"]
+    (entry,) = [
+        ep
+        for ep in importlib.metadata.entry_points(group="airflow.plugins")
+        if ep.name == "samza_expand"
+    ]
+    plugin = entry.load()
+    assert listed["plugin-class"] == f"{plugin.__module__}.{plugin.__qualname__}"
+    assert issubclass(plugin, AirflowPlugin) and plugin.name == listed["name"]
+    assert [app["url_prefix"] for app in plugin.fastapi_apps] == ["/samza-expand"]
+
+
+SECRET = "hunter2-not-on-the-page"
+
+
+@pytest.mark.parametrize(
+    ("bootstrap", "extra", "title"),
+    [
+        ("127.0.0.1:9", {}, "Kafka is unreachable"),
+        (
+            None,  # the development broker, which speaks no SASL
+            {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": "svc",
+                "sasl.password": SECRET,
+            },
+            "Kafka refused the credentials",
+        ),
+    ],
+    ids=["unreachable", "authentication"],
+)
+def test_kafka_faults_are_named_without_secrets(monkeypatch, dev_broker, bootstrap, extra, title):
+    import airflow_env
+
+    conn = airflow_env.kafka_connection_env(bootstrap or dev_broker.bootstrap, **extra)
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_UI_FAULT", conn)
+    settings = UiSettings(kafka_conn_id="kafka_ui_fault", timeout_s=3)
+
+    with pytest.raises(UiProblem) as problem:
+        read_job(settings, JOB)
+
+    assert (problem.value.status, problem.value.title) == (503, title)
+    assert SECRET not in problem.value.message
