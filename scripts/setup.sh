@@ -14,4 +14,10 @@ fi
 echo "[setup] installing airflow-samza-expand[spark,testing,dev] with constraints.txt"
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install --quiet --python .venv/bin/python \
     -c constraints.txt -e ".[spark,testing,dev]"
+if command -v mvn >/dev/null 2>&1 && command -v java >/dev/null 2>&1; then
+    echo "[setup] Apache Kafka for tests: the broker pinned in airflow_samza_expand/testing/apache_kafka/pom.xml (Maven, cached)"
+    .venv/bin/samza-expand apache-kafka --fetch-only
+else
+    echo "[setup] note: no mvn or java on PATH - the tests on Apache Kafka need both (apt-get install maven openjdk-17-jre-headless)"
+fi
 echo "[setup] done: $(.venv/bin/python --version), $(.venv/bin/python -c 'import airflow; print("airflow", airflow.__version__)' 2>/dev/null)"

@@ -76,10 +76,19 @@ def kafka_version(pom: Path = POM) -> str:
     return match.group(1)
 
 
+def _cache_dir(pom: Path = POM) -> Path:
+    return cache_root() / f"kafka-{kafka_version(pom)}-{pom_hash(pom)}"
+
+
+def cached_libs(pom: Path = POM) -> Path | None:
+    """The libs directory if a fetch completed before, else None."""
+    target = _cache_dir(pom)
+    return target / "libs" if (target / "complete").exists() else None
+
+
 def fetch_apache_kafka(pom: Path = POM) -> Path:
     """The broker's jars (from Maven Central on first use); returns the libs directory."""
-    target = cache_root() / f"kafka-{kafka_version(pom)}-{pom_hash(pom)}"
-    return maven_copy(pom, target)
+    return maven_copy(pom, _cache_dir(pom))
 
 
 def java_binary() -> str:
@@ -208,6 +217,14 @@ class ApacheKafkaProcess:
                 timeout_s=self.start_timeout_s,
                 alive=self._exited,
             )
+            # A fresh cluster creates __consumer_offsets on the first group request and answers
+            # NOT_COORDINATOR until it is loaded: wait for that here, once, not in every test.
+            wait_until(
+                f"Apache Kafka at {self.bootstrap} to serve group offsets",
+                self._group_coordinator_ready,
+                timeout_s=self.start_timeout_s,
+                alive=self._exited,
+            )
         except Exception as exc:
             self.stop()
             raise RuntimeError(f"{exc}; log {self.log_path}:\n{self.log_text()[-4000:]}") from exc
@@ -231,6 +248,22 @@ class ApacheKafkaProcess:
             return bool(admin.list_topics(timeout=5).brokers)
         except Exception:  # noqa: BLE001 - not ready yet
             return False
+
+    def _group_coordinator_ready(self) -> bool:
+        from confluent_kafka import Consumer, TopicPartition
+
+        quiet = logging.getLogger("samza_expand.apache_kafka.probe")
+        consumer = Consumer(
+            {"bootstrap.servers": self.bootstrap, "group.id": "samza-expand-readiness",
+             "logger": quiet}
+        )  # fmt: skip
+        try:
+            consumer.committed([TopicPartition("samza-expand-readiness", 0)], timeout=5)
+            return True
+        except Exception:  # noqa: BLE001 - not ready yet
+            return False
+        finally:
+            consumer.close()
 
     def restart(self) -> ApacheKafkaProcess:
         """Stop and start again on the same ports and data."""
