@@ -45,7 +45,15 @@ async def produce(broker: Broker, req: Request) -> dict[str, Any] | None:
                     log.warning("rejecting produce to %s[%d]: %s", topic_data.name, pd.index, exc)
                     entry.update(error_code=2, error_message=str(exc))
                 else:
-                    base = plog.append(pd.records, batches) if batches else plog.next_offset
+                    duplicate = plog.duplicate_of(pd.records, batches) if batches else None
+                    if duplicate is not None:
+                        log.info("%s[%d]: retried idempotent batch, not appended again (offset "
+                                 "%d)", topic_data.name, pd.index, duplicate)  # fmt: skip
+                        base = duplicate
+                    elif batches:
+                        base = plog.append(pd.records, batches)
+                    else:
+                        base = plog.next_offset
                     touched.append(plog)
                     entry.update(
                         error_code=0, base_offset=base, log_start_offset=plog.log_start_offset
