@@ -195,6 +195,26 @@ class PartitionLog:
             self._fd = None
 
 
+def has_keyless_record(records: bytes, batches: list[tuple[int, int, int]]) -> bool:
+    """True if an uncompressed batch holds a record without a key (Kafka refuses those on a
+    compacted topic; compressed batches are not opened here)."""
+    for start, _, count in batches:
+        attributes, _ = _ATTR_LOD.unpack_from(records, start + 21)
+        if attributes & 0x07:
+            continue
+        pos = start + BATCH_HEADER_SIZE
+        for _ in range(count):
+            length, n = read_signed_varint(records, pos)
+            body = pos + n
+            _, n2 = read_signed_varlong(records, body + 1)
+            _, n3 = read_signed_varint(records, body + 1 + n2)
+            key_length, _ = read_signed_varint(records, body + 1 + n2 + n3)
+            if key_length < 0:
+                return True
+            pos = body + length
+    return False
+
+
 def _first_record_at_or_after(batch: bytes, timestamp: int) -> tuple[int, int] | None:
     attributes, _ = _ATTR_LOD.unpack_from(batch, 21)
     if attributes & 0x07:  # compressed: batch granularity only
