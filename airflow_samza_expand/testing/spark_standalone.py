@@ -155,9 +155,12 @@ class SparkStandalone:
                 return f"the Spark {name} exited with {proc.returncode}"
         return None
 
-    def applications(self) -> list[dict[str, Any]]:
-        """The master's active applications (name, state, cores)."""
-        return list((self._status() or {}).get("activeapps", []))
+    def status(self) -> dict[str, Any]:
+        """The master's /json/ status (workers, activeapps, completedapps, ...)."""
+        status = self._status()
+        if status is None:
+            raise RuntimeError(f"the Spark master at {self.master_web_url} does not answer")
+        return status
 
     def log_tail(self, chars: int = 3000) -> str:
         parts = []
