@@ -18,9 +18,9 @@ import subprocess
 import tempfile
 import uuid
 from pathlib import Path
-from types import TracebackType
 
 from .launch import (
+    LaunchedProcess,
     cache_root,
     die_with_parent,
     free_port,
@@ -102,7 +102,7 @@ def java_binary() -> str:
     return java
 
 
-class ApacheKafkaProcess:
+class ApacheKafkaProcess(LaunchedProcess):
     """One Apache Kafka node (KRaft broker + controller) in a JVM subprocess.
 
     `.bootstrap` is "127.0.0.1:<port>" once started; ready means a Metadata request lists the
@@ -274,30 +274,6 @@ class ApacheKafkaProcess:
         stop_pid(self.proc, f"Apache Kafka {self.version}", timeout_s)
         self.proc = None
 
-    def kill(self) -> None:
-        """SIGKILL the JVM (crash simulation)."""
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc = None
-
-    def log_text(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
     def close(self) -> None:
         self.stop()
         self._tmp.cleanup()
-
-    def __enter__(self) -> ApacheKafkaProcess:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -17,6 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -125,3 +126,44 @@ def maven_copy(pom: Path, target: Path, *, properties: dict[str, str] | None = N
             )
         done.write_text(" ".join(cmd) + "\n")
     return libs
+
+
+class ContextManaged:
+    """``with X() as x``: start() on entry, close() on exit."""
+
+    def start(self) -> Any:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class LaunchedProcess(ContextManaged):
+    """A server in one subprocess (`proc`) writing to `log_path`."""
+
+    proc: subprocess.Popen | None
+    log_path: Path
+
+    def kill(self) -> None:
+        """SIGKILL the server (crash simulation)."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""

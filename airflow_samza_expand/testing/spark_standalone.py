@@ -22,10 +22,9 @@ import sys
 import tempfile
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-from .launch import die_with_parent, free_port, stop_pid, wait_until
+from .launch import ContextManaged, die_with_parent, free_port, stop_pid, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,7 @@ def spark_class_binary() -> str:
     )
 
 
-class SparkStandalone:
+class SparkStandalone(ContextManaged):
     """Master + one worker JVM; `.master_url` is "spark://127.0.0.1:<port>" once started."""
 
     def __init__(
@@ -178,17 +177,6 @@ class SparkStandalone:
     def close(self) -> None:
         self.stop()
         self._tmp.cleanup()
-
-    def __enter__(self) -> SparkStandalone:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def run_spark(args: argparse.Namespace) -> int:
