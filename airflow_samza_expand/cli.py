@@ -12,6 +12,8 @@ SUBCOMMAND_MODULES: dict[str, str] = {
     "plan": "airflow_samza_expand.core.cli_plan",
     "dev-broker": "airflow_samza_expand.testing.cli",
     "demo": "airflow_samza_expand.demo.cli",
+    "apache-kafka": "airflow_samza_expand.testing.cli_engines",
+    "spark-standalone": "airflow_samza_expand.testing.spark_standalone",
 }
 
 

@@ -8,10 +8,19 @@ Produces RECORDS sequenced records over KEYS keys to a 2-partition topic, then i
    first to the last group commit; submit-to-first-commit = process start to the first commit
    of consumer group ``<job>``;
 3. profile: Spark's per-batch durations (from ``--progress-file``) and, outside Spark, the
-   cost of the source's Kafka->Arrow read and of the processor over the same records.
+   cost of the source's Kafka->Arrow read and of the processor over the same records;
+4. the yardstick: the same stateful count read with Spark's own JVM Kafka source
+   (spark-sql-kafka-0-10 of the installed pyspark's version, fetched with Maven from
+   benchmarks/spark_kafka/pom.xml into ~/.cache/airflow-samza-expand, passed with --jars;
+   benchmarks/jvm_kafka_source_count.py), same records, same batch cap, steady rate measured
+   the same way (records after the first batch / time from the first batch's end to the last's).
 
-Uses the development broker unless KAFKA_BOOTSTRAP_SERVERS is set. Last line:
-``job_rps=<x> raw_rps=<y> ratio=<r> submit_to_first_commit_s=<s>``.
+Steps 2 and 4 run on each ``--masters`` entry: ``local`` (local[2]) and ``standalone`` (a Spark
+standalone master + worker started from pyspark on 127.0.0.1; each application gets 2 cores).
+Kafka: ``--kafka dev`` (development broker, default) or ``apache`` (Apache Kafka fetched with
+Maven); KAFKA_BOOTSTRAP_SERVERS wins. One last line per master:
+``job_rps=<x> raw_rps=<y> ratio=<x/y> jvm_source_rps=<z> ratio_jvm=<x/z>
+submit_to_first_commit_s=<s> master=<local|standalone>``.
 """
 
 from __future__ import annotations
@@ -90,11 +99,13 @@ def run_job(
     workdir: str,
     cap: int,
     buckets: int,
+    master: str = "local[2]",
 ) -> dict[str, Any]:
     from airflow_samza_expand.core.model import JobModel
     from airflow_samza_expand.kafka.coordinator import open_store
 
-    name = f"bench-{topic}-b{buckets}"
+    where = "standalone" if master.startswith("spark://") else "local"
+    name = f"bench-{topic}-b{buckets}-{where}"  # a fresh consumer group per run
     coordinator = os.path.join(workdir, "coordinator")
     open_store(coordinator, name).write_job_model(JobModel.initial(name, {topic: partitions}))
     progress_file = os.path.join(workdir, "progress.jsonl")
@@ -104,8 +115,8 @@ def run_job(
         "--checkpoint-dir", os.path.join(workdir, "checkpoint"), "--output-topic", output,
         "--trigger", "available-now", "--max-records-per-batch", str(cap),
         "--shuffle-partitions", "2", "--progress-file", progress_file,
-        "--state-buckets", str(buckets),
-        "--spark-conf", "spark.ui.enabled=false",
+        "--state-buckets", str(buckets), "--master", master,
+        "--spark-conf", "spark.ui.enabled=false", "--spark-conf", "spark.cores.max=2",
     ]  # fmt: skip
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     watcher = Consumer({"bootstrap.servers": bootstrap, "group.id": name})
@@ -193,6 +204,123 @@ def profile_outside_spark(bootstrap: str, topic: str, partitions: int) -> dict[s
     }
 
 
+SPARK_KAFKA_POM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark_kafka", "pom.xml")
+
+
+def connector_jars() -> list[str]:
+    """spark-sql-kafka-0-10 for the installed pyspark and the jars it needs that pyspark lacks."""
+    import re
+    from pathlib import Path
+
+    import pyspark
+
+    from airflow_samza_expand.testing.launch import cache_root, maven_copy, pom_hash
+
+    pom = Path(SPARK_KAFKA_POM)
+    target = cache_root() / f"spark-sql-kafka-{pyspark.__version__}-{pom_hash(pom)}"
+    libs = maven_copy(pom, target, properties={"spark.version": pyspark.__version__})
+
+    def artifact(name: str) -> str:
+        return re.sub(r"-\d[^-]*(-[A-Za-z0-9.]+)?\.jar$", "", name)
+
+    shipped = {artifact(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return sorted(str(j) for j in libs.glob("*.jar") if artifact(j.name) not in shipped)
+
+
+def run_jvm_source(
+    bootstrap: str, topic: str, partitions: int, records: int, workdir: str, cap: int,
+    master: str, jars: list[str], buckets: int,
+) -> dict[str, Any]:  # fmt: skip
+    """The same stateful count (same state layout) with Spark's JVM Kafka source
+    (jvm_kafka_source_count.py)."""
+    from datetime import datetime
+
+    from airflow_samza_expand.demo.jobs import spark_submit_binary
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    output = f"{topic}-jvm-out-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(output, 1, 1)])[output].result(30)
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jvm_kafka_source_count.py")
+    cmd = [
+        spark_submit_binary(), "--master", master, "--jars", ",".join(jars),
+        "--conf", "spark.ui.enabled=false", "--conf", "spark.cores.max=2",
+        "--conf", "spark.sql.shuffle.partitions=2", "--driver-memory", "768m",
+        script, bootstrap, topic, str(partitions), output,
+        os.path.join(workdir, "jvm-checkpoint"), str(cap), str(buckets),
+    ]  # fmt: skip
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    wall = time.perf_counter() - started
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("JVM_SOURCE_RESULT ")), None)
+    if proc.returncode != 0 or line is None:
+        raise SystemExit(f"JVM source run failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    batches = json.loads(line.split(" ", 1)[1])["batches"]
+    assert sum(b["numInputRows"] for b in batches) == records, batches
+
+    def end(b: dict) -> float:
+        start = datetime.fromisoformat(b["timestamp"].replace("Z", "+00:00")).timestamp()
+        return start + b["triggerExecution"] / 1000
+
+    if len(batches) > 1:
+        steady = sum(b["numInputRows"] for b in batches[1:]) / (end(batches[-1]) - end(batches[0]))
+    else:
+        steady = batches[0]["numInputRows"] / (batches[0]["triggerExecution"] / 1000)
+    return {"steady_rps": steady, "wall_s": wall, "batches": batches}
+
+
+def start_kafka(kind: str) -> tuple[Any, str]:
+    """(process to stop or None, bootstrap): KAFKA_BOOTSTRAP_SERVERS, else the chosen broker."""
+    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if bootstrap:
+        return None, bootstrap
+    if kind == "apache":
+        from airflow_samza_expand.testing import ApacheKafkaProcess
+
+        kafka = ApacheKafkaProcess(log_level="WARN").start()
+        return kafka, kafka.bootstrap
+    from airflow_samza_expand.testing.process import DevBrokerProcess
+
+    broker = DevBrokerProcess(log_level="WARNING").start()
+    return broker, broker.bootstrap
+
+
+def run_layouts(
+    args: argparse.Namespace, bootstrap: str, topic: str, output: str, master: str,
+    layouts: list[int],
+) -> dict[str, Any]:  # fmt: skip
+    """Run the job once per state layout on ``master``; print its figures; the last result."""
+    result: dict[str, Any] = {}
+    for buckets in layouts:
+        with tempfile.TemporaryDirectory(prefix="bench-job-") as workdir:
+            result = run_job(
+                bootstrap, topic, output, args.partitions, args.records, workdir,
+                args.max_records_per_batch, buckets, master,
+            )  # fmt: skip
+        layout = f"{buckets} state buckets" if buckets else "state per key"
+        print(
+            f"job ({layout}): wall {result['wall_s']:.1f}s (incl. JVM start), "
+            f"submit->first commit {result['submit_to_first_commit_s']:.1f}s, steady "
+            f"{result['steady_rps']:,.0f} rec/s, end-to-end {result['end_to_end_rps']:,.0f}"
+            " rec/s"
+        )
+        print("  Spark time per batch (ms):")
+        totals: dict[str, int] = defaultdict(int)
+        for batch in result["batches"]:
+            d = batch["durationMs"]
+            print(
+                f"    batch {batch['batchId']}: {batch['numInputRows']} rows, trigger "
+                f"{d.get('triggerExecution', 0)} = addBatch {d.get('addBatch', 0)} (read, "
+                f"shuffle, state, output) + latestOffset {d.get('latestOffset', 0)} + "
+                f"planning {d.get('queryPlanning', 0)} + walCommit {d.get('walCommit', 0)} + "
+                f"commitOffsets {d.get('commitOffsets', 0)}; state rows {batch['stateRows']}"
+            )
+            for k, v in d.items():
+                totals[k] += v
+        print("    totals (ms): " + json.dumps(dict(sorted(totals.items()))))
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000)
@@ -204,17 +332,22 @@ def main() -> int:
         type=int,
         action="append",
         help="job state layouts to run (repeatable; 0 = one state row per key); the last one "
-        "goes on the last line (default: 0 then 16)",
+        "goes on the last line (default: 0 then 16; other masters run only the last one)",
     )
+    parser.add_argument("--masters", default="local,standalone",
+                        help="comma-separated: local (local[2]) and/or standalone")  # fmt: skip
+    parser.add_argument("--kafka", choices=["dev", "apache"], default="dev",
+                        help="Kafka to start (KAFKA_BOOTSTRAP_SERVERS wins)")  # fmt: skip
     args = parser.parse_args()
+    masters = [m.strip() for m in args.masters.split(",") if m.strip()]
+    if not masters or set(masters) - {"local", "standalone"}:
+        parser.error(f"--masters {args.masters!r}: use local and/or standalone")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    jars = connector_jars()
+    print(f"JVM Kafka source jars: {', '.join(os.path.basename(j) for j in jars)}")
 
-    broker = None
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-    if not bootstrap:
-        from airflow_samza_expand.testing.process import DevBrokerProcess
-
-        broker = DevBrokerProcess(log_level="WARNING").start()
-        bootstrap = broker.bootstrap
+    broker, bootstrap = start_kafka(args.kafka)
+    cluster = None
     try:
         suffix = uuid.uuid4().hex[:8]
         topic, output = f"bench-in-{suffix}", f"bench-out-{suffix}"
@@ -231,46 +364,46 @@ def main() -> int:
         raw_rps = raw_n / raw_s
         print(f"raw confluent-kafka loop: {raw_n} records in {raw_s:.2f}s = {raw_rps:,.0f} rec/s")
 
-        result: dict[str, Any] = {}
-        for buckets in args.state_buckets or [0, 16]:
-            with tempfile.TemporaryDirectory(prefix="bench-job-") as workdir:
-                result = run_job(
-                    bootstrap, topic, output, args.partitions, args.records, workdir,
-                    args.max_records_per_batch, buckets,
-                )  # fmt: skip
-            layout = f"{buckets} state buckets" if buckets else "state per key"
-            print(
-                f"job ({layout}): wall {result['wall_s']:.1f}s (incl. JVM start), "
-                f"submit->first commit {result['submit_to_first_commit_s']:.1f}s, steady "
-                f"{result['steady_rps']:,.0f} rec/s, end-to-end {result['end_to_end_rps']:,.0f}"
-                " rec/s"
+        lines = []
+        layouts = args.state_buckets or [0, 16]
+        for name in masters:
+            master = "local[2]"
+            if name == "standalone":
+                from airflow_samza_expand.testing.spark_standalone import SparkStandalone
+
+                cluster = SparkStandalone().start()
+                master = cluster.master_url
+            print(f"--- master {name}: {master}")
+            result = run_layouts(args, bootstrap, topic, output, master,
+                                 layouts if name == masters[0] else layouts[-1:])  # fmt: skip
+            with tempfile.TemporaryDirectory(prefix="bench-jvm-") as workdir:
+                jvm = run_jvm_source(bootstrap, topic, args.partitions, args.records, workdir,
+                                     args.max_records_per_batch, master, jars,
+                                     layouts[-1])  # fmt: skip
+            jvm_rps = jvm["steady_rps"]
+            print(f"JVM Kafka source ({name}, {layouts[-1]} state buckets): wall "
+                  f"{jvm['wall_s']:.1f}s (incl. JVM start), steady {jvm_rps:,.0f} rec/s "
+                  f"over {len(jvm['batches'])} batches")  # fmt: skip
+            if cluster is not None:
+                cluster.close()
+                cluster = None
+            job_rps = result["steady_rps"]
+            lines.append(
+                f"job_rps={job_rps:.0f} raw_rps={raw_rps:.0f} ratio={job_rps / raw_rps:.3f} "
+                f"jvm_source_rps={jvm_rps:.0f} ratio_jvm={job_rps / jvm_rps:.3f} "
+                f"submit_to_first_commit_s={result['submit_to_first_commit_s']:.1f} master={name}"
             )
-            print("  Spark time per batch (ms):")
-            totals: dict[str, int] = defaultdict(int)
-            for batch in result["batches"]:
-                d = batch["durationMs"]
-                print(
-                    f"    batch {batch['batchId']}: {batch['numInputRows']} rows, trigger "
-                    f"{d.get('triggerExecution', 0)} = addBatch {d.get('addBatch', 0)} (read, "
-                    f"shuffle, state, output) + latestOffset {d.get('latestOffset', 0)} + "
-                    f"planning {d.get('queryPlanning', 0)} + walCommit {d.get('walCommit', 0)} + "
-                    f"commitOffsets {d.get('commitOffsets', 0)}; state rows {batch['stateRows']}"
-                )
-                for k, v in d.items():
-                    totals[k] += v
-            print("    totals (ms): " + json.dumps(dict(sorted(totals.items()))))
         outside = profile_outside_spark(bootstrap, topic, args.partitions)
         print(
             "profile outside Spark, same records, one process: "
             + ", ".join(f"{k} {v:.2f}" for k, v in outside.items())
         )
         print(f"load average during the run: {os.getloadavg()}")
-        ratio = result["steady_rps"] / raw_rps
-        print(
-            f"job_rps={result['steady_rps']:.0f} raw_rps={raw_rps:.0f} ratio={ratio:.3f} "
-            f"submit_to_first_commit_s={result['submit_to_first_commit_s']:.1f}"
-        )
+        for line in lines:
+            print(line)
     finally:
+        if cluster is not None:
+            cluster.close()
         if broker is not None:
             broker.stop()
     return 0

@@ -24,4 +24,10 @@ if ! command -v chromium >/dev/null 2>&1; then
         echo "[setup] note: no chromium - the browser tests in tests/ui skip (as root, setup installs it)"
     fi
 fi
+if command -v mvn >/dev/null 2>&1 && command -v java >/dev/null 2>&1; then
+    echo "[setup] Apache Kafka for tests: the broker pinned in airflow_samza_expand/testing/apache_kafka/pom.xml (Maven, cached)"
+    .venv/bin/samza-expand apache-kafka --fetch-only
+else
+    echo "[setup] note: no mvn or java on PATH - the tests on Apache Kafka need both (apt-get install maven openjdk-17-jre-headless)"
+fi
 echo "[setup] done: $(.venv/bin/python --version), $(.venv/bin/python -c 'import airflow; print("airflow", airflow.__version__)' 2>/dev/null)"

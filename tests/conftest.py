@@ -1,13 +1,20 @@
-"""Root fixtures: Kafka for tests - the development broker, or a real cluster.
+"""Root fixtures: Kafka for tests - the development broker, Apache Kafka, or a real cluster.
 
-* `kafka_bootstrap` (session): bootstrap servers. KAFKA_BOOTSTRAP_SERVERS when set (a real
-  cluster), else the development broker started once per session as a subprocess on a free
-  127.0.0.1 port and stopped at session end.
-* `dev_broker`: the development broker handle (`.bootstrap`, `.faults`, `.log_text()`); skips
-  the test on a real cluster. Fault rules are cleared after each test.
+* Which Kafka: `--kafka=dev|apache` (or SAMZA_EXPAND_TEST_KAFKA; default `dev`, the light
+  embedded development broker; `apache` starts Apache Kafka itself, fetched with Maven from
+  Maven Central once, see airflow_samza_expand/testing/apache_kafka_process.py).
+  KAFKA_BOOTSTRAP_SERVERS, when set, wins over both (an outside cluster).
+* `kafka_bootstrap` (session): bootstrap servers of the Kafka the tests use; the selected broker
+  is started once per session on a free 127.0.0.1 port and stopped by pid at session end.
+* `dev_broker`: the development broker handle (`.bootstrap`, `.faults`, `.log_text()`) when it
+  is the Kafka of the run; skipped otherwise. Fault rules are cleared after each test.
+* `dev_broker_server` / `apache_kafka_server` (session): each broker on demand, whatever the
+  selection (the conformance suite runs on both side by side).
 * `unique_topic`: factory `unique_topic(prefix="t") -> str` of collision-free topic names.
 
-Tests that use these fixtures are marked `kafka` automatically.
+Tests that use these fixtures are marked `kafka`; tests that use `dev_broker` also `dev_broker`;
+tests under tests/kafka_layer, tests/airflow, tests/e2e, tests/kafka also `apache_ci` (the
+part scripts/test.sh runs on Apache Kafka).
 """
 
 from __future__ import annotations
@@ -15,14 +22,40 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 log = logging.getLogger(__name__)
 
-KAFKA_FIXTURES = {"kafka_bootstrap", "dev_broker", "unique_topic"}
+KAFKA_FIXTURES = {
+    "kafka_bootstrap", "dev_broker", "unique_topic", "dev_broker_server", "apache_kafka_server",
+}  # fmt: skip
+KAFKA_CHOICES = ("dev", "apache")
+KAFKA_ENV = "SAMZA_EXPAND_TEST_KAFKA"
+# Run on Apache Kafka by scripts/test.sh (the rest runs on the development broker).
+APACHE_CI_DIRS = ("kafka_layer", "airflow", "e2e", "kafka")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--kafka",
+        choices=KAFKA_CHOICES,
+        default=None,
+        help=f"Kafka of the tests: dev (development broker, default) or apache (Apache Kafka "
+        f"from Maven Central); default ${KAFKA_ENV}; KAFKA_BOOTSTRAP_SERVERS wins over both",
+    )
+
+
+def selected_kafka(config: pytest.Config) -> str:
+    """`dev` or `apache`: --kafka, else $SAMZA_EXPAND_TEST_KAFKA, else dev."""
+    choice = config.getoption("--kafka") or os.environ.get(KAFKA_ENV) or "dev"
+    if choice not in KAFKA_CHOICES:
+        raise pytest.UsageError(f"{KAFKA_ENV}={choice!r}: use one of {', '.join(KAFKA_CHOICES)}")
+    return choice
 
 
 def real_cluster_bootstrap() -> str | None:
@@ -30,11 +63,14 @@ def real_cluster_bootstrap() -> str | None:
     return os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    real = real_cluster_bootstrap()
+    return f"kafka: {real + ' (KAFKA_BOOTSTRAP_SERVERS)' if real else selected_kafka(config)}"
+
+
 @pytest.fixture(scope="session")
-def _dev_broker_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object | None]:
-    if real_cluster_bootstrap():
-        yield None
-        return
+def dev_broker_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The development broker, started on first use whatever Kafka the run selected."""
     from airflow_samza_expand.testing import DevBrokerProcess
 
     log_path = tmp_path_factory.mktemp("dev-broker") / "broker.log"
@@ -47,20 +83,50 @@ def _dev_broker_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ob
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(_dev_broker_process: object | None) -> str:
+def apache_kafka_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[object]:
+    """Apache Kafka (KRaft, one node on loopback), started on first use. Skips when neither its
+    cached jars nor Maven are there (unless --kafka=apache asked for it: then it fails)."""
+    from airflow_samza_expand.testing import ApacheKafkaProcess
+    from airflow_samza_expand.testing.apache_kafka_process import cached_libs
+
+    wanted = selected_kafka(request.config) == "apache" and not real_cluster_bootstrap()
+    if cached_libs() is None and not shutil.which("mvn") and not wanted:
+        pytest.skip("Apache Kafka needs Maven (mvn) to fetch it once - apt-get install maven")
+    log_path = Path(tmp_path_factory.mktemp("apache-kafka")) / "kafka.log"
+    kafka = ApacheKafkaProcess(log_path=log_path)
+    kafka.start()
+    try:
+        yield kafka
+    finally:
+        kafka.close()
+
+
+@pytest.fixture(scope="session")
+def _dev_broker_process(request: pytest.FixtureRequest) -> object | None:
+    """The development broker when it is the Kafka of this run, else None."""
+    if real_cluster_bootstrap() or selected_kafka(request.config) != "dev":
+        return None
+    return request.getfixturevalue("dev_broker_server")
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(request: pytest.FixtureRequest) -> str:
     """Bootstrap servers of the Kafka the tests use."""
     real = real_cluster_bootstrap()
     if real:
         return real
-    assert _dev_broker_process is not None
-    return _dev_broker_process.bootstrap  # type: ignore[attr-defined]
+    if selected_kafka(request.config) == "apache":
+        return request.getfixturevalue("apache_kafka_server").bootstrap
+    return request.getfixturevalue("dev_broker_server").bootstrap
 
 
 @pytest.fixture
 def dev_broker(_dev_broker_process: object | None) -> Iterator[object]:
-    """The development broker (`.bootstrap`, `.faults`); skipped on a real cluster."""
+    """The development broker (`.bootstrap`, `.faults`); skipped on any other Kafka."""
     if _dev_broker_process is None:
-        pytest.skip("needs the development broker (KAFKA_BOOTSTRAP_SERVERS names a real cluster)")
+        pytest.skip("needs the development broker (this run uses another Kafka)")
     try:
         yield _dev_broker_process
     finally:
@@ -80,6 +146,16 @@ def unique_topic(request: pytest.FixtureRequest) -> Callable[..., str]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests_dir = Path(__file__).resolve().parent
     for item in items:
-        if KAFKA_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if KAFKA_FIXTURES & fixtures:
             item.add_marker(pytest.mark.kafka)
+        if "dev_broker" in fixtures:
+            item.add_marker(pytest.mark.dev_broker)
+        path = Path(str(item.path)).resolve()
+        if (
+            path.is_relative_to(tests_dir)
+            and path.relative_to(tests_dir).parts[0] in APACHE_CI_DIRS
+        ):
+            item.add_marker(pytest.mark.apache_ci)

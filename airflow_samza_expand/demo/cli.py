@@ -1,5 +1,7 @@
 """``samza-expand demo``: the whole expansion on an embedded stack - development Kafka broker
-(subprocess), local Spark, Airflow in a temporary home - under live keyed traffic.
+(subprocess; ``--kafka apache``: Apache Kafka from Maven Central), local Spark (``--spark
+standalone``: a standalone master + worker from pyspark), Airflow in a temporary home - under
+live keyed traffic.
 
 Prints a progress line per step, then the report (mapping before/after, the partitions ->
 buckets -> tasks diagram, per-step timings, the verification verdict, the downtime vs plain
@@ -34,7 +36,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--run-mode", choices=["continuous", "available-now"], default="continuous")
     p.add_argument("--port", type=int, default=0, help="broker port (default: a free one)")
     p.add_argument("--bootstrap-servers", default=None,
-                   help="use this Kafka instead of starting the development broker")  # fmt: skip
+                   help="use this Kafka instead of starting one (wins over --kafka)")  # fmt: skip
+    p.add_argument("--kafka", choices=["dev", "apache"], default="dev",
+                   help="Kafka to start: dev (development broker, default) or apache (Apache "
+                   "Kafka fetched with Maven into ~/.cache/airflow-samza-expand)")  # fmt: skip
+    p.add_argument("--spark", choices=["local", "standalone"], default="local",
+                   help="Spark master: local (local[2], default) or standalone (a master and one "
+                   "worker started from pyspark on 127.0.0.1)")  # fmt: skip
     p.add_argument("--keys", type=int, default=40, help="producer keys (default 40)")
     p.add_argument("--rate", type=float, default=60.0, help="records per second (default 60)")
     p.add_argument("--grace", type=float, default=4.0,
@@ -110,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot create --output-dir {out_dir}: {exc} - give a writable directory")
     work = Path(tempfile.mkdtemp(prefix="samza-expand-demo-"))
     stream = sys.stderr if args.json else sys.stdout
-    progress = Progress(stream, total=10 if args.run_mode == "continuous" else 9)
+    total = (10 if args.run_mode == "continuous" else 9) + (args.spark == "standalone")
+    progress = Progress(stream, total=total)
     try:
         return _run(args, out_dir, work, progress)
     except KeyboardInterrupt:
@@ -125,30 +134,36 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
     from airflow_samza_expand.demo.jobs import spark_connection_env, spark_env
 
     started = time.monotonic()
-    broker = None
+    broker: Any = None
+    cluster: Any = None
     scenario = None
     log_file = open(out_dir / "demo.log", "w", encoding="utf-8")  # noqa: SIM115 - closed below
     logging.basicConfig(level=logging.INFO, stream=log_file, force=True)
     try:
-        with progress.step("starting the development Kafka broker"):
-            if args.bootstrap_servers:
-                bootstrap = args.bootstrap_servers
-            else:
-                from airflow_samza_expand.testing import DevBrokerProcess
-
-                broker = DevBrokerProcess(port=args.port, log_path=work / "broker.log").start()
-                bootstrap = broker.bootstrap
+        kafka_name = "Apache Kafka" if args.kafka == "apache" else "the development Kafka broker"
+        with progress.step(f"starting {kafka_name}" if not args.bootstrap_servers
+                           else "using the given Kafka"):  # fmt: skip
+            broker, bootstrap = _start_kafka(args, work)
             progress.line(f"        Kafka at {bootstrap}")
         import os
 
         os.environ["PATH"] = spark_env()["PATH"]
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # driver and UI on loopback
+        master = "local[2]"
+        if args.spark == "standalone":
+            with progress.step("starting a Spark standalone master and worker"):
+                from airflow_samza_expand.testing.spark_standalone import SparkStandalone
+
+                cluster = SparkStandalone(work_dir=work / "spark").start()
+                master = cluster.master_url
+                progress.line(f"        Spark master {master}, web UI {cluster.master_web_url}")
         airflow_home.prepare(
             work / "airflow",
             {
                 "kafka_default": json.dumps(
                     {"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap}}
                 ),
-                "spark_default": spark_connection_env("local[2]"),
+                "spark_default": spark_connection_env(master),
             },
         )
         migration = _Background(airflow_home.migrate)
@@ -162,6 +177,7 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
             rate=args.rate,
             grace_s=args.grace,
             naive=args.naive,
+            master=master,
         )
 
         def task_progress(task_id: str, event: str) -> None:
@@ -179,7 +195,7 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
             scenario.setup()
             scenario.start_producer()
         mode = "continuous" if args.run_mode == "continuous" else "available-now run"
-        with progress.step(f"starting the PySpark job on job model v1 ({mode}, local[2])"):
+        with progress.step(f"starting the PySpark job on job model v1 ({mode}, {master})"):
             scenario.start_job()
         if args.run_mode == "continuous":
             with progress.step("measuring a plain restart of the job (stop -> first batch)"):
@@ -220,9 +236,26 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
     finally:
         if scenario is not None:
             scenario.close()
+        if cluster is not None:
+            cluster.close()
         if broker is not None:
             broker.close()
         log_file.close()
+
+
+def _start_kafka(args: argparse.Namespace, work: Path) -> tuple[Any, str]:
+    """(process or None, bootstrap servers): --bootstrap-servers, else the chosen broker."""
+    if args.bootstrap_servers:
+        return None, args.bootstrap_servers
+    if args.kafka == "apache":
+        from airflow_samza_expand.testing import ApacheKafkaProcess
+
+        kafka = ApacheKafkaProcess(port=args.port, log_path=work / "kafka.log").start()
+        return kafka, kafka.bootstrap
+    from airflow_samza_expand.testing import DevBrokerProcess
+
+    broker = DevBrokerProcess(port=args.port, log_path=work / "broker.log").start()
+    return broker, broker.bootstrap
 
 
 class _Background:

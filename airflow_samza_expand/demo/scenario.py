@@ -203,7 +203,9 @@ class Scenario:
     def run_once(self, what: str) -> None:
         """One available-now run of the job (blocking): processes what is there and ends."""
         assert self.job is not None
-        cmd = StreamJob(self.job_name, self.args("available-now"), self.log_dir).command()
+        cmd = StreamJob(
+            self.job_name, self.args("available-now"), self.log_dir, master=self.cfg.master
+        ).command()
         log_path = Path(self.log_dir) / f"{what}-{time.strftime('%H%M%S')}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "wb") as out:

@@ -1,4 +1,5 @@
-"""Test and development support: a development Kafka broker on the real wire protocol.
+"""Test and development support: a development Kafka broker on the real wire protocol, and
+launchers of the real engines (Apache Kafka from Maven Central, a Spark standalone cluster).
 
 For tests, the demo and local development only; production uses Apache Kafka.
 
@@ -8,7 +9,8 @@ For tests, the demo and local development only; production uses Apache Kafka.
         broker.faults.inject(api="CreatePartitions", kind="apply_then_timeout", times=1)
 """
 
+from .apache_kafka_process import ApacheKafkaProcess
 from .faults import FaultClient, FaultError
 from .process import DevBrokerProcess
 
-__all__ = ["DevBrokerProcess", "FaultClient", "FaultError"]
+__all__ = ["ApacheKafkaProcess", "DevBrokerProcess", "FaultClient", "FaultError"]

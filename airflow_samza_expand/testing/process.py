@@ -5,20 +5,19 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 
 from .faults import FaultClient
+from .launch import LaunchedProcess, stop_pid
 
 log = logging.getLogger(__name__)
 
 
-class DevBrokerProcess:
+class DevBrokerProcess(LaunchedProcess):
     """`python -m airflow_samza_expand.testing` in a subprocess; usable as a context manager.
 
     `port=0` lets the broker bind a free port (no race); `.bootstrap` is "127.0.0.1:<port>".
@@ -122,43 +121,12 @@ class DevBrokerProcess:
         return self.start()
 
     def stop(self, timeout_s: float = 15.0) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                log.warning("development broker did not stop in %.0fs; killing it", timeout_s)
-                self.proc.kill()
-                self.proc.wait()
+        stop_pid(self.proc, "the development broker", timeout_s)
         self.proc = None
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
 
-    def kill(self) -> None:
-        """SIGKILL the broker (crash simulation)."""
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc = None
-
-    def log_text(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
     def close(self) -> None:
         self.stop()
         self._tmp.cleanup()
-
-    def __enter__(self) -> DevBrokerProcess:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

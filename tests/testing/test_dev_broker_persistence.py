@@ -59,7 +59,7 @@ def test_topics_records_and_offsets_survive_restart(tmp_path: Path) -> None:
 
         # Appends after the restart continue the offsets.
         producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
-        producer.produce("kept", value=b"after", partition=0)
+        producer.produce("kept", key=b"after", value=b"after", partition=0)  # compacted: keyed
         assert producer.flush(20) == 0
         consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "w"})
         low, high = consumer.get_watermark_offsets(TopicPartition("kept", 0), timeout=10)

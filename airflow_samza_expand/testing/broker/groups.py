@@ -23,6 +23,7 @@ ILLEGAL_GENERATION = 22
 INCONSISTENT_GROUP_PROTOCOL = 23
 UNKNOWN_MEMBER_ID = 25
 REBALANCE_IN_PROGRESS = 27
+GROUP_ID_NOT_FOUND = 69
 
 EMPTY = "Empty"
 PREPARING = "PreparingRebalance"
@@ -313,15 +314,28 @@ class GroupCoordinator:
                         self._remove(group, mid, "session expired")
 
     # ---- offset commit validation / describe -------------------------------------------
-    def check_commit(self, group_id: str, generation: int, member_id: str) -> int:
-        if generation < 0:
-            return NONE  # simple (assign()-based) commit
+    def check_commit(
+        self, group_id: str, generation: int, member_id: str, api_version: int = 0
+    ) -> int:
+        """Kafka's ClassicGroup.validateOffsetCommit: a simple commit (generation -1, no member
+        id) only into an empty or unknown group; a member commit needs a known member of the
+        current generation and is refused only while the group is CompletingRebalance (commits
+        on revocation during PreparingRebalance are accepted)."""
         group = self.groups.get(group_id)
-        if group is None or member_id not in group.members:
-            return UNKNOWN_MEMBER_ID
-        if generation != group.generation:
-            return ILLEGAL_GENERATION
-        if group.state == PREPARING:
+        if group is None:
+            if generation < 0:
+                return NONE
+            return GROUP_ID_NOT_FOUND if api_version >= 9 else ILLEGAL_GENERATION
+        if generation < 0 and group.state == EMPTY:
+            return NONE
+        if generation >= 0 or member_id:
+            if member_id not in group.members:
+                return UNKNOWN_MEMBER_ID
+            if generation != group.generation:
+                return ILLEGAL_GENERATION
+        else:
+            return UNKNOWN_MEMBER_ID  # simple commit into a group with members
+        if group.state == COMPLETING:
             return REBALANCE_IN_PROGRESS
         return NONE
 

@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .codec import Request
-from .storage import CorruptBatchError, split_batches
+from .storage import CorruptBatchError, has_keyless_record, split_batches
 
 if TYPE_CHECKING:
     from .server import Broker
@@ -20,41 +20,61 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _producer_ids = itertools.count(1000)
+INVALID_RECORD = 87
+
+
+def _compacted(broker: Broker, topic: str) -> bool:
+    t = broker.state.topics.get(topic)
+    return t is not None and "compact" in t.configs.get("cleanup.policy", "")
+
+
+def _append(broker: Broker, topic: str, index: int, records: bytes) -> dict[str, Any]:
+    """Validate and append one partition's batches; the fields of its produce response."""
+    plog = broker.state.partition(topic, index)
+    if plog is None:
+        return {"error_code": 3}
+    try:
+        batches = split_batches(records)
+    except CorruptBatchError as exc:
+        log.warning("rejecting produce to %s[%d]: %s", topic, index, exc)
+        return {"error_code": 2, "error_message": str(exc)}
+    if _compacted(broker, topic) and has_keyless_record(records, batches):
+        return {
+            "error_code": INVALID_RECORD,
+            "error_message": f"Compacted topic cannot accept message without key in topic "
+            f"partition {topic}-{index}.",
+        }
+    duplicate = plog.duplicate_of(records, batches) if batches else None
+    if duplicate is not None:
+        log.info("%s[%d]: retried idempotent batch, not appended again (offset %d)",
+                 topic, index, duplicate)  # fmt: skip
+        base = duplicate
+    else:
+        base = plog.append(records, batches) if batches else plog.next_offset
+    return {"error_code": 0, "base_offset": base, "log_start_offset": plog.log_start_offset}
 
 
 async def produce(broker: Broker, req: Request) -> dict[str, Any] | None:
     body = req.body
-    touched = []
+    touched = set()
     responses = []
     for topic_data in body.topic_data:
         parts = []
         for pd in topic_data.partition_data:
-            plog = broker.state.partition(topic_data.name, pd.index)
             entry: dict[str, Any] = {
                 "index": pd.index,
                 "base_offset": -1,
                 "log_append_time": None,
                 "log_start_offset": -1,
+                **_append(broker, topic_data.name, pd.index, pd.records or b""),
             }
-            if plog is None:
-                entry["error_code"] = 3
-            else:
-                try:
-                    batches = split_batches(pd.records or b"")
-                except CorruptBatchError as exc:
-                    log.warning("rejecting produce to %s[%d]: %s", topic_data.name, pd.index, exc)
-                    entry.update(error_code=2, error_message=str(exc))
-                else:
-                    base = plog.append(pd.records, batches) if batches else plog.next_offset
-                    touched.append(plog)
-                    entry.update(
-                        error_code=0, base_offset=base, log_start_offset=plog.log_start_offset
-                    )
+            if entry["error_code"] == 0:
+                touched.add((topic_data.name, pd.index))
             parts.append(entry)
         responses.append({"name": topic_data.name, "partition_responses": parts})
     if body.acks == -1:
-        for plog in touched:
-            plog.sync()
+        for topic, index in touched:
+            broker.state.partition(topic, index).sync()
     if touched:
         broker.notify_data()
     if body.acks == 0:

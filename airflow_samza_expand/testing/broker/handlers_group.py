@@ -1,7 +1,8 @@
 """FindCoordinator, offset and consumer-group handlers of the development broker (test/dev).
 
 The single broker is the coordinator of every group. Commits with generation -1 (from
-assign()-based consumers and AdminClient) are accepted as simple commits.
+assign()-based consumers and AdminClient) are simple commits, accepted while the group has no
+members (as Kafka; see GroupCoordinator.check_commit).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def find_coordinator_error(req: Request, code: int) -> dict[str, Any]:
 async def offset_commit(broker: Broker, req: Request) -> dict[str, Any]:
     body = req.body
     code = broker.groups.check_commit(
-        body.group_id, body.generation_id_or_member_epoch, body.member_id
+        body.group_id, body.generation_id_or_member_epoch, body.member_id, req.api_version
     )
     items = []
     topics = []

@@ -5,6 +5,10 @@ base offset and partition leader epoch rewritten (neither is covered by the batc
 index of (base offset, byte position, max timestamp) per batch serves fetches as one
 contiguous byte slice, so no per-record Python work happens on the produce or fetch path.
 Bytes live in a bytearray, or in one append-only file per partition with --data-dir.
+
+Idempotent producers: as Kafka, the log remembers the last 5 batches of each producer id
+(epoch, first and last sequence, base offset); a batch that repeats one of them (a retry after
+a lost response) is not appended again and answers with the original base offset.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import os
 import struct
 from array import array
 from bisect import bisect_right
+from collections import deque
 from pathlib import Path
 
 from crc32c import crc32c
@@ -26,6 +31,8 @@ _LEN = struct.Struct(">qi")  # base offset, batch length
 _ATTR_LOD = struct.Struct(">hi")  # attributes, last offset delta (at byte 21)
 _TS = struct.Struct(">qq")  # base timestamp, max timestamp (at byte 27)
 _BASE_AND_EPOCH = struct.Struct(">qii")  # base offset, length, leader epoch
+_PRODUCER = struct.Struct(">qhi")  # producer id, producer epoch, base sequence (at byte 43)
+PRODUCER_BATCHES_KEPT = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 
 
 class CorruptBatchError(ValueError):
@@ -65,6 +72,8 @@ class PartitionLog:
         self.next_offset = 0
         self.log_start_offset = 0
         self.size = 0
+        # producer id -> deque of (epoch, first sequence, last sequence, base offset)
+        self.producers: dict[int, deque[tuple[int, int, int, int]]] = {}
         self._buf: bytearray | None = None
         self._fd: int | None = None
         if path is None:
@@ -85,6 +94,7 @@ class PartitionLog:
                 break
             _, last_delta = _ATTR_LOD.unpack_from(head, 21)
             _, max_ts = _TS.unpack_from(head, 27)
+            self._remember(head, 0, last_delta + 1, base)
             self.bases.append(base)
             self.positions.append(pos)
             self.max_timestamps.append(max_ts)
@@ -98,6 +108,26 @@ class PartitionLog:
         self.size = pos
         os.lseek(self._fd, pos, os.SEEK_SET)
 
+    def _remember(self, data: bytes | bytearray, start: int, count: int, base: int) -> None:
+        producer_id, epoch, sequence = _PRODUCER.unpack_from(data, start + 43)
+        if producer_id < 0 or sequence < 0:
+            return
+        kept = self.producers.setdefault(producer_id, deque(maxlen=PRODUCER_BATCHES_KEPT))
+        if kept and kept[-1][0] != epoch:
+            kept.clear()  # a new epoch starts a new sequence
+        kept.append((epoch, sequence, sequence + count - 1, base))
+
+    def duplicate_of(self, records: bytes, batches: list[tuple[int, int, int]]) -> int | None:
+        """Base offset of the earlier append of these idempotent batches, if they are a retry."""
+        start, _, count = batches[0]
+        producer_id, epoch, sequence = _PRODUCER.unpack_from(records, start + 43)
+        if producer_id < 0 or sequence < 0:
+            return None
+        for kept_epoch, first, last, base in self.producers.get(producer_id, ()):
+            if (kept_epoch, first, last) == (epoch, sequence, sequence + count - 1):
+                return base
+        return None
+
     def append(self, records: bytes, batches: list[tuple[int, int, int]]) -> int:
         """Append the batches of `records` (as split by split_batches); returns the base offset."""
         first = self.next_offset
@@ -108,6 +138,7 @@ class PartitionLog:
             self.bases.append(offset)
             self.positions.append(self.size + start)
             self.max_timestamps.append(_TS.unpack_from(data, start + 27)[1])
+            self._remember(data, start, count, offset)
             offset += count
         if self._buf is not None:
             self._buf += data
@@ -162,6 +193,26 @@ class PartitionLog:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def has_keyless_record(records: bytes, batches: list[tuple[int, int, int]]) -> bool:
+    """True if an uncompressed batch holds a record without a key (Kafka refuses those on a
+    compacted topic; compressed batches are not opened here)."""
+    for start, _, count in batches:
+        attributes, _ = _ATTR_LOD.unpack_from(records, start + 21)
+        if attributes & 0x07:
+            continue
+        pos = start + BATCH_HEADER_SIZE
+        for _ in range(count):
+            length, n = read_signed_varint(records, pos)
+            body = pos + n
+            _, n2 = read_signed_varlong(records, body + 1)
+            _, n3 = read_signed_varint(records, body + 1 + n2)
+            key_length, _ = read_signed_varint(records, body + 1 + n2 + n3)
+            if key_length < 0:
+                return True
+            pos = body + length
+    return False
 
 
 def _first_record_at_or_after(batch: bytes, timestamp: int) -> tuple[int, int] | None:
