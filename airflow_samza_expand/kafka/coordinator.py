@@ -75,7 +75,10 @@ EXPANSION = "expansion"
 CONTROL = "control"
 PROCESSOR = "processor"
 STOP_KEY = "stop"
-PROCESSOR_STATES = frozenset({"starting", "running", "stopping", "stopped", "failed"})
+PROCESSOR_STATES = frozenset(
+    {"starting", "standby", "running", "stopping", "stopped", "failed"}
+)
+PROCESSOR_ROLES = frozenset({"active", "standby"})
 COORDINATOR_TOPIC_CONFIG = {"cleanup.policy": "compact"}
 
 _LEGAL_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -117,8 +120,17 @@ class CoordinatorStore(Protocol):
     def request_stop(self, version: int, reason: str) -> None: ...
     def stop_request(self) -> dict | None: ...
     def clear_stop(self) -> None: ...
-    def heartbeat(self, processor_id: str, job_model_version: int, state: str) -> None: ...
+    def heartbeat(
+        self,
+        processor_id: str,
+        job_model_version: int,
+        state: str,
+        *,
+        role: str | None = None,
+        ttl_s: float | None = None,
+    ) -> None: ...
     def processors(self) -> dict[str, dict]: ...
+    def remove_processor(self, processor_id: str) -> None: ...
     def close(self) -> None: ...
 
 
@@ -197,14 +209,29 @@ def _stop_value(version: int, reason: str) -> bytes:
     return _check_json("stop request", doc)
 
 
-def _heartbeat_value(job_model_version: int, state: str) -> bytes:
+def _heartbeat_value(
+    job_model_version: int, state: str, role: str | None = None, ttl_s: float | None = None
+) -> bytes:
+    """The processor record; ``role`` and ``ttl`` (seconds) only when given (rule 1.7)."""
     if state not in PROCESSOR_STATES:
         raise ValueError(
             f"processor state {state!r} is not one of {sorted(PROCESSOR_STATES)} - use one of them"
         )
     if isinstance(job_model_version, bool) or not isinstance(job_model_version, int):
         raise ValueError(f"job_model_version must be an int, got {job_model_version!r}")
-    doc = {"job_model_version": job_model_version, "state": state, "heartbeat_at": now_iso_ms()}
+    doc: dict[str, Any] = {
+        "job_model_version": job_model_version,
+        "state": state,
+        "heartbeat_at": now_iso_ms(),
+    }
+    if role is not None:
+        if role not in PROCESSOR_ROLES:
+            raise ValueError(f"processor role {role!r} is not one of {sorted(PROCESSOR_ROLES)}")
+        doc["role"] = role
+    if ttl_s is not None:
+        if isinstance(ttl_s, bool) or not isinstance(ttl_s, (int, float)) or ttl_s <= 0:
+            raise ValueError(f"processor ttl_s must be a number > 0, got {ttl_s!r}")
+        doc["ttl"] = float(ttl_s)
     return _check_json("heartbeat", doc)
 
 
@@ -698,10 +725,25 @@ class KafkaCoordinatorStore:
             if self._check_topic():
                 self._produce(encode_key(CONTROL, STOP_KEY), None)
 
-    def heartbeat(self, processor_id: str, job_model_version: int, state: str) -> None:
-        value = _heartbeat_value(job_model_version, state)
+    def heartbeat(
+        self,
+        processor_id: str,
+        job_model_version: int,
+        state: str,
+        *,
+        role: str | None = None,
+        ttl_s: float | None = None,
+    ) -> None:
+        value = _heartbeat_value(job_model_version, state, role, ttl_s)
         with self._lock:
             self._produce(encode_key(PROCESSOR, _check_id("processor_id", processor_id)), value)
+
+    def remove_processor(self, processor_id: str) -> None:
+        """Tombstone a processor record (a dead processor's, once noticed)."""
+        with self._lock:
+            if self._check_topic():
+                key = encode_key(PROCESSOR, _check_id("processor_id", processor_id))
+                self._produce(key, None)
 
 
 # -- file store --------------------------------------------------------------------------------
@@ -939,9 +981,21 @@ class FileCoordinatorStore:
     def clear_stop(self) -> None:
         self._files.delete(CONTROL, _file_name(STOP_KEY))
 
-    def heartbeat(self, processor_id: str, job_model_version: int, state: str) -> None:
-        value = _heartbeat_value(job_model_version, state)
+    def heartbeat(
+        self,
+        processor_id: str,
+        job_model_version: int,
+        state: str,
+        *,
+        role: str | None = None,
+        ttl_s: float | None = None,
+    ) -> None:
+        value = _heartbeat_value(job_model_version, state, role, ttl_s)
         self._files.replace(value, PROCESSOR, _file_name(_check_id("processor_id", processor_id)))
+
+    def remove_processor(self, processor_id: str) -> None:
+        """Delete a processor record (a dead processor's, once noticed)."""
+        self._files.delete(PROCESSOR, _file_name(_check_id("processor_id", processor_id)))
 
     def processors(self) -> dict[str, dict]:
         result = {}
