@@ -130,9 +130,7 @@ def blocking_stop(
     }
 
 
-def standbys(
-    processors: Mapping[str, Mapping[str, Any]], now: datetime | None = None
-) -> list[str]:
+def standbys(processors: Mapping[str, Mapping[str, Any]], now: datetime | None = None) -> list[str]:
     """Live processors that report the standby role (sorted ids)."""
     now = now or utc_now()
     return sorted(

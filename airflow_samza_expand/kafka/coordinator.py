@@ -75,9 +75,7 @@ EXPANSION = "expansion"
 CONTROL = "control"
 PROCESSOR = "processor"
 STOP_KEY = "stop"
-PROCESSOR_STATES = frozenset(
-    {"starting", "standby", "running", "stopping", "stopped", "failed"}
-)
+PROCESSOR_STATES = frozenset({"starting", "standby", "running", "stopping", "stopped", "failed"})
 PROCESSOR_ROLES = frozenset({"active", "standby"})
 COORDINATOR_TOPIC_CONFIG = {"cleanup.policy": "compact"}
 
