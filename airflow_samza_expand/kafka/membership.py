@@ -39,7 +39,7 @@ from airflow_samza_expand.kafka.admin import KafkaAdmin, without_consumer_settin
 log = logging.getLogger(__name__)
 
 DEFAULT_LEASE_TTL_S = 30.0
-POLL_S = 0.2
+POLL_S = 0.05  # also how fast confirm() is answered
 LEASE_PARTITION = 0
 
 
@@ -151,8 +151,7 @@ class ActiveLease:
                     self._confirm_ok = answer
                     self._confirm_done.set()
             try:
-                # serves rebalance callbacks; the topic carries no data
-                consumer.poll(0.05 if self._confirm_request.is_set() else POLL_S)
+                consumer.poll(POLL_S)  # serves rebalance callbacks; the topic carries no data
             except Exception as exc:  # noqa: BLE001 - keep the membership thread alive
                 self._error = str(exc)
                 log.warning("lease group %s: poll failed: %s", self.group, exc)
