@@ -11,10 +11,11 @@ from airflow_samza_expand.core.lease import ACTIVE_LEASE, EXPANSION_LEASE, Lease
 from airflow_samza_expand.store.protocol import CoordinatorStore, coordinator_topic
 
 
-def open_store(
-    uri: str, job_name: str, kafka_config: Mapping[str, str] | None = None
-) -> CoordinatorStore:
-    """`"kafka"` or `"kafka://<topic>"` -> KafkaCoordinatorStore; a path or fsspec URL -> files."""
+def store_location(uri: str, kafka_config: Mapping[str, str] | None) -> tuple[str, str]:
+    """("kafka", topic or "") for `"kafka"` / `"kafka://<topic>"`, else ("files", path or URL).
+
+    ValueError naming the fix for an empty location or a Kafka store without a client config.
+    """
     text = str(uri).strip()
     if text == "kafka" or text.startswith("kafka://"):
         if not kafka_config:
@@ -22,18 +23,27 @@ def open_store(
                 f"coordinator store {text!r} needs a Kafka client config - pass kafka_config "
                 "(e.g. client_config(bootstrap_servers=...))"
             )
-        from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
-
-        topic = text[len("kafka://") :] if text.startswith("kafka://") else ""
-        return KafkaCoordinatorStore(kafka_config, job_name, topic or None)
+        return "kafka", text[len("kafka://") :] if text.startswith("kafka://") else ""
     if not text:
         raise ValueError(
             "empty coordinator store location - pass 'kafka', 'kafka://<topic>', a directory "
             "path or an fsspec URL"
         )
+    return "files", text
+
+
+def open_store(
+    uri: str, job_name: str, kafka_config: Mapping[str, str] | None = None
+) -> CoordinatorStore:
+    """`"kafka"` or `"kafka://<topic>"` -> KafkaCoordinatorStore; a path or fsspec URL -> files."""
+    kind, where = store_location(uri, kafka_config)
+    if kind == "kafka":
+        from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+
+        return KafkaCoordinatorStore(kafka_config or {}, job_name, where or None)
     from airflow_samza_expand.store.files import FileCoordinatorStore
 
-    return FileCoordinatorStore(text, job_name)
+    return FileCoordinatorStore(where, job_name)
 
 
 __all__ = [
@@ -43,4 +53,5 @@ __all__ = [
     "Lease",
     "coordinator_topic",
     "open_store",
+    "store_location",
 ]
