@@ -229,9 +229,20 @@ class FileCoordinatorStore:
     def clear_stop(self) -> None:
         self._files.delete(CONTROL, file_name(STOP_KEY))
 
-    def heartbeat(self, processor_id: str, job_model_version: int, state: str) -> None:
-        value = heartbeat_value(job_model_version, state)
+    def heartbeat(
+        self,
+        processor_id: str,
+        job_model_version: int,
+        state: str,
+        *,
+        role: str | None = None,
+        ttl_s: float | None = None,
+    ) -> None:
+        value = heartbeat_value(job_model_version, state, role, ttl_s)
         self._files.replace(value, PROCESSOR, file_name(check_id("processor_id", processor_id)))
+
+    def remove_processor(self, processor_id: str) -> None:
+        self._files.delete(PROCESSOR, file_name(check_id("processor_id", processor_id)))
 
     def processors(self) -> dict[str, dict]:
         result = {}

@@ -335,10 +335,24 @@ class KafkaCoordinatorStore:
             if self._io.topic_exists():
                 self._produce(encode_key(CONTROL, STOP_KEY), None)
 
-    def heartbeat(self, processor_id: str, job_model_version: int, state: str) -> None:
-        value = heartbeat_value(job_model_version, state)
+    def heartbeat(
+        self,
+        processor_id: str,
+        job_model_version: int,
+        state: str,
+        *,
+        role: str | None = None,
+        ttl_s: float | None = None,
+    ) -> None:
+        value = heartbeat_value(job_model_version, state, role, ttl_s)
         with self._lock:
             self._produce(encode_key(PROCESSOR, check_id("processor_id", processor_id)), value)
+
+    def remove_processor(self, processor_id: str) -> None:
+        key = encode_key(PROCESSOR, check_id("processor_id", processor_id))
+        with self._lock:
+            if self._io.topic_exists():
+                self._produce(key, None)
 
     # -- legacy untyped expansion documents (kafka.coordinator shim; removed with it) ---------
 
