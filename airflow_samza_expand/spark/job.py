@@ -5,13 +5,17 @@ Run it as ``python -m airflow_samza_expand.spark.job ...`` or give this file to 
 
 1. read the newest job model from the coordinator store (refuse to start without one);
 2. refuse a checkpoint written under an incompatible task set (`state.check_task_set`);
-3. heartbeat ``starting``, then ``running`` with the job model version after every micro-batch;
-4. after each micro-batch commit the batch's end offsets for the consumer group ``<job>``;
-5. on a ``stop`` control record for its version (or a newer one): admit no more data, let the
-   current micro-batch finish, commit, heartbeat ``stopped`` and exit 0.
+3. join the job's active lease group and wait as a standby (heartbeat ``standby``, warmed up)
+   until it holds the lease and the newest job model is >= ``--job-model-version``
+   (`spark.lifecycle`; ``--no-lease`` skips the lease);
+4. heartbeat ``starting``, then ``running`` with the job model version after every micro-batch;
+5. after each micro-batch (the lease confirmed) commit its end offsets for the group ``<job>``;
+6. on a ``stop`` control record for its version (or a newer one): admit no more data, let the
+   current micro-batch finish, commit, heartbeat ``stopped``, release the lease and exit 0.
    ``--trigger available-now`` also ends with ``stopped`` once the data present at start is done.
 
-Exit codes: 0 done or stopped, 1 the query failed, 2 bad input (message on stderr).
+Exit codes: 0 done or stopped, 1 the query failed, 2 bad input (message on stderr),
+3 the active lease was lost (another processor took over; nothing more was committed).
 """
 
 from __future__ import annotations
@@ -23,10 +27,7 @@ import os
 import re
 import socket
 import sys
-import tempfile
-import threading
 import time
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 # Spark runs this file as a script (spark-submit / SparkSubmitOperator(application=...)):
@@ -36,219 +37,36 @@ if __package__ in (None, ""):
 
 from airflow_samza_expand.core.errors import ExpansionError  # noqa: E402
 from airflow_samza_expand.core.model import JobModel  # noqa: E402
+from airflow_samza_expand.spark.args import (  # noqa: E402
+    UsageError,
+    build_parser,
+    parse_trigger,
+    validate_args,
+)
+from airflow_samza_expand.spark.lifecycle import (  # noqa: E402
+    EXIT_LEASE_LOST,
+    LeaseLostError,
+    Lifecycle,
+    heartbeat_interval,
+    warm_up,
+)
+from airflow_samza_expand.spark.outputs import (  # noqa: E402
+    SUMMARY_SCHEMA,
+    produce_outputs,
+    progress_summary,
+)
 
 log = logging.getLogger("airflow_samza_expand.spark.job")
 
-IDLE_HEARTBEAT_S = 10.0
 STOP_POLL_S = 1.0
 POLL_S = 0.5
-DEFAULT_MAX_RECORDS_PER_BATCH = 100_000
-SUMMARY_SCHEMA = "task string, records long, outputs long"
-_PROCESSING_TIME = re.compile(r"^processing-time=(\d+(?:\.\d+)?)\s*(ms|s|m)?$")
-
-
-class UsageError(Exception):
-    """Bad input: the message names the problem and the fix."""
-
-
-# -- arguments ---------------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
-
-    p = argparse.ArgumentParser(
-        prog="python -m airflow_samza_expand.spark.job",
-        description="Stateful PySpark job reading Kafka by the tasks of its Samza-style job model.",
-    )
-    p.add_argument("--job-name", required=True, help="job name (also the consumer group)")
-    p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers host:port[,...]")
-    p.add_argument("--kafka-config", metavar="FILE", help="librdkafka key=value config file")
-    p.add_argument(
-        "--coordinator",
-        default="kafka",
-        help="coordinator store: 'kafka', 'kafka://<topic>', a path or an fsspec URL",
-    )
-    p.add_argument("--checkpoint-dir", required=True, help="Spark checkpoint directory")
-    p.add_argument("--output-topic", required=True, help="topic the processor outputs go to")
-    p.add_argument(
-        "--trigger",
-        default="processing-time=5s",
-        help="'available-now' or 'processing-time=<n>[ms|s|m]' (default processing-time=5s)",
-    )
-    p.add_argument("--processor-id", default=None, help="heartbeat id (default host-pid)")
-    p.add_argument(
-        "--max-records-per-batch",
-        type=int,
-        default=DEFAULT_MAX_RECORDS_PER_BATCH,
-        help=f"cap of records per micro-batch, shared fairly by SSPs; 0 = no cap "
-        f"(default {DEFAULT_MAX_RECORDS_PER_BATCH})",
-    )
-    p.add_argument(
-        "--processor",
-        default=DEFAULT_PROCESSOR,
-        help=f"keyed processor as module:Class (default {DEFAULT_PROCESSOR})",
-    )
-    p.add_argument(
-        "--allow-task-change",
-        action="store_true",
-        help="accept a checkpoint written under another task set (keyed state may be lost)",
-    )
-    p.add_argument(
-        "--master", default=None, help="Spark master when not run by spark-submit (local[2])"
-    )
-    p.add_argument(
-        "--shuffle-partitions",
-        type=int,
-        default=4,
-        help="state partitions of a new checkpoint (fixed once the checkpoint exists)",
-    )
-    p.add_argument(
-        "--state-buckets",
-        type=int,
-        default=0,
-        help="0: one Spark state row per (task, key); N: per (task, hash(key) %% N) holding "
-        "its keys' states - far fewer Python calls per batch (fixed once the checkpoint exists)",
-    )
-    p.add_argument(
-        "--progress-file",
-        default=None,
-        metavar="FILE",
-        help="append each batch's Spark progress (durations, rows) as a JSON line",
-    )
-    p.add_argument(
-        "--spark-conf",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra Spark setting (repeatable) when run without spark-submit",
-    )
-    return p
-
-
-def parse_trigger(text: str) -> dict[str, Any]:
-    """``available-now`` -> {availableNow: True}; ``processing-time=5s`` -> {processingTime}."""
-    if text == "available-now":
-        return {"availableNow": True}
-    match = _PROCESSING_TIME.match(text.strip())
-    if not match:
-        raise UsageError(
-            f"trigger {text!r} is not understood - give 'available-now' or "
-            "'processing-time=5s' (units ms, s, m)"
-        )
-    amount, unit = match.group(1), match.group(2) or "s"
-    words = {"ms": "milliseconds", "s": "seconds", "m": "minutes"}
-    return {"processingTime": f"{amount} {words[unit]}"}
-
-
-def validate_args(args: argparse.Namespace) -> None:
-    if not args.bootstrap_servers and not args.kafka_config:
-        raise UsageError("no Kafka given - pass --bootstrap-servers or --kafka-config FILE")
-    if args.kafka_config and not os.path.isfile(args.kafka_config):
-        raise UsageError(
-            f"--kafka-config {args.kafka_config!r} is not a file - give a readable file"
-        )
-    if args.max_records_per_batch < 0:
-        raise UsageError("--max-records-per-batch must be >= 0 (0 means no cap)")
-    if args.state_buckets < 0:
-        raise UsageError("--state-buckets must be >= 0 (0 means one state row per key)")
-    if args.shuffle_partitions <= 0:
-        raise UsageError("--shuffle-partitions must be >= 1")
-    parse_trigger(args.trigger)
-    for item in args.spark_conf:
-        if "=" not in item:
-            raise UsageError(f"--spark-conf {item!r} is not KEY=VALUE")
-    from airflow_samza_expand.spark.processor import load_processor
-
-    try:
-        load_processor(args.processor)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
-# -- output ------------------------------------------------------------------------------------
-
-
-def _produce_outputs(
-    kafka_options: Mapping[str, str], topic: str
-) -> Any:  # returns the mapInArrow function
-    """Executor function: produce processor outputs, yield per-task (records, outputs)."""
-
-    def produce(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        from confluent_kafka import Producer
-
-        from airflow_samza_expand.spark.source import kafka_client_config
-
-        config = kafka_client_config(kafka_options)
-        config.setdefault("linger.ms", "5")
-        producer = Producer(config)
-        errors: list[str] = []
-
-        def on_delivery(err: Any, _msg: Any) -> None:
-            if err is not None:
-                errors.append(str(err))
-
-        per_task: dict[str, list[int]] = {}
-        for batch in batches:
-            cols = batch.to_pydict()
-            for task, key, records, value in zip(
-                cols["task"], cols["key"], cols["records"], cols["value"], strict=True
-            ):
-                counts = per_task.setdefault(task, [0, 0])
-                counts[0] += records or 0
-                if value is None:
-                    continue
-                counts[1] += 1
-                while True:
-                    try:
-                        producer.produce(
-                            topic,
-                            value=value.encode("utf-8"),
-                            key=None if key is None else key.encode("utf-8"),
-                            on_delivery=on_delivery,
-                        )
-                        break
-                    except BufferError:
-                        producer.poll(0.1)
-                producer.poll(0)
-        remaining = producer.flush(60)
-        if remaining or errors:
-            raise RuntimeError(
-                f"producing to {topic!r} failed ({remaining} undelivered): {errors[:3]} - "
-                "check the output topic exists and the brokers are reachable"
-            )
-        tasks = sorted(per_task)
-        yield pa.RecordBatch.from_pydict(
-            {
-                "task": tasks,
-                "records": [per_task[t][0] for t in tasks],
-                "outputs": [per_task[t][1] for t in tasks],
-            },
-            schema=pa.schema(
-                [("task", pa.string()), ("records", pa.int64()), ("outputs", pa.int64())]
-            ),
-        )
-
-    return produce
-
-
-def _progress_summary(report: Mapping[str, Any]) -> dict[str, Any]:
-    """The parts of a StreamingQueryProgress worth keeping per batch."""
-    return {
-        "batchId": report["batchId"],
-        "timestamp": report["timestamp"],
-        "numInputRows": report["numInputRows"],
-        "durationMs": dict(report["durationMs"]),
-        "stateRows": [op["numRowsTotal"] for op in report["stateOperators"]],
-    }
 
 
 # -- the job -----------------------------------------------------------------------------------
 
 
 class StreamJob:
-    """One run of the job: a streaming query plus its coordinator lifecycle."""
+    """One run of the job: a streaming query plus its processor lifecycle (`Lifecycle`)."""
 
     def __init__(self, args: argparse.Namespace, spark: Any = None) -> None:
         self.args = args
@@ -258,54 +76,23 @@ class StreamJob:
             "bootstrap_servers": args.bootstrap_servers or "",
             "kafka_config_file": os.path.abspath(args.kafka_config) if args.kafka_config else "",
         }
-        self.store: Any = None
+        self.life: Lifecycle | None = None
         self.model: JobModel | None = None
-        self.store_lock = threading.Lock()
-        self.stop_event = threading.Event()
-        self.stop_seen_at: float | None = None
-        self.gate_dir = tempfile.mkdtemp(prefix="samza-expand-gate-")
-        self.gate_path = os.path.join(self.gate_dir, "stop")
         self.batches = 0
         self.committed: str | None = None
         self.last_batch_reported = -1
+        self.lease_lost: LeaseLostError | None = None
         self._commit_consumer: Any = None
-
-    # coordinator ------------------------------------------------------------------------------
 
     def _kafka_config(self) -> dict[str, str]:
         from airflow_samza_expand.spark.source import kafka_client_config
 
         return kafka_client_config(self.kafka_options)
 
-    def heartbeat(self, state: str) -> None:
-        assert self.model is not None
-        with self.store_lock:
-            self.store.heartbeat(self.processor_id, self.model.version, state)
-
-    def check_stop(self) -> bool:
-        """True once a stop for this job model version (or a newer one) is requested."""
-        assert self.model is not None
-        if self.stop_event.is_set():
-            return True
-        with self.store_lock:
-            request = self.store.stop_request()
-        if not request:
-            return False
-        version = int(request.get("version", 0))
-        if version < self.model.version:
-            return False  # a stale request for an older job model
-        log.info(
-            "stop requested for job model v%s (running v%s, reason %r): finishing the current "
-            "batch",
-            version,
-            self.model.version,
-            request.get("reason"),
-        )
-        with open(self.gate_path, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(request))
-        self.stop_seen_at = time.monotonic()
-        self.stop_event.set()
-        return True
+    @property
+    def lifecycle(self) -> Lifecycle:
+        assert self.life is not None
+        return self.life
 
     # offsets ----------------------------------------------------------------------------------
 
@@ -317,6 +104,7 @@ class StreamJob:
 
         if end_offset_json == self.committed:
             return
+        self.lifecycle.guard(f"committing offsets {end_offset_json}")
         if self._commit_consumer is None:
             config = self._kafka_config()
             config.update({"group.id": self.args.job_name, "enable.auto.commit": "false"})
@@ -332,7 +120,7 @@ class StreamJob:
             with open(self.args.progress_file, "a", encoding="utf-8") as handle:
                 for report in reports:
                     if report["numInputRows"] or report["durationMs"].get("addBatch"):
-                        handle.write(json.dumps(_progress_summary(report)) + "\n")
+                        handle.write(json.dumps(progress_summary(report)) + "\n")
         if reports:
             self.last_batch_reported = max(r["batchId"] for r in reports)
         progress = query.lastProgress
@@ -345,9 +133,14 @@ class StreamJob:
     # batches ----------------------------------------------------------------------------------
 
     def on_batch(self, batch_df: Any, batch_id: int) -> None:
-        """foreachBatch: write outputs, log per-task counts, heartbeat, look for a stop."""
+        """foreachBatch: confirm the lease, write outputs, heartbeat, look for a stop."""
         started = time.monotonic()
-        produce = _produce_outputs(self.kafka_options, self.args.output_topic)
+        try:
+            self.lifecycle.guard(f"writing batch {batch_id}")
+        except LeaseLostError as exc:
+            self.lease_lost = exc
+            raise
+        produce = produce_outputs(self.kafka_options, self.args.output_topic)
         summary = batch_df.mapInArrow(produce, SUMMARY_SCHEMA).collect()
         per_task: dict[str, int] = {}
         outputs = 0
@@ -363,8 +156,8 @@ class StreamJob:
             json.dumps(dict(sorted(per_task.items()))),
             time.monotonic() - started,
         )
-        self.heartbeat("running")
-        self.check_stop()
+        self.lifecycle.heartbeat("running")
+        self.lifecycle.check_stop()
 
     # run --------------------------------------------------------------------------------------
 
@@ -425,7 +218,9 @@ class StreamJob:
             "job_model": self.model.to_json(),
             "group_id": self.args.job_name,
             "max_records_per_batch": str(self.args.max_records_per_batch),
-            "stop_gate": self.gate_path,
+            "stop_gate": self.lifecycle.gate_path,
+            # under the lease the driver commits, after confirming it (fencing a zombie)
+            "commit_offsets": "false" if self.lifecycle.use_lease else "true",
             **self.kafka_options,
         }
         records = spark.readStream.format(SamzaKafkaDataSource.name()).options(**options).load()
@@ -450,26 +245,57 @@ class StreamJob:
             .start()
         )
 
-    def run(self) -> int:
+    def _prepare(self) -> JobModel | None:
+        """Open the store, warm up as a standby, wait for the lease; the model to run or None."""
         from airflow_samza_expand.kafka.coordinator import open_store
-        from airflow_samza_expand.spark.state import check_task_set, state_layout, write_task_set
 
         args = self.args
         try:
-            self.store = open_store(args.coordinator, args.job_name, self._kafka_config())
+            store = open_store(args.coordinator, args.job_name, self._kafka_config())
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        model = self.store.latest_job_model()
-        if model is None:
+        self.life = Lifecycle(
+            store,
+            args.job_name,
+            self.processor_id,
+            self._kafka_config(),
+            ttl_s=args.ttl,
+            use_lease=not args.no_lease,
+        )
+        newest = store.latest_job_model()
+        if newest is None and not args.job_model_version:
             raise UsageError(
                 f"coordinator store {args.coordinator!r} has no job model for job "
                 f"{args.job_name!r} - write version 1 first (e.g. JobModel.initial(...) and "
                 "write_job_model)"
             )
+        self.life.version = args.job_model_version or newest.version  # type: ignore[union-attr]
+        self.life.reap_dead()
+        self.life.heartbeat("standby" if self.life.use_lease else "starting")
+        if newest is not None:
+            self._check_topics(newest)  # Kafka metadata warmed up (and bad input refused early)
+        if self.life.use_lease:
+            self.life.join()
+            if args.standby:
+                took = warm_up(self._spark(), args.processor)
+                log.info("standby %s warmed up in %.1f s", self.processor_id, took)
+        return self.life.wait_to_process(args.job_model_version or 1)
+
+    def run(self) -> int:
+        from airflow_samza_expand.spark.state import check_task_set, state_layout, write_task_set
+
+        args = self.args
+        model = self._prepare()
+        life = self.lifecycle
+        if model is None:
+            life.heartbeat("stopped")
+            log.info("job %r: stop requested while a standby: exiting", args.job_name)
+            return 0
         self.model = model
         log.info(
-            "job %r: job model v%d (grouper %s), tasks %s",
+            "job %r: processor %s runs job model v%d (grouper %s), tasks %s",
             args.job_name,
+            self.processor_id,
             model.version,
             model.grouper,
             {t: sorted(str(s) for s in ssps) for t, ssps in model.task_to_ssps().items()},
@@ -485,24 +311,36 @@ class StreamJob:
         if problems:
             log.warning("--allow-task-change: accepting %s", "; ".join(problems))
         write_task_set(args.checkpoint_dir, model, layout)
-        self.heartbeat("starting")
+        life.heartbeat("starting")
         try:
             query = self.start_query()
-            self.heartbeat("running")
+            life.heartbeat("running")
             try:
                 failed = self._watch(query)
             finally:
                 if query.isActive:
                     query.stop()
+        except LeaseLostError as exc:
+            self.lease_lost = exc
+            failed = True
         except BaseException:
-            self.heartbeat("failed")
+            life.heartbeat("failed")
             raise
+        if self.lease_lost is not None:
+            log.error("%s", self.lease_lost)
+            life.heartbeat("stopped")
+            return EXIT_LEASE_LOST
         try:
             self.commit_progress(query)
+        except LeaseLostError as exc:
+            log.error("%s", exc)
+            life.heartbeat("stopped")
+            return EXIT_LEASE_LOST
         except Exception as exc:
             log.error("final offset commit failed: %s", exc)
             failed = True
-        self.heartbeat("failed" if failed else "stopped")
+        life.heartbeat("failed" if failed else "stopped")
+        life.release()  # the handover: a standby takes the lease now
         log.info(
             "job %r %s after %d batches (job model v%d)",
             args.job_name,
@@ -514,42 +352,53 @@ class StreamJob:
 
     def _watch(self, query: Any) -> bool:
         """Poll the query until it ends or a requested stop is complete; True if it failed."""
+        life = self.lifecycle
         next_stop_poll = time.monotonic() + STOP_POLL_S
-        next_heartbeat = time.monotonic() + IDLE_HEARTBEAT_S
+        interval = heartbeat_interval(life.ttl_s)
+        next_heartbeat = time.monotonic() + interval
         while True:
             ended = query.awaitTermination(POLL_S)
             if ended:
                 error = query.exception()
+                if self.lease_lost is not None:
+                    return True
                 if error is not None:
                     log.error("streaming query failed: %s", error)
                     return True
                 return False
+            if life.use_lease and (not life.lease.is_active() or life.lease.epoch != life.epoch):
+                self.lease_lost = LeaseLostError(
+                    f"processor {self.processor_id} lost the active lease of job "
+                    f"{self.args.job_name!r} (epoch {life.epoch}): stopping its query without "
+                    "committing more"
+                )
+                query.stop()
+                return True
             self.commit_progress(query)
             now = time.monotonic()
-            if self.stop_event.is_set():
+            if life.stop_event.is_set():
                 status = query.status
-                assert self.stop_seen_at is not None
-                if not status["isTriggerActive"] and now - self.stop_seen_at > POLL_S:
+                assert life.stop_seen_at is not None
+                if not status["isTriggerActive"] and now - life.stop_seen_at > POLL_S:
                     log.info("stop: no batch in flight, stopping the query")
                     query.stop()
                     return False
                 continue
             if now >= next_stop_poll:
-                self.check_stop()
+                life.check_stop()
                 next_stop_poll = now + STOP_POLL_S
             if now >= next_heartbeat:
-                self.heartbeat("running")
-                next_heartbeat = now + IDLE_HEARTBEAT_S
+                life.heartbeat("running")
+                next_heartbeat = now + interval
 
     def close(self) -> None:
         if self._commit_consumer is not None:
             self._commit_consumer.close()
             self._commit_consumer = None
-        if self.store is not None and hasattr(self.store, "close"):
-            self.store.close()
-        for name in os.listdir(self.gate_dir):
-            os.unlink(os.path.join(self.gate_dir, name))
-        os.rmdir(self.gate_dir)
+        if self.life is not None:
+            self.life.close()
+            if hasattr(self.life.store, "close"):
+                self.life.store.close()
 
 
 def main(argv: list[str] | None = None, *, spark: Any = None) -> int:

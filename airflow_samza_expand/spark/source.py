@@ -13,7 +13,8 @@
 
 Options (all strings): ``job_model`` (JSON), ``bootstrap_servers`` and/or ``kafka_config_file``,
 ``group_id`` (default: the job name), ``max_records_per_batch`` (0 = no cap), ``stop_gate``
-(path of a file whose existence means "admit no more data", used for a clean stop).
+(path of a file whose existence means "admit no more data", used for a clean stop),
+``commit_offsets`` ("false": the driver commits after it confirmed the active lease).
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.group_id = self.options.get("group_id") or self.model.job_name
         self.max_records = int(self.options.get("max_records_per_batch") or 0)
         self.stop_gate = self.options.get("stop_gate") or None
+        self.commit_offsets = self.options.get("commit_offsets", "true").lower() != "false"
         self.ssps = sorted(
             {
                 (ssp.stream, ssp.partition)
@@ -262,6 +264,8 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return result
 
     def commit(self, end: dict) -> None:
+        if not self.commit_offsets:
+            return
         try:
             commit_group_offsets(self._driver_consumer(), end)
         except Exception as exc:  # keep the query alive; the job commits again after a batch

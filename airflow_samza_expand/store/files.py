@@ -38,6 +38,7 @@ from airflow_samza_expand.store.protocol import (
 )
 from airflow_samza_expand.store.records import (
     check_id,
+    check_update,
     check_write,
     decode_expansion,
     decode_json,
@@ -178,13 +179,8 @@ class FileCoordinatorStore:
         """Conditional update (store.protocol.CoordinatorStore.put_expansion)."""
         value = encode_expansion(self.job_name, record, expected_revision)
         expansion_id = record.expansion_id
-        current = self.get_expansion(expansion_id)
-        if (current.revision if current else 0) != expected_revision:
-            raise stale_revision(expansion_id, expected_revision, current)
-        if current is not None:
-            current.check_successor(record.status)
-        if fence is not None:
-            check_current(self.get_lease(fence.name), fence)
+        lease = None if fence is None else self.get_lease(fence.name)
+        check_update(record, expected_revision, self.get_expansion(expansion_id), fence, lease)
         if not self._conditional(EXPANSIONS, expansion_id, expected_revision, value):
             raise stale_revision(expansion_id, expected_revision, self.get_expansion(expansion_id))
         if fence is not None:
@@ -233,9 +229,20 @@ class FileCoordinatorStore:
     def clear_stop(self) -> None:
         self._files.delete(CONTROL, file_name(STOP_KEY))
 
-    def heartbeat(self, processor_id: str, job_model_version: int, state: str) -> None:
-        value = heartbeat_value(job_model_version, state)
+    def heartbeat(
+        self,
+        processor_id: str,
+        job_model_version: int,
+        state: str,
+        *,
+        role: str | None = None,
+        ttl_s: float | None = None,
+    ) -> None:
+        value = heartbeat_value(job_model_version, state, role, ttl_s)
         self._files.replace(value, PROCESSOR, file_name(check_id("processor_id", processor_id)))
+
+    def remove_processor(self, processor_id: str) -> None:
+        self._files.delete(PROCESSOR, file_name(check_id("processor_id", processor_id)))
 
     def processors(self) -> dict[str, dict]:
         result = {}

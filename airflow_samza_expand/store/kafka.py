@@ -41,6 +41,7 @@ from airflow_samza_expand.store.protocol import (
 )
 from airflow_samza_expand.store.records import (
     check_id,
+    check_update,
     check_write,
     decode_expansion,
     decode_json,
@@ -292,13 +293,8 @@ class KafkaCoordinatorStore:
         expansion_id = record.expansion_id
         with self._lock:
             self.refresh()
-            current = self._expansion(expansion_id)
-            if (current.revision if current else 0) != expected_revision:
-                raise stale_revision(expansion_id, expected_revision, current)
-            if current is not None:
-                current.check_successor(record.status)
-            if fence is not None:
-                check_current(self._lease(fence.name), fence)
+            lease = None if fence is None else self._lease(fence.name)
+            check_update(record, expected_revision, self._expansion(expansion_id), fence, lease)
             revision = expected_revision + 1
             if self._conditional(EXPANSION, expansion_id, revision, value, fence):
                 return dataclasses.replace(record, revision=revision)
@@ -339,10 +335,24 @@ class KafkaCoordinatorStore:
             if self._io.topic_exists():
                 self._produce(encode_key(CONTROL, STOP_KEY), None)
 
-    def heartbeat(self, processor_id: str, job_model_version: int, state: str) -> None:
-        value = heartbeat_value(job_model_version, state)
+    def heartbeat(
+        self,
+        processor_id: str,
+        job_model_version: int,
+        state: str,
+        *,
+        role: str | None = None,
+        ttl_s: float | None = None,
+    ) -> None:
+        value = heartbeat_value(job_model_version, state, role, ttl_s)
         with self._lock:
             self._produce(encode_key(PROCESSOR, check_id("processor_id", processor_id)), value)
+
+    def remove_processor(self, processor_id: str) -> None:
+        key = encode_key(PROCESSOR, check_id("processor_id", processor_id))
+        with self._lock:
+            if self._io.topic_exists():
+                self._produce(key, None)
 
     # -- legacy untyped expansion documents (kafka.coordinator shim; removed with it) ---------
 

@@ -25,7 +25,8 @@ LEASE = "lease"
 CONTROL = "control"
 PROCESSOR = "processor"
 STOP_KEY = "stop"
-PROCESSOR_STATES = frozenset({"starting", "running", "stopping", "stopped", "failed"})
+PROCESSOR_STATES = frozenset({"starting", "standby", "running", "stopping", "stopped", "failed"})
+PROCESSOR_ROLES = frozenset({"active", "standby"})
 
 _LEGAL_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
@@ -111,8 +112,21 @@ class CoordinatorStore(Protocol):
         """Remove the stop request."""
         ...
 
-    def heartbeat(self, processor_id: str, job_model_version: int, state: str) -> None:
-        """Record that processor `processor_id` is alive (state: PROCESSOR_STATES)."""
+    def heartbeat(
+        self,
+        processor_id: str,
+        job_model_version: int,
+        state: str,
+        *,
+        role: str | None = None,
+        ttl_s: float | None = None,
+    ) -> None:
+        """Record that processor `processor_id` is alive (state: PROCESSOR_STATES; role
+        ``active``/``standby`` and its liveness TTL in seconds, both stored only when given)."""
+        ...
+
+    def remove_processor(self, processor_id: str) -> None:
+        """Tombstone a processor's record (a dead one's, once noticed); idempotent."""
         ...
 
     def processors(self) -> dict[str, dict]:
@@ -130,6 +144,7 @@ __all__ = [
     "JOB_MODEL",
     "LEASE",
     "PROCESSOR",
+    "PROCESSOR_ROLES",
     "PROCESSOR_STATES",
     "STOP_KEY",
     "CoordinatorStore",

@@ -16,12 +16,12 @@ from airflow_samza_expand.core.errors import (
     InvalidJobModelError,
     StaleRevisionError,
 )
-from airflow_samza_expand.core.lease import Lease
+from airflow_samza_expand.core.lease import Lease, check_current
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.core.secrets import refuse_secrets
 from airflow_samza_expand.core.validate import check_fixed_tasks, check_next_version
-from airflow_samza_expand.store.protocol import PROCESSOR_STATES
+from airflow_samza_expand.store.protocol import PROCESSOR_ROLES, PROCESSOR_STATES
 
 
 def default_writer_id() -> str:
@@ -99,14 +99,29 @@ def stop_value(version: int, reason: str) -> bytes:
     return encode_json("stop request", doc)
 
 
-def heartbeat_value(job_model_version: int, state: str) -> bytes:
+def heartbeat_value(
+    job_model_version: int, state: str, role: str | None = None, ttl_s: float | None = None
+) -> bytes:
+    """The processor record; ``role`` and ``ttl`` (seconds) only when given (rule 1.7)."""
     if state not in PROCESSOR_STATES:
         raise ValueError(
             f"processor state {state!r} is not one of {sorted(PROCESSOR_STATES)} - use one of them"
         )
     if isinstance(job_model_version, bool) or not isinstance(job_model_version, int):
         raise ValueError(f"job_model_version must be an int, got {job_model_version!r}")
-    doc = {"job_model_version": job_model_version, "state": state, "heartbeat_at": now_iso()}
+    doc: dict[str, Any] = {
+        "job_model_version": job_model_version,
+        "state": state,
+        "heartbeat_at": now_iso(),
+    }
+    if role is not None:
+        if role not in PROCESSOR_ROLES:
+            raise ValueError(f"processor role {role!r} is not one of {sorted(PROCESSOR_ROLES)}")
+        doc["role"] = role
+    if ttl_s is not None:
+        if isinstance(ttl_s, bool) or not isinstance(ttl_s, (int, float)) or ttl_s <= 0:
+            raise ValueError(f"processor ttl_s must be a number > 0, got {ttl_s!r}")
+        doc["ttl"] = float(ttl_s)
     return encode_json("heartbeat", doc)
 
 
@@ -185,6 +200,24 @@ def encode_expansion(store_job: str, record: ExpansionRecord, expected_revision:
     return encode_json(f"expansion record {record.expansion_id!r}", doc)
 
 
+def check_update(
+    record: ExpansionRecord,
+    expected_revision: int,
+    current: ExpansionRecord | None,
+    fence: Lease | None,
+    lease: Lease | None,
+) -> None:
+    """Before a conditional write: `current` is at `expected_revision` (StaleRevisionError),
+    its status may become `record`'s (InvalidTransitionError) and `fence` is the `lease` in
+    force (LeaseLostError)."""
+    if (current.revision if current else 0) != expected_revision:
+        raise stale_revision(record.expansion_id, expected_revision, current)
+    if current is not None:
+        current.check_successor(record.status)
+    if fence is not None:
+        check_current(lease, fence)
+
+
 def stale_revision(
     expansion_id: str, expected: int, current: ExpansionRecord | None
 ) -> StaleRevisionError:
@@ -204,6 +237,7 @@ def stale_revision(
 
 __all__ = [
     "check_id",
+    "check_update",
     "check_write",
     "decode_expansion",
     "decode_json",

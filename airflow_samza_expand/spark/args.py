@@ -1,0 +1,160 @@
+"""Command line of the job (``python -m airflow_samza_expand.spark.job --help``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from typing import Any
+
+from airflow_samza_expand.core.liveness import DEFAULT_TTL_S
+
+DEFAULT_MAX_RECORDS_PER_BATCH = 100_000
+_PROCESSING_TIME = re.compile(r"^processing-time=(\d+(?:\.\d+)?)\s*(ms|s|m)?$")
+
+
+class UsageError(Exception):
+    """Bad input: the message names the problem and the fix."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
+
+    p = argparse.ArgumentParser(
+        prog="python -m airflow_samza_expand.spark.job",
+        description="Stateful PySpark job reading Kafka by the tasks of its Samza-style job model.",
+    )
+    p.add_argument("--job-name", required=True, help="job name (also the consumer group)")
+    p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers host:port[,...]")
+    p.add_argument("--kafka-config", metavar="FILE", help="librdkafka key=value config file")
+    p.add_argument(
+        "--coordinator",
+        default="kafka",
+        help="coordinator store: 'kafka', 'kafka://<topic>', a path or an fsspec URL",
+    )
+    p.add_argument("--checkpoint-dir", required=True, help="Spark checkpoint directory")
+    p.add_argument("--output-topic", required=True, help="topic the processor outputs go to")
+    p.add_argument(
+        "--trigger",
+        default="processing-time=5s",
+        help="'available-now' or 'processing-time=<n>[ms|s|m]' (default processing-time=5s)",
+    )
+    p.add_argument("--processor-id", default=None, help="heartbeat id (default host-pid)")
+    p.add_argument(
+        "--max-records-per-batch",
+        type=int,
+        default=DEFAULT_MAX_RECORDS_PER_BATCH,
+        help=f"cap of records per micro-batch, shared fairly by SSPs; 0 = no cap "
+        f"(default {DEFAULT_MAX_RECORDS_PER_BATCH})",
+    )
+    p.add_argument(
+        "--processor",
+        default=DEFAULT_PROCESSOR,
+        help=f"keyed processor as module:Class (default {DEFAULT_PROCESSOR})",
+    )
+    p.add_argument(
+        "--allow-task-change",
+        action="store_true",
+        help="accept a checkpoint written under another task set (keyed state may be lost)",
+    )
+    p.add_argument(
+        "--master", default=None, help="Spark master when not run by spark-submit (local[2])"
+    )
+    p.add_argument(
+        "--shuffle-partitions",
+        type=int,
+        default=4,
+        help="state partitions of a new checkpoint (fixed once the checkpoint exists)",
+    )
+    p.add_argument(
+        "--state-buckets",
+        type=int,
+        default=0,
+        help="0: one Spark state row per (task, key); N: per (task, hash(key) %% N) holding "
+        "its keys' states - far fewer Python calls per batch (fixed once the checkpoint exists)",
+    )
+    p.add_argument(
+        "--progress-file",
+        default=None,
+        metavar="FILE",
+        help="append each batch's Spark progress (durations, rows) as a JSON line",
+    )
+    p.add_argument(
+        "--standby",
+        action="store_true",
+        help="start as a hot standby: warm Spark up and wait for the active lease "
+        "(without it the job still waits while another processor holds the lease)",
+    )
+    p.add_argument(
+        "--job-model-version",
+        type=int,
+        default=0,
+        help="never process a job model older than this (a standby launched for vN+1 waits "
+        "for it); default 0 = the newest",
+    )
+    p.add_argument(
+        "--ttl",
+        type=float,
+        default=DEFAULT_TTL_S,
+        help=f"liveness TTL in seconds: heartbeat TTL and lease session timeout "
+        f"(default {DEFAULT_TTL_S:g}; Kafka allows 6-1800)",
+    )
+    p.add_argument(
+        "--no-lease",
+        action="store_true",
+        help="do not take the job's active lease (one instance only, as before rule 1.7)",
+    )
+    p.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark setting (repeatable) when run without spark-submit",
+    )
+    return p
+
+
+def parse_trigger(text: str) -> dict[str, Any]:
+    """``available-now`` -> {availableNow: True}; ``processing-time=5s`` -> {processingTime}."""
+    if text == "available-now":
+        return {"availableNow": True}
+    match = _PROCESSING_TIME.match(text.strip())
+    if not match:
+        raise UsageError(
+            f"trigger {text!r} is not understood - give 'available-now' or "
+            "'processing-time=5s' (units ms, s, m)"
+        )
+    amount, unit = match.group(1), match.group(2) or "s"
+    words = {"ms": "milliseconds", "s": "seconds", "m": "minutes"}
+    return {"processingTime": f"{amount} {words[unit]}"}
+
+
+def validate_args(args: argparse.Namespace) -> None:
+    if not args.bootstrap_servers and not args.kafka_config:
+        raise UsageError("no Kafka given - pass --bootstrap-servers or --kafka-config FILE")
+    if args.kafka_config and not os.path.isfile(args.kafka_config):
+        raise UsageError(
+            f"--kafka-config {args.kafka_config!r} is not a file - give a readable file"
+        )
+    if args.max_records_per_batch < 0:
+        raise UsageError("--max-records-per-batch must be >= 0 (0 means no cap)")
+    if args.state_buckets < 0:
+        raise UsageError("--state-buckets must be >= 0 (0 means one state row per key)")
+    if args.shuffle_partitions <= 0:
+        raise UsageError("--shuffle-partitions must be >= 1")
+    if args.ttl < 1:
+        raise UsageError("--ttl must be >= 1 s (Kafka's minimum session timeout is 6 s)")
+    if args.job_model_version < 0:
+        raise UsageError("--job-model-version must be >= 0 (0 means the newest)")
+    if args.standby and args.no_lease:
+        raise UsageError("--standby needs the active lease - drop --no-lease")
+    parse_trigger(args.trigger)
+    for item in args.spark_conf:
+        if "=" not in item:
+            raise UsageError(f"--spark-conf {item!r} is not KEY=VALUE")
+    from airflow_samza_expand.spark.processor import load_processor
+
+    try:
+        load_processor(args.processor)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None

@@ -1,0 +1,257 @@
+"""Downtime of a restart of the job: warm-standby handover vs cold restart, and failover.
+
+One job (2 input partitions, steady keyed traffic) on one checkpoint, processors launched as
+separate processes (`testing.processors.JobProcess`, local[2], own JVM each):
+
+* handover (x3): vN runs; a processor for vN+1 is started with ``--standby --job-model-version
+  N+1`` and warms up; then the expansion's order of steps: stop vN (it commits its last batch
+  and releases the lease), write vN+1; the standby takes the lease and starts its query.
+* cold restart (x3): stop vN, write vN+1, then launch the vN+1 processor (today's restart).
+* failover (x3): an active and a hot standby (``--standby``) of the same version; SIGKILL the
+  active's process group; the standby takes over when the lease (session) expires.
+
+Downtime = last committed batch of the old processor -> first committed batch of the new one
+(both from the processes' log lines, one clock). Failover = the SIGKILL -> the first committed
+batch of the standby. Each figure is the median of 3 in the same run. At the end the outputs
+are checked exact (each key's count = records produced for it, no order violations).
+
+Uses KAFKA_BOOTSTRAP_SERVERS if set, else starts the development broker. Starts Spark: run it
+under ``flock /tmp/spark.lock``. Figures only - no pass/fail. Last line:
+
+    handover_downtime_s=<x> cold_restart_s=<y> ratio=<x/y> failover_s=<z>
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand.kafka.config import client_config
+from airflow_samza_expand.kafka.coordinator import open_store
+from airflow_samza_expand.testing.processors import JobProcess
+
+KEYS = [f"key-{i}" for i in range(40)]
+WAIT_S = 600.0
+
+
+def say(text: str) -> None:
+    print(f"[handover {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def wait_for(what: str, check: Any, timeout_s: float = WAIT_S) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+class Traffic(threading.Thread):
+    """Steady keyed records with a per-key sequence (value {"seq": n})."""
+
+    def __init__(self, bootstrap: str, topic: str, rate: float) -> None:
+        super().__init__(daemon=True)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.topic, self.rate = topic, rate
+        self.seqs = {k: 0 for k in KEYS}
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            for key in KEYS:
+                value = json.dumps({"seq": self.seqs[key], "key": key}).encode()
+                self.producer.produce(self.topic, key=key.encode(), value=value)
+                self.seqs[key] += 1
+            self.producer.poll(0)
+            time.sleep(len(KEYS) / self.rate)
+        self.producer.flush(30)
+
+
+class Bench:
+    def __init__(self, bootstrap: str, work: Path, ttl_s: float, rate: float) -> None:
+        self.bootstrap, self.work, self.ttl_s = bootstrap, work, ttl_s
+        stamp = time.strftime("%H%M%S")
+        self.topic, self.output = f"handover-in-{stamp}", f"handover-out-{stamp}"
+        self.name = f"handover-{stamp}"
+        admin = KafkaAdmin(client_config(bootstrap))
+        admin.ensure_topic(self.topic, 2)
+        admin.ensure_topic(self.output, 1)
+        admin.close()
+        self.coordinator = str(work / "coordinator")
+        self.store = open_store(self.coordinator, self.name)
+        self.v1 = self.store.write_job_model(JobModel.initial(self.name, {self.topic: 2}))
+        self.traffic = Traffic(bootstrap, self.topic, rate)
+        self.procs: list[JobProcess] = []
+        self.count = 0
+
+    def start(self, *extra: str) -> JobProcess:
+        self.count += 1
+        pid = f"p{self.count}"
+        args = [
+            "--master", "local[2]", "--job-name", self.name,
+            "--bootstrap-servers", self.bootstrap, "--coordinator", self.coordinator,
+            "--checkpoint-dir", str(self.work / "checkpoint"), "--output-topic", self.output,
+            "--processor-id", pid, "--ttl", str(self.ttl_s), "--trigger", "processing-time=500ms",
+            "--shuffle-partitions", "2", "--spark-conf", "spark.ui.enabled=false",
+            "--spark-conf", "spark.driver.memory=768m", *extra,
+        ]  # fmt: skip
+        proc = JobProcess(pid, args, self.work / f"{pid}.log")
+        self.procs.append(proc)
+        return proc
+
+    def state(self, proc: JobProcess) -> tuple:
+        p = self.store.processors().get(proc.name) or {}
+        return p.get("state"), p.get("role"), p.get("job_model_version")
+
+    def committing(self, proc: JobProcess, after: int = 0) -> bool:
+        if proc.popen.poll() is not None and proc.expect_running:
+            raise RuntimeError(f"{proc.name} exited early:\n{proc.tail()}")
+        return len(proc.commit_times()) > after
+
+    def next_version(self) -> JobModel:
+        latest = self.store.latest_job_model()
+        return dataclasses.replace(self.v1, version=latest.version + 1)
+
+    def stop(self, proc: JobProcess, version: int) -> None:
+        self.store.request_stop(version, "benchmark")
+        code = proc.wait(WAIT_S)
+        if code != 0:
+            raise RuntimeError(f"{proc.name} exited {code}:\n{proc.tail()}")
+
+    def handover(self, active: JobProcess) -> tuple[float, JobProcess]:
+        nxt = self.next_version()
+        standby = self.start("--standby", "--job-model-version", str(nxt.version))
+        wait_for(f"{standby.name} warmed up", lambda: "warmed up" in standby.log_text())
+        self.stop(active, nxt.version - 1)
+        self.store.write_job_model(nxt)
+        wait_for(f"{standby.name} commits", lambda: self.committing(standby))
+        return gap(active, standby), standby
+
+    def cold(self, active: JobProcess) -> tuple[float, JobProcess]:
+        nxt = self.next_version()
+        self.stop(active, nxt.version - 1)
+        self.store.write_job_model(nxt)
+        new = self.start()
+        wait_for(f"{new.name} commits", lambda: self.committing(new))
+        return gap(active, new), new
+
+    def failover(self, active: JobProcess) -> tuple[float, JobProcess]:
+        standby = self.start("--standby")
+        wait_for(f"{standby.name} warmed up", lambda: "warmed up" in standby.log_text())
+        wait_for(f"{active.name} commits again", lambda: self.committing(active, 1))
+        from datetime import datetime
+
+        killed = datetime.now()
+        active.signal_group(signal.SIGKILL)
+        active.expect_running = False
+        wait_for(f"{standby.name} takes over", lambda: self.committing(standby))
+        return (standby.commit_times()[0] - killed).total_seconds(), standby
+
+
+def gap(old: JobProcess, new: JobProcess) -> float:
+    return (new.commit_times()[0] - old.commit_times()[-1]).total_seconds()
+
+
+def check_exact(bench: Bench) -> bool:
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bench.bootstrap,
+            "group.id": f"verify-{bench.name}",
+            "enable.partition.eof": "true",
+            "enable.auto.commit": "false",
+        }
+    )
+    consumer.assign([TopicPartition(bench.output, 0, 0)])
+    latest: dict[str, dict] = {}
+    while True:
+        msg = consumer.poll(30)
+        if msg is None or (msg.error() and msg.error().code() == KafkaError._PARTITION_EOF):
+            break
+        latest[msg.key().decode()] = json.loads(msg.value())
+    consumer.close()
+    counts = {k: v.get("count") for k, v in latest.items()}
+    violations = sum(v.get("violations", 0) for v in latest.values())
+    return counts == bench.traffic.seqs and violations == 0
+
+
+def run(bootstrap: str, work: Path, ttl_s: float, rate: float, rounds: int) -> dict[str, float]:
+    bench = Bench(bootstrap, work, ttl_s, rate)
+    bench.traffic.start()
+    try:
+        active = bench.start()
+        wait_for("the first processor commits", lambda: bench.committing(active))
+        figures: dict[str, list[float]] = {"handover": [], "cold": [], "failover": []}
+        for kind in ("handover", "cold", "failover"):
+            for i in range(rounds):
+                wait_for("a committed batch", lambda a=active: bench.committing(a, 1))
+                seconds, active = getattr(bench, kind)(active)
+                figures[kind].append(seconds)
+                say(f"{kind} {i + 1}/{rounds}: {seconds:.2f} s")
+        bench.traffic.halt.set()
+        bench.traffic.join(60)
+        admin = KafkaAdmin(client_config(bootstrap))
+        try:
+            total = sum(bench.traffic.seqs.values())
+
+            def done() -> bool:
+                offsets = admin.committed_offsets(bench.name, bench.topic, [0, 1])
+                return sum(o or 0 for o in offsets.values()) >= total
+
+            wait_for("the last records to be committed", done)
+        finally:
+            admin.close()
+        exact = check_exact(bench)
+        say(f"outputs exact: {exact} ({sum(bench.traffic.seqs.values())} records)")
+        say(f"all figures: {json.dumps(figures)}")
+        return {k: statistics.median(v) for k, v in figures.items()}
+    finally:
+        bench.traffic.halt.set()
+        for proc in bench.procs:
+            proc.stop()
+        bench.store.close() if hasattr(bench.store, "close") else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ttl", type=float, default=10.0, help="processor TTL / lease (s)")
+    parser.add_argument("--rate", type=float, default=200.0, help="records per second")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    with ExitStack() as stack:
+        bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+        if not bootstrap:
+            from airflow_samza_expand.testing import DevBrokerProcess
+
+            bootstrap = stack.enter_context(DevBrokerProcess(log_level="WARNING")).bootstrap
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="handover-")))
+        med = run(bootstrap, work, args.ttl, args.rate, args.rounds)
+    ratio = med["handover"] / med["cold"] if med["cold"] else float("nan")
+    print(
+        f"handover_downtime_s={med['handover']:.2f} cold_restart_s={med['cold']:.2f} "
+        f"ratio={ratio:.2f} failover_s={med['failover']:.2f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

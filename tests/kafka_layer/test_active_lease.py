@@ -1,0 +1,96 @@
+"""The job's active lease over Kafka group membership (rule 1.7), on a real broker."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from airflow_samza_expand.kafka.config import client_config
+from airflow_samza_expand.kafka.membership import ActiveLease
+
+TTL_S = 6.0  # Kafka's group.min.session.timeout.ms is 6 s
+WAIT_S = 60.0
+
+
+@pytest.fixture
+def leases(kafka_bootstrap, unique_topic):
+    """Factory of members of one job's lease group; all closed at the end."""
+    job = unique_topic("lease-job")
+    made: list[ActiveLease] = []
+
+    def make(member: str, ttl_s: float = TTL_S) -> ActiveLease:
+        lease = ActiveLease(client_config(kafka_bootstrap), job, member, ttl_s=ttl_s)
+        made.append(lease.join())
+        return lease
+
+    yield make
+    for lease in made:
+        lease.close()
+
+
+def wait_for(condition, what: str, timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def exactly_one_active(*members: ActiveLease) -> ActiveLease:
+    wait_for(lambda: sum(m.is_active() for m in members) == 1, "exactly one active member")
+    (active,) = [m for m in members if m.is_active()]
+    return active
+
+
+def test_two_members_exactly_one_active_and_it_is_confirmed(leases):
+    a, b = leases("a"), leases("b")
+    active = exactly_one_active(a, b)
+    standby = b if active is a else a
+    assert active.confirm()
+    assert not standby.confirm()
+    # a member joining later does not take the lease from its holder (sticky)
+    c = leases("c")
+    assert not c.wait_until_active(timeout_s=2 * TTL_S)
+    assert active.confirm() and exactly_one_active(a, b, c) is active
+
+
+def test_release_hands_the_lease_to_the_standby(leases):
+    a, b = leases("a"), leases("b")
+    active = exactly_one_active(a, b)
+    standby = b if active is a else a
+    epoch = active.epoch
+    active.release()
+    assert not active.is_active() and not active.confirm(epoch)
+    assert standby.wait_until_active(timeout_s=WAIT_S)
+    assert standby.confirm()
+
+
+def test_member_that_stops_polling_loses_the_lease_and_is_fenced(leases):
+    a, b = leases("a"), leases("b")
+    active = exactly_one_active(a, b)
+    standby = b if active is a else a
+    epoch = active.epoch
+    active.pause_polling()  # a hung driver: librdkafka leaves after max.poll.interval (= ttl)
+    assert standby.wait_until_active(timeout_s=WAIT_S)
+    active.resume_polling()
+    assert not active.confirm(epoch)  # the broker refuses the old generation
+    wait_for(lambda: not active.is_active(), "the paused member to see it is standby")
+    assert standby.confirm()
+
+
+def test_wait_until_active_honours_timeout_and_stop(leases):
+    import threading
+
+    a = leases("a")
+    assert a.wait_until_active(timeout_s=WAIT_S)
+    b = leases("b")
+    stop = threading.Event()
+    stop.set()
+    assert not b.wait_until_active(stop=stop)
+    assert not b.wait_until_active(timeout_s=0.5)
+
+
+def test_bad_ttl_is_refused(kafka_bootstrap):
+    with pytest.raises(ValueError, match="ttl_s"):
+        ActiveLease(client_config(kafka_bootstrap), "job", "m", ttl_s=0.1)

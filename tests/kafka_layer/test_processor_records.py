@@ -1,0 +1,50 @@
+"""Processor records of both stores: role and TTL in the heartbeat, tombstone of a dead one."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_samza_expand.core.liveness import dead_processors, is_alive
+from airflow_samza_expand.kafka.config import client_config
+from airflow_samza_expand.kafka.coordinator import FileCoordinatorStore, KafkaCoordinatorStore
+
+
+@pytest.fixture(params=["files", "kafka"])
+def store(request, tmp_path, unique_topic):
+    if request.param == "files":
+        made = FileCoordinatorStore(str(tmp_path), "orders-counter")
+    else:
+        bootstrap = request.getfixturevalue("kafka_bootstrap")
+        made = KafkaCoordinatorStore(client_config(bootstrap), unique_topic("job"), timeout_s=15)
+    yield made
+    made.close()
+
+
+def test_heartbeat_carries_role_and_ttl_and_stays_compatible(store):
+    store.heartbeat("old-style", 3, "running")
+    store.heartbeat("a", 3, "running", role="active", ttl_s=12.5)
+    store.heartbeat("b", 4, "standby", role="standby", ttl_s=30)
+    records = store.processors()
+    assert set(records["old-style"]) == {"job_model_version", "state", "heartbeat_at"}
+    assert records["a"]["role"] == "active" and records["a"]["ttl"] == 12.5
+    assert records["b"]["state"] == "standby" and records["b"]["role"] == "standby"
+    assert all(is_alive(r) for r in records.values())
+
+
+def test_bad_role_or_ttl_changes_nothing(store):
+    with pytest.raises(ValueError, match="role"):
+        store.heartbeat("a", 1, "running", role="leader")
+    with pytest.raises(ValueError, match="ttl_s"):
+        store.heartbeat("a", 1, "running", ttl_s=0)
+    assert store.processors() == {}
+
+
+def test_dead_processor_record_is_tombstoned(store):
+    store.heartbeat("dead", 1, "running", role="active", ttl_s=0.001)
+    store.heartbeat("live", 1, "running", role="active", ttl_s=60)
+    dead = dead_processors(store.processors())
+    assert sorted(dead) == ["dead"]
+    for pid in dead:
+        store.remove_processor(pid)
+    store.remove_processor("never-existed")  # idempotent
+    assert sorted(store.processors()) == ["live"]
