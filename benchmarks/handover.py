@@ -40,6 +40,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.demo.jobs import wait_for as demo_wait_for
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.kafka.coordinator import open_store
@@ -54,14 +55,7 @@ def say(text: str) -> None:
 
 
 def wait_for(what: str, check: Any, timeout_s: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    return demo_wait_for(what, check, timeout_s=timeout_s, interval_s=0.1, log=say)
 
 
 class Traffic(threading.Thread):

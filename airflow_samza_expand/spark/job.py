@@ -271,14 +271,14 @@ class StreamJob:
             )
         self.life.version = args.job_model_version or newest.version  # type: ignore[union-attr]
         self.life.reap_dead()
-        self.life.heartbeat("standby" if self.life.use_lease else "starting")
-        if newest is not None:
-            self._check_topics(newest)  # Kafka metadata warmed up (and bad input refused early)
-        if self.life.use_lease:
-            self.life.join()
-            if args.standby:
-                took = warm_up(self._spark(), args.processor)
-                log.info("standby %s warmed up in %.1f s", self.processor_id, took)
+        with self.life.beating("standby" if self.life.use_lease else "starting"):
+            if newest is not None:
+                self._check_topics(newest)  # Kafka metadata warm (bad input refused early)
+            if self.life.use_lease:
+                self.life.join()
+                if args.standby:
+                    took = warm_up(self._spark(), args.processor)
+                    log.info("standby %s warmed up in %.1f s", self.processor_id, took)
         return self.life.wait_to_process(args.job_model_version or 1)
 
     def run(self) -> int:
@@ -311,9 +311,9 @@ class StreamJob:
         if problems:
             log.warning("--allow-task-change: accepting %s", "; ".join(problems))
         write_task_set(args.checkpoint_dir, model, layout)
-        life.heartbeat("starting")
         try:
-            query = self.start_query()
+            with life.beating("starting"):  # a cold JVM start takes longer than a short TTL
+                query = self.start_query()
             life.heartbeat("running")
             try:
                 failed = self._watch(query)

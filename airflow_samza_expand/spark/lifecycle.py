@@ -18,13 +18,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from airflow_samza_expand.core.liveness import (
@@ -91,6 +92,28 @@ class Lifecycle:
                 role=ROLE_STANDBY if state == "standby" else ROLE_ACTIVE,
                 ttl_s=self.ttl_s,
             )
+
+    @contextlib.contextmanager
+    def beating(self, state: str) -> Iterator[None]:
+        """Heartbeat ``state`` from a background thread while a long step (JVM start, warm-up,
+        query start) keeps the main thread busy, so the processor never looks dead."""
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(heartbeat_interval(self.ttl_s)):
+                try:
+                    self.heartbeat(state)
+                except Exception as exc:  # noqa: BLE001 - the next beat tries again
+                    log.warning("heartbeat failed: %s", exc)
+
+        self.heartbeat(state)
+        thread = threading.Thread(target=beat, name=f"heartbeat-{state}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join(5)
 
     def reap_dead(self) -> list[str]:
         """Tombstone the records of processors silent past their TTL; return their ids."""
