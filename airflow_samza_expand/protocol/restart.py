@@ -13,12 +13,13 @@ from airflow_samza_expand.core.errors import (
     InvalidGrowthError,
 )
 from airflow_samza_expand.core.lease import Lease
+from airflow_samza_expand.core.liveness import is_alive
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import plan_expansion
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.protocol import records
-from airflow_samza_expand.protocol.waits import active_processors, describe_processors, fresh
+from airflow_samza_expand.protocol.waits import active_processors, describe_processors
 from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
@@ -242,7 +243,7 @@ def before_submit(
         for pid, p in store.processors().items()
         if p.get("job_model_version") == version
         and p.get("state") in ("starting", "running")
-        and fresh(p.get("heartbeat_at"))
+        and is_alive(p)
     )
     earlier: dict[str, Any] = {}
     if expansion_id:

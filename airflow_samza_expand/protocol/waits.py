@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_samza_expand.core.clock import age_s, now_iso, parse_iso
+from airflow_samza_expand.core.clock import now_iso, parse_iso
 from airflow_samza_expand.core.errors import ExpansionError, UnknownTopicError
 from airflow_samza_expand.core.lease import Lease
+from airflow_samza_expand.core.liveness import acknowledging, blocking_stop, dead_processors
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import barrier_status, barrier_to_dict, snapshot_barrier
@@ -25,7 +26,6 @@ from airflow_samza_expand.store import CoordinatorStore
 
 DEFAULT_PRODUCER_REFRESH_GRACE_S = 300.0
 RECONNECT_AFTER = 3
-FRESH_HEARTBEAT_S = 60.0  # the job heartbeats at least every 10 s while it runs
 ACTIVE_STATES = frozenset({"starting", "running", "stopping"})
 
 
@@ -206,21 +206,19 @@ def barrier_poll(
 # -- job processors: stop and acknowledgement ----------------------------------------------------
 
 
-def fresh(heartbeat_at: Any) -> bool:
-    """True for a heartbeat newer than FRESH_HEARTBEAT_S (a killed job leaves a stale one)."""
-    try:
-        return bool(heartbeat_at) and age_s(str(heartbeat_at)) < FRESH_HEARTBEAT_S
-    except ValueError:
-        return False
-
-
 def active_processors(store: CoordinatorStore, version: int | None) -> dict[str, Mapping[str, Any]]:
-    """Processors of job model `version` that have not stopped."""
-    return {
-        pid: p
-        for pid, p in store.processors().items()
-        if p.get("job_model_version") == version and p.get("state") in ACTIVE_STATES
-    }
+    """Live processors of job model `version` that have not stopped; a dead one (silent past
+    its TTL, rule 1.7) is never waited for."""
+    processors = store.processors()
+    return {pid: processors[pid] for pid in blocking_stop(processors, version)}
+
+
+def reap_dead(store: CoordinatorStore) -> list[str]:
+    """Tombstone the records of dead processors; their descriptions, for the log."""
+    dead = dead_processors(store.processors())
+    for pid in sorted(dead):
+        store.remove_processor(pid)
+    return [dead[pid].describe() for pid in sorted(dead)]
 
 
 def describe_processors(processors: Mapping[str, Mapping[str, Any]]) -> str:
@@ -234,30 +232,36 @@ def describe_processors(processors: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def stop_poll(store: CoordinatorStore, version: int | None) -> Poll:
-    """Done once no processor of `version` is starting, running or stopping."""
+    """Done once no live processor of `version` is starting, running or stopping; dead ones
+    (silent past their TTL) are not waited for and their records are removed."""
+    dead = reap_dead(store)
+    gone = f" (dead, not waited for and removed: {', '.join(dead)})" if dead else ""
     waiting = active_processors(store, version)
     if waiting:
         return Poll(
             False,
             f"waiting for {len(waiting)} processor(s) of job {store.job_name} v{version} to "
-            f"stop: {describe_processors(waiting)}",
+            f"stop: {describe_processors(waiting)}{gone}",
         )
     stopped = sorted(
         pid for pid, p in store.processors().items() if p.get("job_model_version") == version
     )
-    return Poll(True, f"all processors of v{version} stopped: {stopped}", {"stopped": stopped})
+    return Poll(
+        True, f"all processors of v{version} stopped: {stopped}{gone}", {"stopped": stopped}
+    )
 
 
 def ack_poll(
     store: CoordinatorStore, version: int, min_processors: int = 1, *, accept_stopped: bool = False
 ) -> Poll:
-    """Done once `min_processors` processors heartbeat ``running`` job model `version` (with
-    `accept_stopped`, a clean ``stopped`` counts too: a run that ended; a ``failed`` one alone
-    is a refusal)."""
+    """Done once `min_processors` live active processors heartbeat ``running`` job model
+    `version` (a dead one never counts, nor a standby; with `accept_stopped`, a clean
+    ``stopped`` counts too: a run that ended; a ``failed`` one alone is a refusal)."""
     processors = store.processors()
     mine = {p: s for p, s in processors.items() if s.get("job_model_version") == version}
-    ok = {"running", "stopped"} if accept_stopped else {"running"}
-    running = sorted(p for p, s in mine.items() if s.get("state") in ok)
+    running = acknowledging(processors, version)
+    if accept_stopped:
+        running = sorted({*running, *(p for p, s in mine.items() if s.get("state") == "stopped")})
     others = {
         pid: f"{p.get('state')} v{p.get('job_model_version')}"
         for pid, p in sorted(processors.items())
@@ -316,7 +320,6 @@ __all__ = [
     "barrier_poll",
     "snapshot_poll",
     "describe_lag",
-    "fresh",
     "grace_until",
     "partition_count_or_zero",
     "partition_count_poll",

@@ -1,0 +1,49 @@
+"""Rule 1.7 in the protocol: a dead processor is never acknowledged and never blocks a stop."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.protocol import waits
+from airflow_samza_expand.protocol.restart import before_submit
+from airflow_samza_expand.store.files import FileCoordinatorStore
+
+JOB = "orders-counter"
+DEAD_TTL_S = 0.001  # its heartbeat is older than its TTL as soon as it is read
+
+
+@pytest.fixture
+def store(tmp_path):
+    made = FileCoordinatorStore(str(tmp_path), JOB)
+    made.write_job_model(JobModel.initial(JOB, {"orders": 2}))
+    return made
+
+
+def test_dead_processor_is_not_acknowledged(store):
+    store.heartbeat("dead", 1, "running", role="active", ttl_s=DEAD_TTL_S)
+    store.heartbeat("standby", 1, "standby", role="standby", ttl_s=30)
+    poll = waits.ack_poll(store, 1)
+    assert not poll.done and poll.detail["running"] == []
+    store.heartbeat("live", 1, "running", role="active", ttl_s=30)
+    poll = waits.ack_poll(store, 1)
+    assert poll.done and poll.result["running"] == ["live"]
+
+
+def test_dead_processor_does_not_block_the_stop_and_is_removed(store):
+    store.heartbeat("dead", 1, "running", role="active", ttl_s=DEAD_TTL_S)
+    store.heartbeat("live", 1, "running", role="active", ttl_s=30)
+    poll = waits.stop_poll(store, 1)
+    assert not poll.done and "live" in poll.message and "dead" in poll.message
+    assert "dead" not in store.processors()
+    store.heartbeat("live", 1, "stopped", role="active", ttl_s=30)
+    assert waits.stop_poll(store, 1).done
+
+
+def test_stop_request_ignores_a_dead_processor_and_submit_launches(store):
+    from airflow_samza_expand.protocol.restart import request_stop
+
+    store.heartbeat("dead", 1, "running", role="active", ttl_s=DEAD_TTL_S)
+    decision = request_stop(store, "test")
+    assert "nothing to stop" in decision.message
+    assert before_submit(store, None, continuous=True).launch
