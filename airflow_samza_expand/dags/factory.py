@@ -128,6 +128,8 @@ def _add_chain(s: ExpansionSettings, prefix: str) -> tuple[BaseOperator, BaseOpe
         dry_run=s.dry_run,
         policy=s.policy,
         max_partitions=s.max_partitions,
+        other_jobs=s.other_jobs,
+        managed_jobs=s.managed_jobs,
         lease_ttl_s=s.lease_ttl_s,
         poll_interval_s=s.poll_interval_s,
         **common,

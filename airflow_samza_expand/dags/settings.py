@@ -56,6 +56,8 @@ class ExpansionSettings:
     max_partitions: int | str = DEFAULT_MAX_PARTITIONS
     policy: GrowthPolicy | Mapping[str, Any] | None = None
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
+    other_jobs: str = "refuse"  # other managed jobs reading the topics: include/refuse/ignore
+    managed_jobs: Sequence[str] | None = None  # the jobs to check (default: discovered)
     write_job_model_operator: type[BaseOperator] = WriteJobModelOperator
     retries: int = 2
     retry_delay: timedelta = field(default=timedelta(seconds=30))

@@ -200,6 +200,22 @@ def check_other_jobs(
     return warnings
 
 
+def readers_doc(
+    job_name: str,
+    topics: Sequence[str],
+    discover: Callable[[Sequence[str]], TopicReaders] | None,
+    other_jobs: str,
+    co_jobs: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The plan's ``{"readers": {managed_jobs, unmanaged_groups, groups, warnings}}`` ({} when
+    nothing discovers); refuses by `check_other_jobs`."""
+    if discover is None:
+        return {}
+    found = discover(topics)
+    warnings = check_other_jobs(job_name, found, other_jobs, co_jobs)
+    return {"readers": found.to_dict() | {"groups": found.groups(), "warnings": warnings}}
+
+
 __all__ = [
     "OTHER_JOBS",
     "OtherJobsReadTopicError",
@@ -208,4 +224,5 @@ __all__ = [
     "find_readers",
     "managed_job_names",
     "normalise_other_jobs",
+    "readers_doc",
 ]
