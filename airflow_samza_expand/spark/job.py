@@ -269,6 +269,7 @@ class StreamJob:
         self.committed: str | None = None
         self.last_batch_reported = -1
         self._commit_consumer: Any = None
+        self.coverage: Any = None  # spark.coverage.CoverageWatch, set in run()
 
     # coordinator ------------------------------------------------------------------------------
 
@@ -279,8 +280,10 @@ class StreamJob:
 
     def heartbeat(self, state: str) -> None:
         assert self.model is not None
+        uncovered = self.coverage.poll() if self.coverage is not None else {}
+        extra = {"uncovered": uncovered} if uncovered else {}  # spark.coverage
         with self.store_lock:
-            self.store.heartbeat(self.processor_id, self.model.version, state)
+            self.store.heartbeat(self.processor_id, self.model.version, state, **extra)
 
     def check_stop(self) -> bool:
         """True once a stop for this job model version (or a newer one) is requested."""
@@ -452,6 +455,7 @@ class StreamJob:
 
     def run(self) -> int:
         from airflow_samza_expand.kafka.coordinator import open_store
+        from airflow_samza_expand.spark import coverage
         from airflow_samza_expand.spark.state import check_task_set, state_layout, write_task_set
 
         args = self.args
@@ -475,6 +479,11 @@ class StreamJob:
             {t: sorted(str(s) for s in ssps) for t, ssps in model.task_to_ssps().items()},
         )
         self._check_topics(model)
+        self.coverage = coverage.CoverageWatch(
+            model.partition_counts(),
+            model.version,
+            coverage.admin_live_counts(self._kafka_config()),
+        )
         layout = state_layout(args.state_buckets)
         try:
             problems = check_task_set(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping, Sequence
 
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.lease import Lease, check_current
@@ -229,8 +230,15 @@ class FileCoordinatorStore:
     def clear_stop(self) -> None:
         self._files.delete(CONTROL, file_name(STOP_KEY))
 
-    def heartbeat(self, processor_id: str, job_model_version: int, state: str) -> None:
-        value = heartbeat_value(job_model_version, state)
+    def heartbeat(
+        self,
+        processor_id: str,
+        job_model_version: int,
+        state: str,
+        *,
+        uncovered: Mapping[str, Sequence[int]] | None = None,
+    ) -> None:
+        value = heartbeat_value(job_model_version, state, uncovered)
         self._files.replace(value, PROCESSOR, file_name(check_id("processor_id", processor_id)))
 
     def processors(self) -> dict[str, dict]:

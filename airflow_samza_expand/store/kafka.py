@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from confluent_kafka import Consumer, Producer
 
@@ -335,8 +335,15 @@ class KafkaCoordinatorStore:
             if self._io.topic_exists():
                 self._produce(encode_key(CONTROL, STOP_KEY), None)
 
-    def heartbeat(self, processor_id: str, job_model_version: int, state: str) -> None:
-        value = heartbeat_value(job_model_version, state)
+    def heartbeat(
+        self,
+        processor_id: str,
+        job_model_version: int,
+        state: str,
+        *,
+        uncovered: Mapping[str, Sequence[int]] | None = None,
+    ) -> None:
+        value = heartbeat_value(job_model_version, state, uncovered)
         with self._lock:
             self._produce(encode_key(PROCESSOR, check_id("processor_id", processor_id)), value)
 

@@ -13,6 +13,7 @@ exclusive create) and rejects the others with `StaleRevisionError` / `LeaseHeldE
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from airflow_samza_expand.core.lease import Lease
@@ -111,8 +112,16 @@ class CoordinatorStore(Protocol):
         """Remove the stop request."""
         ...
 
-    def heartbeat(self, processor_id: str, job_model_version: int, state: str) -> None:
-        """Record that processor `processor_id` is alive (state: PROCESSOR_STATES)."""
+    def heartbeat(
+        self,
+        processor_id: str,
+        job_model_version: int,
+        state: str,
+        *,
+        uncovered: Mapping[str, Sequence[int]] | None = None,
+    ) -> None:
+        """Record that processor `processor_id` is alive (state: PROCESSOR_STATES; the input
+        partitions its job model does not cover, {topic: [partition]}, when given)."""
         ...
 
     def processors(self) -> dict[str, dict]:

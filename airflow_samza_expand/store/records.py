@@ -6,7 +6,7 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_samza_expand.core.clock import now_iso
@@ -99,14 +99,23 @@ def stop_value(version: int, reason: str) -> bytes:
     return encode_json("stop request", doc)
 
 
-def heartbeat_value(job_model_version: int, state: str) -> bytes:
+def heartbeat_value(
+    job_model_version: int, state: str, uncovered: Mapping[str, Sequence[int]] | None = None
+) -> bytes:
+    """The processor record; ``uncovered`` ({topic: [partition]}, spark.coverage) when given."""
     if state not in PROCESSOR_STATES:
         raise ValueError(
             f"processor state {state!r} is not one of {sorted(PROCESSOR_STATES)} - use one of them"
         )
     if isinstance(job_model_version, bool) or not isinstance(job_model_version, int):
         raise ValueError(f"job_model_version must be an int, got {job_model_version!r}")
-    doc = {"job_model_version": job_model_version, "state": state, "heartbeat_at": now_iso()}
+    doc: dict[str, Any] = {
+        "job_model_version": job_model_version,
+        "state": state,
+        "heartbeat_at": now_iso(),
+    }
+    if uncovered:
+        doc["uncovered"] = {str(t): sorted(int(p) for p in ps) for t, ps in uncovered.items()}
     return encode_json("heartbeat", doc)
 
 
