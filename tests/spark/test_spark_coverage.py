@@ -96,3 +96,24 @@ def test_the_file_store_keeps_the_uncovered_field(tmp_path):
     found = store.processors()
     assert found["p-1"]["uncovered"] == {"orders": [2, 3]}
     assert "uncovered" not in found["p-2"]
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+def test_a_running_job_reports_partitions_grown_outside_its_job_model(
+    spark, kafka_bootstrap, unique_topic, tmp_path, caplog
+):
+    from spark_helpers import grow_topic, produce_sequenced
+    from test_spark_job import Job
+
+    job = Job(spark, kafka_bootstrap, unique_topic, tmp_path)
+    job.store.write_job_model(JobModel.initial(job.name, {job.topic: 2}))
+    produce_sequenced(kafka_bootstrap, job.topic, [f"key-{i}" for i in range(10)], 5)
+    grow_topic(kafka_bootstrap, job.topic, 4)  # grown by someone else: the model still says 2
+    with caplog.at_level(logging.WARNING, "airflow_samza_expand.spark.coverage"):
+        assert job.run() == 0
+    warnings = [r.getMessage() for r in caplog.records if "not covered" in r.getMessage()]
+    assert warnings and f"{job.topic} partitions [2, 3]" in warnings[0]
+    processor = job.store.processors()["proc-1"]
+    assert processor["state"] == "stopped"
+    assert processor["uncovered"] == {job.topic: [2, 3]}
