@@ -1,7 +1,11 @@
 """Example: expand the input topic of a live stateful PySpark job from the Airflow trigger form.
 
 Trigger ``samza_expand`` with the form (topic, factor 2/4/8/16, job name, grace seconds, barrier
-timeout, dry run). The job is the shipped PySpark job (``airflow_samza_expand/spark/job.py``)
+timeout, dry run, other jobs). *Other jobs*: when another stateful job managed by this provider
+reads the topic, ``refuse`` (default) fails the plan naming every such job (expand them together
+with ``build_expansion_dag(jobs=[...])``); ``ignore`` grows the topic for this job anyway, with a
+warning. Consumer groups outside the provider that read the topic are warnings in the plan and
+the report either way. The job is the shipped PySpark job (``airflow_samza_expand/spark/job.py``)
 running continuously; its settings come from environment variables of the Airflow workers:
 
 * ``SAMZA_EXPAND_BOOTSTRAP_SERVERS`` - Kafka bootstrap servers the job reads (default
@@ -30,6 +34,7 @@ dag = build_expansion_dag(
     producer_refresh_grace_s="{{ params.grace_seconds }}",
     barrier_timeout_s="{{ params.barrier_timeout_seconds }}",
     dry_run="{{ params.dry_run }}",
+    other_jobs="{{ params.other_jobs }}",
     run_mode=RUN_MODE,
     application_args=stream_job_args(
         job_name=JOB,
@@ -71,6 +76,14 @@ dag = build_expansion_dag(
             type="boolean",
             title="Dry run",
             description="Plan and validate the growth only; change nothing.",
+        ),
+        "other_jobs": Param(
+            "refuse",
+            type="string",
+            enum=["refuse", "ignore"],
+            title="Other managed jobs reading the topic",
+            description="refuse: fail the plan naming them (expand them together with "
+            "build_expansion_dag(jobs=[...])); ignore: grow for this job anyway, with a warning.",
         ),
     },
     doc_md=__doc__,

@@ -112,6 +112,7 @@ def test_trigger_form_params(dagbag) -> None:
         "grace_seconds",
         "barrier_timeout_seconds",
         "dry_run",
+        "other_jobs",
     }
     factor = params.get_param("factor")
     assert factor.schema["enum"] == [2, 4, 8, 16]
@@ -127,6 +128,7 @@ def test_trigger_form_params(dagbag) -> None:
         "grace_seconds": 300,
         "barrier_timeout_seconds": 3600,
         "dry_run": False,
+        "other_jobs": "refuse",
     }
     # Params reach the steps through templates (grace and timeout included).
     barrier = dag.task_dict["barrier"]

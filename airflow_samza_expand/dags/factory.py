@@ -41,6 +41,7 @@ from airflow_samza_expand.airflow.operators import (
     PlanExpansionOperator,
     StopStatefulJobOperator,
 )
+from airflow_samza_expand.airflow.operators.jobs_report import JobsReportOperator
 from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
 from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
@@ -93,7 +94,9 @@ def _pull(task_id: str, path: str) -> str:
     return "{{ ti.xcom_pull(task_ids='" + task_id + "')" + path + " }}"
 
 
-def _add_chain(s: ExpansionSettings, prefix: str) -> tuple[BaseOperator, BaseOperator]:
+def _add_chain(
+    s: ExpansionSettings, prefix: str
+) -> tuple[BaseOperator, list[BaseOperator], BaseOperator]:
     """The chain's tasks (ids as created; a TaskGroup adds ``prefix`` itself, XComs name it)."""
     mode = s.mode
     application_args, drain_args = list(s.application_args), s.drain_application_args
@@ -128,6 +131,9 @@ def _add_chain(s: ExpansionSettings, prefix: str) -> tuple[BaseOperator, BaseOpe
         dry_run=s.dry_run,
         policy=s.policy,
         max_partitions=s.max_partitions,
+        other_jobs=s.other_jobs,
+        co_jobs=s.co_jobs,
+        managed_jobs=s.managed_jobs,
         lease_ttl_s=s.lease_ttl_s,
         poll_interval_s=s.poll_interval_s,
         **common,
@@ -228,7 +234,33 @@ def _add_chain(s: ExpansionSettings, prefix: str) -> tuple[BaseOperator, BaseOpe
         retry_delay=s.retry_delay,
     )
     chain(plan, expand_tasks, *pre_barrier, barrier, stop, write, submit, ack, report)
-    return plan, report
+    return plan, expand_tasks, report
+
+
+def _add_jobs(s: ExpansionSettings, prefix: str) -> None:
+    """One chain, or (``jobs``) one task group per job: its own plan (lease, record), expand,
+    barrier, stop, write, submit, ack and report, in parallel with the others. Every job is
+    planned before any topic grows (each plan also feeds the others' expand steps: a refusal
+    grows nothing); the first expand step grows the topic, the others find it grown. Then
+    `JobsReportOperator` ("report") shows each job's outcome."""
+    if not s.jobs:
+        _add_chain(s, prefix)
+        return
+    plans: list[BaseOperator] = []
+    expands: list[BaseOperator] = []
+    reports: list[BaseOperator] = []
+    groups: dict[str, str] = {}
+    for name in s.jobs:
+        group_id = name.replace(".", "_")
+        with TaskGroup(group_id=group_id):
+            plan, expand_tasks, report = _add_chain(s.for_job(name), f"{prefix}{group_id}.")
+        plans.append(plan)
+        expands += expand_tasks
+        reports.append(report)
+        groups[name] = f"{prefix}{group_id}."
+    for plan in plans:
+        plan >> expands
+    reports >> JobsReportOperator(task_id="report", groups=groups)
 
 
 def expansion_task_group(
@@ -238,7 +270,7 @@ def expansion_task_group(
     ``with DAG(...)`` block. ``settings`` or its fields as keywords, as `build_expansion_dag`."""
     resolved = ExpansionSettings.of(settings, fields)
     with TaskGroup(group_id=group_id) as group:
-        _add_chain(resolved, f"{group_id}.")
+        _add_jobs(resolved, f"{group_id}.")
     return group
 
 
@@ -275,7 +307,7 @@ def build_expansion_dag(
         render_template_as_native_obj=False,
     )
     with dag:
-        _add_chain(resolved, "")
+        _add_jobs(resolved, "")
     return dag
 
 

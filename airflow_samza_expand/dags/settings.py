@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -28,11 +28,12 @@ DEFAULT_APPLICATION = os.path.join(
 
 @dataclass(frozen=True)
 class ExpansionSettings:
-    """The expansion of one stateful job (see the README for each field)."""
+    """The expansion of one stateful job, or of several reading the same topics (``jobs``,
+    with each job's own fields in ``per_job``); see the README for each field."""
 
-    job_name: str
-    topics: str | Sequence[str]
-    application_args: Sequence[str]
+    job_name: str = ""
+    topics: str | Sequence[str] = ()
+    application_args: Sequence[str] = ()
     factor: int | str = 2
     targets: Mapping[str, int] | None = None
     follow_live_counts: bool = False
@@ -56,6 +57,13 @@ class ExpansionSettings:
     max_partitions: int | str = DEFAULT_MAX_PARTITIONS
     policy: GrowthPolicy | Mapping[str, Any] | None = None
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
+    other_jobs: str = "refuse"  # other managed jobs reading the topics: include/refuse/ignore
+    managed_jobs: Sequence[str] | None = None  # the jobs to check (default: discovered)
+    jobs: Sequence[str] | None = None  # expand these jobs in one run: one task group each
+    # each job's own fields (application_args, spark_conf, consumer_group, ...): a mapping
+    # {job: {field: value}} or a function job -> {field: value}
+    per_job: Mapping[str, Mapping[str, Any]] | Callable[[str], Mapping[str, Any]] | None = None
+    co_jobs: Sequence[str] = ()  # set by `for_job`: the other jobs the same run expands
     write_job_model_operator: type[BaseOperator] = WriteJobModelOperator
     retries: int = 2
     retry_delay: timedelta = field(default=timedelta(seconds=30))
@@ -63,6 +71,17 @@ class ExpansionSettings:
 
     def __post_init__(self) -> None:
         normalise_run_mode(self.run_mode)  # a clear error at parse time
+        if isinstance(self.jobs, str):
+            raise ValueError(
+                f"jobs={self.jobs!r}: name the jobs to expand together, e.g. "
+                "jobs=['orders-counter', 'orders-audit'] (jobs='all', found at run time, is "
+                "not supported yet)"
+            )
+        if self.jobs is not None:
+            if len(set(self.jobs)) != len(self.jobs) or not self.jobs:
+                raise ValueError(f"jobs={list(self.jobs)!r}: name each job once")
+        elif not self.job_name:
+            raise ValueError("job_name is empty - name the stateful job (or pass jobs=[...])")
         if not self.topic_list():
             raise ValueError("topics is empty - name the input topic(s) to expand")
         if isinstance(self.policy, Mapping):  # InvalidPolicyError at parse time names the fix
@@ -82,6 +101,27 @@ class ExpansionSettings:
                 f"unknown expansion setting(s) {unknown} - the settings are: {sorted(known)}"
             )
         return cls(**fields)
+
+    def for_job(self, name: str) -> ExpansionSettings:
+        """The settings of job `name` of a multi-job run (its ``per_job`` fields applied)."""
+        own = self.per_job(name) if callable(self.per_job) else (self.per_job or {}).get(name)
+        own = dict(own or {})
+        known = {f.name for f in dataclasses.fields(self)} - {"jobs", "per_job", "co_jobs"}
+        unknown = sorted(set(own) - known)
+        if unknown:
+            raise TypeError(f"per_job[{name!r}]: unknown setting(s) {unknown}")
+        if not (own.get("application_args") or self.application_args):
+            raise ValueError(
+                f"job {name!r} has no application_args - give them in per_job[{name!r}]"
+            )
+        log_dir = os.path.join(self.log_dir, name) if self.log_dir else None
+        return dataclasses.replace(
+            self,
+            **{"job_name": name, "log_dir": log_dir, "other_jobs": "include", **own},
+            jobs=None,
+            per_job=None,
+            co_jobs=tuple(j for j in self.jobs or () if j != name),
+        )
 
     @property
     def mode(self) -> str:

@@ -378,6 +378,14 @@ class KafkaAdmin:
                 result[topic].setdefault(int(p), None)
         return result
 
+    def consumer_group_ids(self) -> list[str]:
+        """Ids of the consumer groups the brokers know (ListGroups), sorted."""
+        future = self._client.list_consumer_groups(request_timeout=self.timeout_s)
+        answer = self._result(future, "listing consumer groups")
+        for error in answer.errors:
+            log.warning("listing consumer groups: a broker answered %s", error)
+        return sorted({g.group_id for g in answer.valid})
+
     def committed_offsets(
         self, group: str, topic: str, partitions: Iterable[int]
     ) -> dict[int, int | None]:

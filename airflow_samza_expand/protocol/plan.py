@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus, S
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S, give_up, owned_by, take
 from airflow_samza_expand.protocol.policy import policy_targets
+from airflow_samza_expand.protocol.readers import TopicReaders, readers_doc
 from airflow_samza_expand.protocol.records import expansion_id_for, require
 from airflow_samza_expand.store import CoordinatorStore
 
@@ -59,6 +60,8 @@ class PlanRequest:
     dry_run: bool = False
     request_timeout_s: float = 30.0
     policy: GrowthPolicy | None = None  # grow only when a live figure crosses a threshold
+    other_jobs: str = "refuse"  # other managed jobs reading a grown topic: readers.py
+    co_jobs: Sequence[str] = ()  # the other jobs this run expands too (multi-job factory)
 
 
 @dataclass(frozen=True)
@@ -84,12 +87,14 @@ class PlanOutcome:
             "outcome": self.kind,
             "dry_run": self.kind == DRY_RUN,
             "policy": self.extra.get("policy"),
+            "readers": self.extra.get("readers"),
+            "unmanaged_groups": (self.extra.get("readers") or {}).get("groups", []),
         }
 
 
 def _from_record(kind: str, record: ExpansionRecord, message: str) -> PlanOutcome:
     planned = record.results.get("plan") or {}
-    policy = {"policy": planned["policy"]} if planned.get("policy") else {}
+    policy = {k: planned[k] for k in ("policy", "readers") if planned.get(k)}
     return PlanOutcome(
         kind,
         message,
@@ -125,13 +130,15 @@ def plan(
     kafka_config: Mapping[str, Any] | None = None,
     joined_holder: str | None = None,
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
+    discover: Callable[[Sequence[str]], TopicReaders] | None = None,
 ) -> PlanOutcome:
     """Decide and record the expansion (module docstring). LeaseHeldError (a ConflictError)
     when another holder owns the job's expansion: wait (`ownership.lease_poll`), then call again
-    with ``joined_holder``."""
+    with ``joined_holder``. ``discover(topics)`` finds the other readers of the grown topics
+    (`readers.find_readers`); `OtherJobsReadTopicError` refuses by ``request.other_jobs``."""
     lease = None if request.dry_run else take(store, holder, lease_ttl_s)
     try:
-        return _decide(store, admin, request, holder, lease, kafka_config, joined_holder)
+        return _decide(store, admin, request, holder, lease, kafka_config, joined_holder, discover)
     except ExpansionError:
         if lease is not None and owned_by(store, holder) is None:
             give_up(store, holder)  # a refused plan owns nothing: others need not wait for it
@@ -146,6 +153,7 @@ def _decide(
     lease: Lease | None,
     kafka_config: Mapping[str, Any] | None,
     joined_holder: str | None,
+    discover: Callable[[Sequence[str]], TopicReaders] | None = None,
 ) -> PlanOutcome:
     own = owned_by(store, holder)
     if own is not None:
@@ -257,6 +265,13 @@ def _decide(
             f"expansion {expansion_id} is already planned (status "
             f"{existing.status.value}, by {existing.owner}): reusing its record",
         )
+    found = readers_doc(
+        request.job_name,
+        sorted(the_plan.streams_grown),
+        discover,
+        request.other_jobs,
+        request.co_jobs,
+    )
     started = now_iso()
     conformance = _conformance(kafka_config, the_plan, live, request)
     lag = _lag(admin, the_plan, request.consumer_group or request.job_name)
@@ -268,7 +283,7 @@ def _decide(
             the_plan.to_dict(),
             lag,
             conformance,
-            extra=_policy_doc(decisions),
+            extra=_policy_doc(decisions) | found,
         )
     record = ExpansionRecord(
         expansion_id=expansion_id,
@@ -284,6 +299,7 @@ def _decide(
         results={
             "plan": {"holder": holder, "lag": lag, "conformance": conformance}
             | _policy_doc(decisions)
+            | found
         },
     )
     try:

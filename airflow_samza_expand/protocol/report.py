@@ -100,6 +100,8 @@ def build_summary(
         "acknowledged_by": (xcoms.get("ack") or {}).get("running"),
         "policy": plan_x.get("policy")
         or ((record.results.get("plan") or {}).get("policy") if record is not None else None),
+        "readers": plan_x.get("readers")
+        or ((record.results.get("plan") or {}).get("readers") if record is not None else None),
     }
 
 
@@ -122,6 +124,8 @@ def render_summary(summary: Mapping[str, Any]) -> str:
         )
     for decision in summary.get("policy") or []:
         lines.append("Growth policy: " + "; ".join(decision["reasons"]))
+    for warning in (summary.get("readers") or {}).get("warnings") or []:
+        lines.append("WARNING: " + warning)
     lines.append(f"Barrier offsets: {summary['barrier_offsets']}")
     steps = ", ".join(
         f"{k} {'-' if v is None else f'{v:.1f}s'}" for k, v in summary["seconds_per_step"].items()

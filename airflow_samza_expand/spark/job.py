@@ -301,6 +301,13 @@ class StreamJob:
             {t: sorted(str(s) for s in ssps) for t, ssps in model.task_to_ssps().items()},
         )
         self._check_topics(model)
+        from airflow_samza_expand.spark import coverage
+
+        life.coverage = coverage.CoverageWatch(
+            model.partition_counts(),
+            model.version,
+            coverage.admin_live_counts(self._kafka_config()),
+        )
         layout = state_layout(args.state_buckets)
         try:
             problems = check_task_set(

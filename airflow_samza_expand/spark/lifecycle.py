@@ -72,6 +72,7 @@ class Lifecycle:
         self.ttl_s = ttl_s
         self.use_lease = use_lease
         self.lease: Any = None
+        self.coverage: Any = None  # spark.coverage.CoverageWatch once the job model is known
         self.epoch = 0
         self.version = 0
         self.store_lock = threading.Lock()
@@ -83,7 +84,9 @@ class Lifecycle:
     # heartbeats and records -------------------------------------------------------------------
 
     def heartbeat(self, state: str) -> None:
-        """Heartbeat ``state``; the role is ``standby`` while waiting, else ``active``."""
+        """Heartbeat ``state``; the role is ``standby`` while waiting, else ``active``; with the
+        input partitions the job model does not cover, when there are any (spark.coverage)."""
+        uncovered = self.coverage.poll() if self.coverage is not None else {}
         with self.store_lock:
             self.store.heartbeat(
                 self.processor_id,
@@ -91,6 +94,7 @@ class Lifecycle:
                 state,
                 role=ROLE_STANDBY if state == "standby" else ROLE_ACTIVE,
                 ttl_s=self.ttl_s,
+                uncovered=uncovered or None,
             )
 
     @contextlib.contextmanager

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping, Sequence
 
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.lease import Lease, check_current
@@ -237,8 +238,9 @@ class FileCoordinatorStore:
         *,
         role: str | None = None,
         ttl_s: float | None = None,
+        uncovered: Mapping[str, Sequence[int]] | None = None,
     ) -> None:
-        value = heartbeat_value(job_model_version, state, role, ttl_s)
+        value = heartbeat_value(job_model_version, state, role, ttl_s, uncovered)
         self._files.replace(value, PROCESSOR, file_name(check_id("processor_id", processor_id)))
 
     def remove_processor(self, processor_id: str) -> None:

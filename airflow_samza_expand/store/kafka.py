@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from confluent_kafka import Consumer, Producer
 
@@ -343,8 +343,9 @@ class KafkaCoordinatorStore:
         *,
         role: str | None = None,
         ttl_s: float | None = None,
+        uncovered: Mapping[str, Sequence[int]] | None = None,
     ) -> None:
-        value = heartbeat_value(job_model_version, state, role, ttl_s)
+        value = heartbeat_value(job_model_version, state, role, ttl_s, uncovered)
         with self._lock:
             self._produce(encode_key(PROCESSOR, check_id("processor_id", processor_id)), value)
 

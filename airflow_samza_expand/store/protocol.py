@@ -13,6 +13,7 @@ exclusive create) and rejects the others with `StaleRevisionError` / `LeaseHeldE
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from airflow_samza_expand.core.lease import Lease
@@ -120,9 +121,11 @@ class CoordinatorStore(Protocol):
         *,
         role: str | None = None,
         ttl_s: float | None = None,
+        uncovered: Mapping[str, Sequence[int]] | None = None,
     ) -> None:
         """Record that processor `processor_id` is alive (state: PROCESSOR_STATES; role
-        ``active``/``standby`` and its liveness TTL in seconds, both stored only when given)."""
+        ``active``/``standby`` and its liveness TTL in seconds, and the input partitions its job
+        model does not cover, {topic: [partition]}: each stored only when given)."""
         ...
 
     def remove_processor(self, processor_id: str) -> None:

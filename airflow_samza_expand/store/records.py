@@ -6,7 +6,7 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_samza_expand.core.clock import now_iso
@@ -100,9 +100,14 @@ def stop_value(version: int, reason: str) -> bytes:
 
 
 def heartbeat_value(
-    job_model_version: int, state: str, role: str | None = None, ttl_s: float | None = None
+    job_model_version: int,
+    state: str,
+    role: str | None = None,
+    ttl_s: float | None = None,
+    uncovered: Mapping[str, Sequence[int]] | None = None,
 ) -> bytes:
-    """The processor record; ``role`` and ``ttl`` (seconds) only when given (rule 1.7)."""
+    """The processor record; ``role`` and ``ttl`` (seconds, rule 1.7) and ``uncovered``
+    ({topic: [partition]}, spark.coverage) only when given."""
     if state not in PROCESSOR_STATES:
         raise ValueError(
             f"processor state {state!r} is not one of {sorted(PROCESSOR_STATES)} - use one of them"
@@ -122,6 +127,8 @@ def heartbeat_value(
         if isinstance(ttl_s, bool) or not isinstance(ttl_s, (int, float)) or ttl_s <= 0:
             raise ValueError(f"processor ttl_s must be a number > 0, got {ttl_s!r}")
         doc["ttl"] = float(ttl_s)
+    if uncovered:
+        doc["uncovered"] = {str(t): sorted(int(p) for p in ps) for t, ps in uncovered.items()}
     return encode_json("heartbeat", doc)
 
 

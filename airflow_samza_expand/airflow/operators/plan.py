@@ -23,6 +23,7 @@ from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
 from airflow_samza_expand.protocol import plan as protocol_plan
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S
+from airflow_samza_expand.protocol.readers import TopicReaders, find_readers, normalise_other_jobs
 
 
 class PlanExpansionOperator(KafkaClients, BaseOperator):
@@ -46,7 +47,15 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
     ``policy`` (`GrowthPolicy` or its dict): measure each topic first and grow only the topics
     whose figures cross a threshold, by the factor the policy computes; with none crossed the
     task ends *skipped* with the figures in its log (nothing written, nothing grown).
-    Returns (XCom) ``{expansion_id, plan, lag, conformance, reused, outcome, dry_run, policy}``.
+    Other readers (protocol.readers): the plan finds the managed jobs whose job model reads a
+    grown topic (coordinator topics of the connection, or ``managed_jobs=[...]``) and the
+    consumer groups outside the provider with committed offsets on it. ``other_jobs``:
+    ``"refuse"`` (default) fails the task (``AirflowFailException`` naming every job and the fix)
+    while another managed job reads the topic and is not among ``co_jobs`` (the jobs the same run
+    expands; ``"include"`` is what the multi-job factory passes with them); ``"ignore"`` goes on
+    with a warning. Unmanaged groups are warning lines and ``unmanaged_groups`` in the XCom.
+    Returns (XCom) ``{expansion_id, plan, lag, conformance, reused, outcome, dry_run, policy,
+    readers, unmanaged_groups}``.
     """
 
     template_fields: Sequence[str] = (
@@ -57,6 +66,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         "coordinator",
         "dry_run",
         "max_partitions",
+        "other_jobs",
     )
     template_fields_renderers = {"targets": "json"}
     ui_color = "#efe3ff"
@@ -76,6 +86,9 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         consumer_group: str | None = None,
         dry_run: bool | str = False,
         policy: GrowthPolicy | Mapping[str, Any] | None = None,
+        other_jobs: str = "refuse",
+        co_jobs: Sequence[str] = (),
+        managed_jobs: Sequence[str] | None = None,
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
         poll_interval_s: float = 10.0,
         coordinator: str = DEFAULT_COORDINATOR,
@@ -107,6 +120,11 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
                 f"{self.task_id}: a growth policy decides the factor itself - pass topics=[...] "
                 "with policy=..., not targets"
             )
+        if "{{" not in str(other_jobs):
+            normalise_other_jobs(other_jobs)  # a bad choice fails at parse time
+        self.other_jobs = other_jobs
+        self.co_jobs = list(co_jobs)
+        self.managed_jobs = list(managed_jobs) if managed_jobs is not None else None
         self.lease_ttl_s = lease_ttl_s
         self.poll_interval_s = poll_interval_s
         self.coordinator = coordinator
@@ -129,6 +147,22 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
             dry_run=as_bool(self.dry_run),
             request_timeout_s=self.request_timeout_s,
             policy=self.policy,
+            other_jobs=normalise_other_jobs(self.other_jobs),
+            co_jobs=tuple(self.co_jobs),
+        )
+
+    def discover(self, topics: Sequence[str]) -> TopicReaders:
+        """The other readers of `topics` (managed jobs, unmanaged consumer groups)."""
+        groups = {self.job_name: self.consumer_group} if self.consumer_group else {}
+        return find_readers(
+            self.admin,
+            topics,
+            coordinator=self.coordinator,
+            open_job=lambda name: self.hook.get_coordinator_store(
+                name, self.coordinator, self.kafka_config
+            ),
+            managed_jobs=self.managed_jobs,
+            groups_of=groups,
         )
 
     def execute(self, context: Any, joined_holder: str | None = None) -> dict[str, Any]:
@@ -145,6 +179,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
                         kafka_config=self.kafka_config,
                         joined_holder=joined_holder,
                         lease_ttl_s=self.lease_ttl_s,
+                        discover=self.discover,
                     )
                 except LeaseHeldError as exc:
                     held = exc
@@ -153,6 +188,8 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         if held is not None:
             return self._wait_for(context, holder, held)
         self.log.info("%s.", outcome.message)
+        for line in (outcome.extra.get("readers") or {}).get("warnings", []):
+            self.log.warning("%s", line)
         if outcome.kind == protocol_plan.NOTHING:
             joined = {
                 "holder": joined_holder,
