@@ -17,7 +17,7 @@ from airflow_samza_expand.spark.coverage import (
     admin_live_counts,
     uncovered_partitions,
 )
-from airflow_samza_expand.spark.job import StreamJob, build_parser
+from airflow_samza_expand.spark.lifecycle import Lifecycle
 from airflow_samza_expand.store.files import FileCoordinatorStore
 from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
@@ -73,19 +73,14 @@ def test_the_job_heartbeat_reports_partitions_grown_outside_its_model(
     with KafkaAdmin(config, timeout_s=15) as admin, KafkaCoordinatorStore(config, name) as store:
         admin.ensure_topic(topic, 2)
         model = store.write_job_model(JobModel.initial(name, {topic: 2}))
-        args = build_parser().parse_args(
-            ["--job-name", name, "--bootstrap-servers", kafka_bootstrap]
-            + ["--checkpoint-dir", str(tmp_path), "--output-topic", f"{topic}-out"]
-            + ["--processor-id", "p-1"]
-        )
-        job = StreamJob(args)
-        job.store, job.model = store, model
-        job.coverage = CoverageWatch({topic: 2}, 1, admin_live_counts(config), interval_s=0.0)
-        job.heartbeat("running")
+        life = Lifecycle(store, name, "p-1", config, use_lease=False)
+        life.version = model.version
+        life.coverage = CoverageWatch({topic: 2}, 1, admin_live_counts(config), interval_s=0.0)
+        life.heartbeat("running")
         assert "uncovered" not in store.processors()["p-1"]
 
         admin.create_partitions(topic, 8)  # grown by someone else
-        job.heartbeat("running")
+        life.heartbeat("running")
         assert store.processors()["p-1"]["uncovered"] == {topic: [2, 3, 4, 5, 6, 7]}
 
 
