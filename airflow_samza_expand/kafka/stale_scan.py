@@ -264,15 +264,19 @@ class StaleScanner:
 
 
 def scan_until_caught_up(
-    scanner: StaleScanner, positions: Mapping[str, Mapping[int, int]], *, max_polls: int = 1000
+    scanner: StaleScanner,
+    positions: Mapping[str, Mapping[int, int]],
+    *,
+    until: Mapping[str, Mapping[int, int]] | None = None,
+    max_polls: int = 1000,
 ) -> ScanResult:
-    """Poll until the scan reaches the watermarks of its latest poll (tests, the job's check);
-    the placements of every poll are returned together."""
+    """Poll until the scan reaches ``until`` or the watermarks of its latest poll (the job's
+    check, the demo, tests); the placements of every poll are returned together."""
     found: list[StalePlacement] = []
     read = requests = 0
     current: Mapping[str, Mapping[int, int]] = positions
     for _ in range(max_polls):
-        result = scanner.poll(current)
+        result = scanner.poll(current, until=until)
         found.extend(result.placements)
         read += result.records_read
         requests += result.requests

@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="extra Spark setting (repeatable) when run without spark-submit",
     )
+    from airflow_samza_expand.spark.stale import add_arguments
+
+    add_arguments(p)  # --barrier-offsets, --partitioner, --on-stale-placement (rule 1.5)
     return p
 
 
@@ -269,6 +272,7 @@ class StreamJob:
         self.committed: str | None = None
         self.last_batch_reported = -1
         self._commit_consumer: Any = None
+        self.order_check: Any = None  # spark.stale.OrderCheck with --barrier-offsets
 
     # coordinator ------------------------------------------------------------------------------
 
@@ -324,6 +328,8 @@ class StreamJob:
         commit_group_offsets(self._commit_consumer, json.loads(end_offset_json))
         self.committed = end_offset_json
         log.info("committed group %r offsets %s", self.args.job_name, end_offset_json)
+        if self.order_check is not None:  # stale placements beyond the barrier (rule 1.5)
+            self.order_check.after_commit(json.loads(end_offset_json))
 
     def commit_progress(self, query: Any) -> None:
         """Commit the newest finished batch's end offsets; record new progress reports."""
@@ -475,6 +481,12 @@ class StreamJob:
             {t: sorted(str(s) for s in ssps) for t, ssps in model.task_to_ssps().items()},
         )
         self._check_topics(model)
+        from airflow_samza_expand.spark.stale import order_check_from_args
+
+        try:
+            self.order_check = order_check_from_args(args, model, self._kafka_config())
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         layout = state_layout(args.state_buckets)
         try:
             problems = check_task_set(
@@ -542,6 +554,8 @@ class StreamJob:
                 next_heartbeat = now + IDLE_HEARTBEAT_S
 
     def close(self) -> None:
+        if self.order_check is not None:
+            self.order_check.close()
         if self._commit_consumer is not None:
             self._commit_consumer.close()
             self._commit_consumer = None

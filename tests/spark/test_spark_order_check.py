@@ -1,0 +1,119 @@
+"""The restarted job's order check (rule 1.5) without Spark: a real broker, the driver-side check
+of the committed ranges beyond the barrier, warn and fail."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from spark_helpers import create_topic, grow_topic, produce_raw
+
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand.kafka.barrier import snapshot_barrier
+from airflow_samza_expand.kafka.partitioners import crc32_partition
+from airflow_samza_expand.kafka.stale_scan import StaleScanner
+from airflow_samza_expand.spark.job import build_parser
+from airflow_samza_expand.spark.stale import (
+    OrderCheck,
+    StalePlacementError,
+    growths_of,
+    parse_barrier_offsets,
+)
+
+pytestmark = pytest.mark.kafka
+
+
+def moved_keys(n: int) -> list[str]:
+    """Keys whose CRC32 partition changes from 2 to 4 partitions."""
+    keys = (f"key-{i}" for i in range(10_000))
+    return [k for k in keys if crc32_partition(k.encode(), 2) != crc32_partition(k.encode(), 4)][:n]
+
+
+@pytest.fixture
+def grown(kafka_bootstrap, unique_topic):
+    """A topic grown 2 -> 4 after traffic; its barrier snapshot; a scanner for it."""
+    topic = unique_topic("in")
+    create_topic(kafka_bootstrap, topic, 2)
+    keys = [f"key-{i}" for i in range(20)]
+    produce_raw(kafka_bootstrap, topic, [(crc32_partition(k.encode(), 2), k, {}) for k in keys])
+    grow_topic(kafka_bootstrap, topic, 4)
+    admin = KafkaAdmin({"bootstrap.servers": kafka_bootstrap}, timeout_s=15)
+    barrier = snapshot_barrier(admin, {topic: 2})
+    scanner = StaleScanner({"bootstrap.servers": kafka_bootstrap}, {topic: (2, 4)}, "crc32")
+    yield topic, barrier, scanner
+    scanner.close()
+    admin.close()
+
+
+def _end(barrier, topic, extra):
+    return {topic: {str(p): o + extra.get(p, 0) for p, o in barrier[topic].items()}}
+
+
+def test_counts_stale_placements_in_the_committed_range_only(kafka_bootstrap, grown, tmp_path):
+    topic, barrier, scanner = grown
+    stale = moved_keys(3)
+    fresh = [k for k in (f"f-{i}" for i in range(40)) if crc32_partition(k.encode(), 4) < 2][:4]
+    records = [(crc32_partition(k.encode(), 4), k, {}) for k in fresh]
+    records += [(crc32_partition(k.encode(), 2), k, {}) for k in stale + stale[:1]]
+    produce_raw(kafka_bootstrap, topic, records)
+    per_partition = {p: sum(1 for q, _, _ in records if q == p) for p in range(2)}
+    progress = tmp_path / "progress.jsonl"
+    published = []
+    check = OrderCheck(scanner, barrier, progress_file=str(progress), publish=published.append)
+
+    # a batch that committed nothing beyond the barrier: nothing read
+    assert check.after_commit(_end(barrier, topic, {})).records == 0
+    summary = check.after_commit(_end(barrier, topic, per_partition))
+    assert summary.records == 4
+    assert summary.keys == {stale[0]: 2, stale[1]: 1, stale[2]: 1}
+    assert published[-1] == summary
+    line = json.loads(progress.read_text().splitlines()[-1])
+    assert line["stale_placements"]["records"] == 4
+    assert line["order"].startswith("order: at risk - 4 records of 3 keys")
+    # the next batch re-checks nothing already checked
+    assert check.after_commit(_end(barrier, topic, per_partition)).records == 4
+
+
+def test_records_beyond_the_committed_end_wait_for_their_batch(kafka_bootstrap, grown):
+    topic, barrier, scanner = grown
+    (key,) = moved_keys(1)
+    p = crc32_partition(key.encode(), 2)
+    produce_raw(kafka_bootstrap, topic, [(p, key, {})])
+    check = OrderCheck(scanner, barrier)
+    assert check.after_commit(_end(barrier, topic, {})).records == 0
+    assert check.after_commit(_end(barrier, topic, {p: 1})).records == 1
+
+
+def test_fail_stops_with_the_key_named(kafka_bootstrap, grown):
+    topic, barrier, scanner = grown
+    (key,) = moved_keys(1)
+    p = crc32_partition(key.encode(), 2)
+    produce_raw(kafka_bootstrap, topic, [(p, key, {})])
+    check = OrderCheck(scanner, barrier, on_stale="fail")
+    with pytest.raises(StalePlacementError, match=rf"order: at risk - 1 records of 1 keys.*{key}"):
+        check.after_commit(_end(barrier, topic, {p: 1}))
+
+
+def test_barrier_argument_is_checked_by_the_parser(capsys):
+    base = ["--job-name", "j", "--checkpoint-dir", "/tmp/x", "--output-topic", "o"]
+    args = build_parser().parse_args([*base, "--barrier-offsets", '{"in": {"0": 5, "1": 7}}'])
+    assert args.barrier_offsets == {"in": {0: 5, 1: 7}} and args.on_stale_placement == "warn"
+    for bad, why in [
+        ("[1]", "not a JSON object"),
+        ('{"in": {"1": 5}}', "must list old partitions 0..N-1"),
+        ("@/nonexistent/barrier.json", "cannot be read"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            build_parser().parse_args([*base, "--barrier-offsets", bad])
+        assert stop.value.code == 2
+        assert why in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*base, "--on-stale-placement", "ignore"])
+
+
+def test_growths_come_from_the_barrier_and_the_job_model():
+    model = JobModel.initial("j", {"in": 8})
+    assert growths_of(parse_barrier_offsets('{"in": {"0": 1, "1": 2}}'), model) == {"in": (2, 8)}
+    with pytest.raises(ValueError, match="names topic 'other'"):
+        growths_of({"other": {0: 1}}, model)
