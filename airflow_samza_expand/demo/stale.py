@@ -113,19 +113,34 @@ def _offsets_at(config: Mapping[str, Any], topic: str, count: int, at_s: float) 
         consumer.close()
 
 
-def order_counts(scenario: Any, partitioner: str = "crc32") -> dict[str, Any]:
-    """Stale placements before/after each expansion's snapshot, and the order verdict."""
-    from airflow_samza_expand.airflow.operators._common import expansion_id_for
+def _records(scenario: Any) -> list[Any]:
+    """The expansion record of each of the scenario's expansions, in order."""
+    try:  # issue 11 moves it to the protocol layer
+        from airflow_samza_expand.protocol.records import expansion_id_for
+    except ImportError:
+        from airflow_samza_expand.airflow.operators._common import expansion_id_for
+    topic = scenario.topic
+    return [
+        scenario.store.get_expansion(
+            expansion_id_for(scenario.job_name, {topic: o.counts[0]}, {topic: o.counts[1]})
+        )
+        for o in scenario.outcomes
+    ]
+
+
+def order_counts(
+    scenario: Any, records: list[Any] | None = None, partitioner: str = "crc32"
+) -> dict[str, Any]:
+    """Stale placements before/after each expansion's snapshot, and the order verdict.
+
+    ``records``: the expansion records, oldest first (default: those of the scenario's runs).
+    """
     from airflow_samza_expand.kafka.stale_scan import StaleScanner, scan_until_caught_up
 
     topic = scenario.topic
     spans = []
-    for outcome in scenario.outcomes:
-        before, after = outcome.counts
-        record = scenario.store.get_expansion(
-            expansion_id_for(scenario.job_name, {topic: before}, {topic: after})
-        )
-        barrier, _, _, at = _fields(record)
+    for record in _records(scenario) if records is None else records:
+        barrier, before, after, at = _fields(record)
         spans.append((before, after, barrier, _offsets_at(scenario.config, topic, before, at)))
     total_before, total_after = StaleSummary(), StaleSummary()
     rows = []

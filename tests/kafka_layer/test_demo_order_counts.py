@@ -8,12 +8,10 @@ from types import SimpleNamespace
 
 from kafka_layer_helpers import produce
 
-from airflow_samza_expand.airflow.operators._common import expansion_id_for
 from airflow_samza_expand.demo.stale import Producers, order_counts
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import barrier_to_dict, snapshot_barrier
 from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.coordinator import FileCoordinatorStore
 from airflow_samza_expand.kafka.partitioners import crc32_partition
 
 
@@ -29,10 +27,9 @@ def _moved(n: int, prefix: str) -> list[bytes]:
     return [k for k in keys if crc32_partition(k, 2) != crc32_partition(k, 4)][:n]
 
 
-def test_counts_before_and_after_the_snapshot(kafka_bootstrap, unique_topic, tmp_path):
+def test_counts_before_and_after_the_snapshot(kafka_bootstrap, unique_topic):
     config = client_config(kafka_bootstrap)
     topic, job = unique_topic("orders"), unique_topic("job")
-    store = FileCoordinatorStore(str(tmp_path / "store"), job)
     with KafkaAdmin(config, timeout_s=15) as admin:
         admin.ensure_topic(topic, 2)
         # before the expansion: moved keys placed with 2 partitions are not stale
@@ -45,23 +42,14 @@ def test_counts_before_and_after_the_snapshot(kafka_bootstrap, unique_topic, tmp
         barrier = snapshot_barrier(admin, {topic: 2})
         late = _moved(2, "late")
         produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in late + late[:1]])
-    store.put_expansion(
-        expansion_id_for(job, {topic: 2}, {topic: 4}),
-        {
-            "barrier": barrier_to_dict(barrier),
-            "counts_before": {topic: 2},
-            "counts_after": {topic: 4},
-            "expanded_at": _iso(expanded_at),
-        },
-    )
-    scenario = SimpleNamespace(
-        topic=topic,
-        job_name=job,
-        config=config,
-        store=store,
-        outcomes=[SimpleNamespace(counts=(2, 4))],
-    )
-    order = order_counts(scenario)
+    record = {  # the expansion record's fields the demo reads (legacy dict form)
+        "barrier": barrier_to_dict(barrier),
+        "counts_before": {topic: 2},
+        "counts_after": {topic: 4},
+        "expanded_at": _iso(expanded_at),
+    }
+    scenario = SimpleNamespace(topic=topic, job_name=job, config=config)
+    order = order_counts(scenario, [record])
     assert order["stale_before_snapshot"] == 3
     assert order["stale_after_snapshot"] == 3
     assert order["keys_at_risk"] == {late[0].decode(): 2, late[1].decode(): 1}
