@@ -189,7 +189,7 @@ def order_report(before: StaleSummary, after: StaleSummary) -> dict[str, Any]:
         "line": order_line(before, after),
         "stale_before_snapshot": before.records,
         "stale_after_snapshot": after.records,
-        "keys_at_risk": dict(sorted(after.keys.items())),
+        "keys_at_risk": [{"key": k, "records": n} for k, n in sorted(after.keys.items())],
         "keys_at_risk_truncated": after.keys_truncated,
         "examples": [e.to_dict() for e in after.examples],
     }

@@ -210,7 +210,9 @@ class StaleSummary:
         return {
             "records": self.records,
             "keys_truncated": self.keys_truncated,
-            "keys": dict(sorted(self.keys.items())),
+            # a list, not an object: record keys never become JSON keys (a key named like a
+            # secret setting would make the coordinator refuse the record)
+            "keys": [[k, n] for k, n in sorted(self.keys.items())],
             "examples": [e.to_dict() for e in self.examples],
             "last_offset": {
                 t: {str(p): o for p, o in sorted(ps.items())}
@@ -236,7 +238,7 @@ class StaleSummary:
             )
             return cls(
                 records=int(doc.get("records", 0)),  # type: ignore[arg-type]
-                keys={str(k): int(v) for k, v in dict(doc.get("keys", {})).items()},  # type: ignore[arg-type]
+                keys={str(k): int(v) for k, v in doc.get("keys", [])},  # type: ignore[union-attr]
                 keys_truncated=bool(doc.get("keys_truncated", False)),
                 examples=examples,
                 last_offset={

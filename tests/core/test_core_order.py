@@ -112,7 +112,10 @@ def test_order_line_at_risk_names_records_keys_and_examples():
     assert "orders[1]@100, belongs in orders[3]" in line
     report = order_report(StaleSummary(), after)
     assert report["order"] == "at risk"
-    assert report["keys_at_risk"] == {"user-4": 2, "user-9": 3}
+    assert report["keys_at_risk"] == [
+        {"key": "user-4", "records": 2},
+        {"key": "user-9", "records": 3},
+    ]
     assert report["stale_after_snapshot"] == 5 and report["line"] == line
 
 
@@ -132,3 +135,13 @@ def test_on_stale_placement_choices():
     assert check_on_stale_placement("fail") == "fail"
     with pytest.raises(ValueError, match="give 'warn'"):
         check_on_stale_placement("ignore")
+
+
+def test_keys_named_like_secrets_fit_in_an_expansion_record():
+    """Record keys are data, never JSON object keys: the record's secret check must not trip."""
+    from airflow_samza_expand.core.secrets import secret_paths
+
+    after = StaleSummary().add(placements(2, ["password-reset-7", "sasl.user"]))
+    evidence = OrderEvidence().with_job_placements(after)
+    assert secret_paths(evidence.to_dict()) == []
+    assert secret_paths(order_report(StaleSummary(), after)) == []

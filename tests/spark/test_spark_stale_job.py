@@ -54,7 +54,7 @@ def test_stale_placement_after_the_barrier_warn_then_fail(
 
     assert job.run(*order, "--progress-file", str(progress)) == 0
     (line,) = _stale_lines(progress)
-    assert line["stale_placements"]["keys"] == {first: 1}
+    assert line["stale_placements"]["keys"] == [[first, 1]]
     assert line["order"].startswith("order: at risk - 1 records of 1 keys")
     assert job.outputs()[first]["count"] == 1  # warn: processed, counted, reported
 
