@@ -253,6 +253,8 @@ def job_publisher(store: Any, job_model_version: int) -> Callable[[StaleSummary]
     if not made:
         return None
     expansion_id = made[0].expansion_id
+    if not isinstance(store.get_expansion(expansion_id), ExpansionRecord):
+        return None  # a legacy (dict) store view
 
     def publish(summary: StaleSummary) -> None:
         record_job_placements(store, expansion_id, summary)

@@ -196,12 +196,19 @@ def order_check_from_args(
     args: argparse.Namespace,
     model: JobModel,
     kafka_config: Mapping[str, str],
-    publish: Callable[[StaleSummary], None] | None = None,
+    store: Any = None,
+    store_lock: Any = None,
 ) -> OrderCheck | None:
-    """The job's check, or None without ``--barrier-offsets``; ValueError on bad input."""
+    """The job's check, or None without ``--barrier-offsets``; ValueError on bad input.
+
+    With a typed coordinator ``store`` the counts also go into the record of the expansion
+    that made the job model (``protocol.order.job_publisher``), under ``store_lock`` (the job
+    shares its store between threads).
+    """
     if not getattr(args, "barrier_offsets", None):
         return None
     from airflow_samza_expand.kafka.stale_scan import StaleScanner
+    from airflow_samza_expand.protocol.order import job_publisher
 
     barrier = args.barrier_offsets
     if isinstance(barrier, str):
@@ -220,8 +227,19 @@ def order_check_from_args(
         barrier,
         on_stale=args.on_stale_placement,
         progress_file=os.path.abspath(progress) if progress else None,
-        publish=publish,
+        publish=_locked(job_publisher(store, model.version), store_lock) if store else None,
     )
+
+
+def _locked(publish: Callable[[StaleSummary], None] | None, lock: Any) -> Any:
+    if publish is None or lock is None:
+        return publish
+
+    def locked(summary: StaleSummary) -> None:
+        with lock:
+            publish(summary)
+
+    return locked
 
 
 __all__ = [

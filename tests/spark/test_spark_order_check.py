@@ -3,6 +3,7 @@ of the committed ranges beyond the barrier, warn and fail."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -117,3 +118,42 @@ def test_growths_come_from_the_barrier_and_the_job_model():
     assert growths_of(parse_barrier_offsets('{"in": {"0": 1, "1": 2}}'), model) == {"in": (2, 8)}
     with pytest.raises(ValueError, match="names topic 'other'"):
         growths_of({"other": {0: 1}}, model)
+
+
+def test_counts_reach_the_expansion_record_of_a_typed_store(kafka_bootstrap, grown, tmp_path):
+    """order_check_from_args with the job's (typed) store publishes into the record of the
+    expansion that made the job model, under the job's store lock."""
+    import threading
+
+    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand.core.order import OrderEvidence
+    from airflow_samza_expand.core.record import ExpansionRecord
+    from airflow_samza_expand.spark.stale import order_check_from_args
+    from airflow_samza_expand.store.files import FileCoordinatorStore
+
+    topic, barrier, _ = grown
+    store = FileCoordinatorStore(str(tmp_path / "store"), "job")
+    stamp = now_iso()
+    record = ExpansionRecord(
+        expansion_id="job~in.2-4", job_name="job", base_version=1, target_version=2,
+        plan={"counts_before": {topic: 2}, "counts_after": {topic: 4}}, status="expanded",
+        owner="test", created_at=stamp, updated_at=stamp, barrier=barrier,
+    )  # fmt: skip
+    store.put_expansion(record, expected_revision=0)
+    model = dataclasses.replace(JobModel.initial("job", {topic: 4}), version=2)
+    args = build_parser().parse_args(
+        ["--job-name", "job", "--checkpoint-dir", "/tmp/x", "--output-topic", "o",
+         "--barrier-offsets", json.dumps({topic: {str(p): o for p, o in barrier[topic].items()}}),
+         "--partitioner", "crc32"]
+    )  # fmt: skip
+    lock = threading.Lock()
+    check = order_check_from_args(args, model, {"bootstrap.servers": kafka_bootstrap}, store, lock)
+    (key,) = moved_keys(1)
+    p = crc32_partition(key.encode(), 2)
+    produce_raw(kafka_bootstrap, topic, [(p, key, {})])
+    try:
+        check.after_commit(_end(barrier, topic, {p: 1}))
+    finally:
+        check.close()
+    evidence = OrderEvidence.from_dict(store.get_expansion("job~in.2-4").stale_placements)
+    assert evidence.after_snapshot.keys == {key: 1}
