@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 PartitionOf = Callable[[bytes, int], int]
 
@@ -101,29 +102,10 @@ def stale_target(
     return targets[0]
 
 
-def is_stale_placement(
-    key: bytes | str | None,
-    partition: int,
-    offset: int,
-    *,
-    start_offset: int,
-    old_count: int,
-    new_count: int,
-    partition_of: PartitionOf | Sequence[PartitionOf],
-) -> bool:
-    """Whether the record is a stale placement (see the module docstring)."""
-    return (
-        stale_target(
-            key,
-            partition,
-            offset,
-            start_offset=start_offset,
-            old_count=old_count,
-            new_count=new_count,
-            partition_of=partition_of,
-        )
-        is not None
-    )
+def is_stale_placement(key: bytes | str | None, partition: int, offset: int, **rule: Any) -> bool:
+    """Whether the record is a stale placement; ``rule``: the keyword arguments of
+    `stale_target` (``start_offset``, ``old_count``, ``new_count``, ``partition_of``)."""
+    return stale_target(key, partition, offset, **rule) is not None
 
 
 def placed_with(
