@@ -484,9 +484,7 @@ class StreamJob:
         from airflow_samza_expand.spark.stale import order_check_from_args
 
         try:
-            self.order_check = order_check_from_args(
-                args, model, self._kafka_config(), self.store, self.store_lock
-            )
+            self.order_check = order_check_from_args(args, model, self._kafka_config())
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         layout = state_layout(args.state_buckets)

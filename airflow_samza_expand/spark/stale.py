@@ -135,6 +135,7 @@ class OrderCheck:
         self.progress_file = progress_file
         self.publish = publish
         self.summary = StaleSummary()
+        self.owned_store: Any = None  # a store opened for `publish`, closed with the check
 
     def after_commit(self, end_offsets: Mapping[str, Mapping[Any, int]]) -> StaleSummary:
         """Check ``[position, committed end)`` of every old partition; the running summary.
@@ -184,6 +185,8 @@ class OrderCheck:
 
     def close(self) -> None:
         self.scanner.close()
+        if self.owned_store is not None:
+            self.owned_store.close()
 
 
 def _get(offsets: Mapping[str, Mapping[Any, int]], topic: str, partition: int, default: int) -> int:
@@ -197,13 +200,12 @@ def order_check_from_args(
     model: JobModel,
     kafka_config: Mapping[str, str],
     store: Any = None,
-    store_lock: Any = None,
 ) -> OrderCheck | None:
     """The job's check, or None without ``--barrier-offsets``; ValueError on bad input.
 
-    With a typed coordinator ``store`` the counts also go into the record of the expansion
-    that made the job model (``protocol.order.job_publisher``), under ``store_lock`` (the job
-    shares its store between threads).
+    The counts also go into the record of the expansion that made the job model
+    (``protocol.order.job_publisher``) through ``store``, by default a typed store of its own
+    on ``--coordinator`` (the job's other store is shared between threads).
     """
     if not getattr(args, "barrier_offsets", None):
         return None
@@ -214,32 +216,30 @@ def order_check_from_args(
     if isinstance(barrier, str):
         barrier = parse_barrier_offsets(barrier)
     scanner = StaleScanner(kafka_config, growths_of(barrier, model), args.partitioner)
+    owned = None
+    if store is None:
+        from airflow_samza_expand.store import open_store
+
+        store = owned = open_store(args.coordinator, args.job_name, kafka_config)
+    publish = job_publisher(store, model.version)
     log.info(
         "order check on: records read beyond barrier %s are checked for stale placements "
-        "(partitioner %s, on stale placement: %s)",
+        "(partitioner %s, on stale placement: %s; counts go to %s)",
         json.dumps(barrier, sort_keys=True),
         args.partitioner or "murmur2 or crc32",
         args.on_stale_placement,
+        "the expansion record" if publish else "the log and progress file only",
     )
     progress = getattr(args, "progress_file", None)
-    return OrderCheck(
+    check = OrderCheck(
         scanner,
         barrier,
         on_stale=args.on_stale_placement,
         progress_file=os.path.abspath(progress) if progress else None,
-        publish=_locked(job_publisher(store, model.version), store_lock) if store else None,
+        publish=publish,
     )
-
-
-def _locked(publish: Callable[[StaleSummary], None] | None, lock: Any) -> Any:
-    if publish is None or lock is None:
-        return publish
-
-    def locked(summary: StaleSummary) -> None:
-        with lock:
-            publish(summary)
-
-    return locked
+    check.owned_store = owned
+    return check
 
 
 __all__ = [

@@ -121,10 +121,8 @@ def test_growths_come_from_the_barrier_and_the_job_model():
 
 
 def test_counts_reach_the_expansion_record_of_a_typed_store(kafka_bootstrap, grown, tmp_path):
-    """order_check_from_args with the job's (typed) store publishes into the record of the
-    expansion that made the job model, under the job's store lock."""
-    import threading
-
+    """order_check_from_args publishes into the record of the expansion that made the job
+    model (its own typed store on --coordinator)."""
     from airflow_samza_expand.core.clock import now_iso
     from airflow_samza_expand.core.order import OrderEvidence
     from airflow_samza_expand.core.record import ExpansionRecord
@@ -143,11 +141,11 @@ def test_counts_reach_the_expansion_record_of_a_typed_store(kafka_bootstrap, gro
     model = dataclasses.replace(JobModel.initial("job", {topic: 4}), version=2)
     args = build_parser().parse_args(
         ["--job-name", "job", "--checkpoint-dir", "/tmp/x", "--output-topic", "o",
+         "--coordinator", str(tmp_path / "store"),
          "--barrier-offsets", json.dumps({topic: {str(p): o for p, o in barrier[topic].items()}}),
          "--partitioner", "crc32"]
     )  # fmt: skip
-    lock = threading.Lock()
-    check = order_check_from_args(args, model, {"bootstrap.servers": kafka_bootstrap}, store, lock)
+    check = order_check_from_args(args, model, {"bootstrap.servers": kafka_bootstrap})
     (key,) = moved_keys(1)
     p = crc32_partition(key.encode(), 2)
     produce_raw(kafka_bootstrap, topic, [(p, key, {})])
