@@ -511,6 +511,9 @@ class StreamJob:
             raise
         try:
             self.commit_progress(query)
+        except ExpansionError:  # --on-stale-placement fail (spark.stale): exit 2, named
+            self.heartbeat("failed")
+            raise
         except Exception as exc:
             log.error("final offset commit failed: %s", exc)
             failed = True
