@@ -2,9 +2,9 @@
 live keyed traffic, a 2 -> 4 growth, the barrier's `order_poll` loop, the restarted real job
 (Spark local[2]) with `job_order_args`, and the report's order line from the record.
 
-* a producer refreshing slower than the grace: the barrier waits past the grace while its stale
-  placements arrive, snapshots after a quiet window, and the run is still proven, with the
-  stale placements before the snapshot counted;
+* a producer refreshing slower than the grace (3 s vs 1 s): the barrier waits past the grace
+  while its stale placements arrive, snapshots after a quiet window, and the run is still
+  proven, with the stale placements before the snapshot counted;
 * a record placed by hand into an old partition after the snapshot: "order at risk" naming the
   key; with "fail" the job fails.
 """
@@ -12,6 +12,7 @@ live keyed traffic, a 2 -> 4 growth, the barrier's `order_poll` loop, the restar
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 
 import pytest
@@ -36,7 +37,37 @@ from airflow_samza_expand.store.files import FileCoordinatorStore
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
-GRACE_S, QUIET_S, SLOW_REFRESH_MS = 1.0, 2.0, 4000
+GRACE_S, QUIET_S, STALE_FOR_S = 1.0, 2.0, 3.0
+
+
+class SlowRefresher(threading.Thread):
+    """A producer whose metadata refresh comes STALE_FOR_S after the growth: until then it
+    places keys with the old count (explicit ``crc32 % 2``), then with the new one. (A real
+    client's refresh timer fires at a random phase; this one is deterministic.)"""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(name="slow-refresher", daemon=True)
+        from confluent_kafka import Producer
+
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.topic, self.count, self.grown_at = topic, 2, None
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        i = 0
+        while not self.halt.wait(0.02):
+            if self.grown_at is not None and time.time() - self.grown_at >= STALE_FOR_S:
+                self.count = 4
+            key = f"slow-{i % 20:03d}".encode()
+            i += 1
+            partition = crc32_partition(key, self.count)
+            self.producer.produce(self.topic, key=key, value=b"{}", partition=partition)
+            self.producer.poll(0)
+        self.producer.flush(30)
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(30)
 
 
 def _barrier_loop(admin, store, config, expansion_id, expanded_at):
@@ -61,9 +92,8 @@ def test_slow_producer_held_by_the_barrier_then_a_late_record_puts_order_at_risk
     v1 = job.store.write_job_model(JobModel.initial(job.name, {job.topic: 2}))
     config = {"bootstrap.servers": kafka_bootstrap}
     fresh = KeyedProducer(config, job.topic, keys=20, rate=80, refresh_ms=200).start()
-    slow = KeyedProducer(
-        config, job.topic, keys=20, rate=40, refresh_ms=SLOW_REFRESH_MS, key_prefix="slow"
-    ).start()
+    slow = SlowRefresher(kafka_bootstrap, job.topic)
+    slow.start()
     typed = FileCoordinatorStore(job.coordinator, job.name)
     stamp = now_iso()
     expansion_id = f"{job.name}~in.2-4"
@@ -81,14 +111,14 @@ def test_slow_producer_held_by_the_barrier_then_a_late_record_puts_order_at_risk
         with KafkaAdmin(config, timeout_s=15) as admin:
             record_scan_start(admin, typed, expansion_id)
             admin.create_partitions(job.topic, 4)
-            expanded_at = time.time()
+            expanded_at = slow.grown_at = time.time()
             poll, reasons = _barrier_loop(admin, typed, config, expansion_id, expanded_at)
             assert poll.decision.action == "snapshot", reasons[-1]
             waited = time.time() - expanded_at
             held = poll.evidence.before_snapshot
             assert held.records > 0 and any(k.startswith("slow-") for k in held.keys)
             assert any("stale placements still arriving" in r for r in reasons)
-            assert waited > GRACE_S + QUIET_S  # the grace was extended
+            assert waited >= STALE_FOR_S + QUIET_S > GRACE_S + QUIET_S  # grace extended
             barrier = snapshot_barrier(admin, {job.topic: 2})
         record = typed.get_expansion(expansion_id)
         record = typed.put_expansion(
