@@ -1,263 +1,225 @@
-"""Async triggers of the expansion. Blocking client calls run in ``asyncio.to_thread``."""
+"""Async triggers of the expansion. Each owns its loop and its clients' cleanup; what one poll
+does is the protocol's poll function (`protocol.waits`), which poke mode calls too
+(`poll(admin, store)` here is that one call). Blocking client calls run in ``asyncio.to_thread``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, SamzaExpandKafkaHook
-from airflow_samza_expand.airflow.waits import (
-    ack_poll,
-    barrier_grace_until,
-    barrier_poll,
-    describe_lag,
-    partition_count_or_zero,
-)
-from airflow_samza_expand.core.errors import ExpansionError
+from airflow_samza_expand.core.errors import ConflictError, ExpansionError
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
+from airflow_samza_expand.protocol import waits
+from airflow_samza_expand.protocol.ownership import lease_poll, take
+from airflow_samza_expand.protocol.waits import Poll, Reconnect
 
 DEFAULT_CONN_ID = "kafka_default"
-RECONNECT_AFTER = 3
 _MODULE = __name__
 
 
-class _KafkaTriggerMixin:
-    """Builds the admin client (and store) off the event loop; closes them in cleanup()."""
+class PollingTrigger(BaseTrigger):
+    """The loop every trigger here runs: open clients off the event loop, poll, log the
+    progress line, sleep; reconnect after `Reconnect`'s failures; close in `cleanup`."""
 
     kafka_config_id: str
     request_timeout_s: float
+    poll_interval_s: float
+    job_name: str | None
+    coordinator: str
+    deadline: float | None = None  # class default; the barrier trigger has it as a field
+    needs_store = True
 
-    async def _open(self, job_name: str | None = None, coordinator: str = DEFAULT_COORDINATOR):
+    def __post_init__(self) -> None:
+        super().__init__()  # BaseTrigger's own state; the dataclass __init__ set the fields
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        return f"{_MODULE}.{type(self).__name__}", fields
+
+    def poll(self, admin: Any, store: Any) -> Poll:
+        raise NotImplementedError
+
+    def event(self, poll: Poll) -> dict[str, Any]:
+        return dict(poll.result or {})
+
+    def timeout_event(self, poll: Poll | None) -> dict[str, Any]:
+        return {"status": "timeout"}
+
+    def rearm(self, poll: Poll) -> bool:
+        """True to keep watching after an event (an event trigger)."""
+        return False
+
+    async def _open(self) -> tuple[Any, Any]:
         hook = SamzaExpandKafkaHook(kafka_config_id=self.kafka_config_id)
-        config = await hook.aclient_config()
-        admin = await asyncio.to_thread(hook.get_admin, config, timeout_s=self.request_timeout_s)
+        self._config = await hook.aclient_config()
+        self._hook = hook
+        admin = await asyncio.to_thread(
+            hook.get_admin, self._config, timeout_s=self.request_timeout_s
+        )
         store = None
-        if job_name:
+        if self.needs_store and self.job_name:
             store = await asyncio.to_thread(
-                hook.get_coordinator_store, job_name, coordinator, config
+                hook.get_coordinator_store, self.job_name, self.coordinator, self._config
             )
         self._clients = [c for c in (admin, store) if c is not None]
-        self._hook, self._config = hook, config
         return admin, store
 
-    async def _fresh_admin(self, admin: Any, failures: int) -> Any:
-        """After RECONNECT_AFTER failed polls in a row, replace the admin client: a client
-        whose connection broke may keep timing out, a new one reconnects."""
-        if failures < RECONNECT_AFTER or failures % RECONNECT_AFTER:
-            return admin
-        self.log.warning("%d failed polls in a row: reconnecting the Kafka admin client.", failures)
-        with contextlib.suppress(Exception):
-            await asyncio.to_thread(admin.close)
-        fresh = await asyncio.to_thread(
-            self._hook.get_admin, self._config, timeout_s=self.request_timeout_s
-        )
-        self._clients = [fresh if c is admin else c for c in self._clients]
-        return fresh
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        try:
+            admin, store = await self._open()
+            reconnect = Reconnect()
+            while True:
+                progress: Poll | None = None
+                try:
+                    progress = await asyncio.to_thread(self.poll, admin, store)
+                    reconnect.ok()
+                except KafkaUnavailableError as exc:
+                    self.log.warning("Poll failed (will retry): %s", exc)
+                    if reconnect.failed():
+                        self.log.warning(
+                            "%d failed polls in a row: reconnecting.", reconnect.failures
+                        )
+                        await self.cleanup()
+                        admin, store = await self._open()
+                if progress is not None and progress.done:
+                    self.log.info("%s", progress.message)
+                    yield TriggerEvent(self.event(progress))
+                    if not self.rearm(progress):
+                        return
+                elif progress is not None:
+                    self.log.info("%s", progress.message)
+                if self.deadline is not None and time.time() >= self.deadline:
+                    yield TriggerEvent(self.timeout_event(progress))
+                    return
+                pause = self.poll_interval_s
+                if progress is not None and progress.sleep_s is not None:
+                    pause = max(min(pause, progress.sleep_s), 0.0)
+                await asyncio.sleep(pause)
+        except ExpansionError as exc:
+            yield TriggerEvent({"status": "refused", "error": f"{type(exc).__name__}: {exc}"})
+        except ConflictError as exc:  # another run took the expansion lease over
+            yield TriggerEvent({"status": "lost", "error": f"{type(exc).__name__}: {exc}"})
+        finally:
+            await self.cleanup()
 
     async def cleanup(self) -> None:
         for client in getattr(self, "_clients", []):
-            close = getattr(client, "close", None)
-            if close is not None:
-                with contextlib.suppress(Exception):  # cleanup must not raise
-                    await asyncio.to_thread(close)
+            with contextlib.suppress(Exception):  # cleanup must not raise
+                await asyncio.to_thread(client.close)
         self._clients = []
 
 
-class OrderingBarrierTrigger(_KafkaTriggerMixin, BaseTrigger):
+@dataclass(kw_only=True, eq=False)
+class OrderingBarrierTrigger(PollingTrigger):
     """Waits out the producer refresh grace, snapshots the old partitions' high watermarks
     (stored in the expansion record, so a rerun reuses them) and waits until the job's consumer
-    group has committed offsets ``>=`` the snapshot on every old partition.
+    group has committed offsets ``>=`` the snapshot on every old partition; renews ``holder``'s
+    expansion lease on every poll.
 
     Fires ``{"status": "holds", "result": {...}}`` or, past ``deadline`` (epoch seconds),
     ``{"status": "timeout", ...}`` with the lag still left per partition.
     """
 
-    def __init__(
-        self,
-        *,
-        job_name: str,
-        expansion_id: str,
-        consumer_group: str | None = None,
-        producer_refresh_grace_s: float = 300.0,
-        deadline: float | None = None,
-        poll_interval_s: float = 10.0,
-        coordinator: str = DEFAULT_COORDINATOR,
-        kafka_config_id: str = DEFAULT_CONN_ID,
-        request_timeout_s: float = 30.0,
-    ) -> None:
-        super().__init__()
-        self.job_name = job_name
-        self.expansion_id = expansion_id
-        self.consumer_group = consumer_group or job_name
-        self.producer_refresh_grace_s = producer_refresh_grace_s
-        self.deadline = deadline
-        self.poll_interval_s = poll_interval_s
-        self.coordinator = coordinator
-        self.kafka_config_id = kafka_config_id
-        self.request_timeout_s = request_timeout_s
+    job_name: str
+    expansion_id: str
+    consumer_group: str | None = None
+    producer_refresh_grace_s: float = waits.DEFAULT_PRODUCER_REFRESH_GRACE_S
+    deadline: float | None = None
+    poll_interval_s: float = 10.0
+    holder: str | None = None
+    coordinator: str = DEFAULT_COORDINATOR
+    kafka_config_id: str = DEFAULT_CONN_ID
+    request_timeout_s: float = 30.0
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{_MODULE}.OrderingBarrierTrigger",
-            {
-                "job_name": self.job_name,
-                "expansion_id": self.expansion_id,
-                "consumer_group": self.consumer_group,
-                "producer_refresh_grace_s": self.producer_refresh_grace_s,
-                "deadline": self.deadline,
-                "poll_interval_s": self.poll_interval_s,
-                "coordinator": self.coordinator,
-                "kafka_config_id": self.kafka_config_id,
-                "request_timeout_s": self.request_timeout_s,
-            },
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.consumer_group = self.consumer_group or self.job_name
+
+    def poll(self, admin: Any, store: Any) -> Poll:
+        lease = take(store, self.holder) if self.holder else None  # renews the owner's lease
+        grace = float(self.producer_refresh_grace_s)
+        grace_ends = waits.grace_until(store, self.expansion_id, grace, lease=lease)
+        return waits.barrier_poll(
+            admin,
+            store,
+            expansion_id=self.expansion_id,
+            group=str(self.consumer_group),
+            grace_ends=grace_ends,
+            lease=lease,
         )
 
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        try:
-            admin, store = await self._open(self.job_name, self.coordinator)
-            grace_until = await asyncio.to_thread(
-                barrier_grace_until,
-                store,
-                self.expansion_id,
-                self.job_name,
-                self.producer_refresh_grace_s,
-            )
-            polls = failures = 0
-            while True:
-                try:
-                    progress = await asyncio.to_thread(
-                        barrier_poll,
-                        admin,
-                        store,
-                        expansion_id=self.expansion_id,
-                        job_name=self.job_name,
-                        group=self.consumer_group,
-                        grace_until=grace_until,
-                    )
-                    failures = 0
-                except KafkaUnavailableError as exc:
-                    failures += 1
-                    self.log.warning("Barrier poll failed (will retry): %s", exc)
-                    progress = None
-                    admin = await self._fresh_admin(admin, failures)
-                polls += 1
-                if progress is not None and progress.phase == "holds":
-                    self.log.info(
-                        "Ordering barrier of %s holds after %d polls: %s",
-                        self.expansion_id,
-                        polls,
-                        progress.result,
-                    )
-                    yield TriggerEvent({"status": "holds", "result": progress.result})
-                    return
-                if progress is not None and progress.phase == "grace":
-                    self.log.info(
-                        "Waiting for producers to refresh metadata after expansion %s: "
-                        "%.0f s of grace left.",
-                        self.expansion_id,
-                        progress.grace_left_s,
-                    )
-                    await asyncio.sleep(min(self.poll_interval_s, progress.grace_left_s))
-                    continue
-                if progress is not None:
-                    self.log.info(
-                        "Waiting for group %s to commit past barrier %s: total lag %d (%s).",
-                        self.consumer_group,
-                        self.expansion_id,
-                        progress.total_lag,
-                        describe_lag(progress.lag),
-                    )
-                if self.deadline is not None and time.time() >= self.deadline:
-                    yield TriggerEvent(
-                        {
-                            "status": "timeout",
-                            "expansion_id": self.expansion_id,
-                            "group": self.consumer_group,
-                            "total_lag": progress.total_lag if progress else None,
-                            "lag": describe_lag(progress.lag) if progress else "unknown",
-                        }
-                    )
-                    return
-                await asyncio.sleep(self.poll_interval_s)
-        except ExpansionError as exc:
-            yield TriggerEvent({"status": "refused", "error": f"{type(exc).__name__}: {exc}"})
-        finally:
-            await self.cleanup()
+    def event(self, poll: Poll) -> dict[str, Any]:
+        return {"status": "holds", "result": poll.result}
+
+    def timeout_event(self, poll: Poll | None) -> dict[str, Any]:
+        detail = poll.detail if poll is not None else {}
+        return {
+            "status": "timeout",
+            "expansion_id": self.expansion_id,
+            "group": self.consumer_group,
+            "total_lag": detail.get("total_lag"),
+            "lag": detail.get("lag", "unknown"),
+        }
 
 
-class JobModelAckTrigger(_KafkaTriggerMixin, BaseTrigger):
+@dataclass(kw_only=True, eq=False)
+class JobModelAckTrigger(PollingTrigger):
     """Fires ``{"status": "acknowledged", ...}`` once ``min_processors`` processors heartbeat
-    ``running`` job model ``version``; logs who runs what on every poll."""
+    ``running`` job model ``version`` (``accept_stopped``: or a clean ``stopped``); logs who
+    runs what on every poll; renews ``holder``'s expansion lease."""
 
-    def __init__(
-        self,
-        *,
-        job_name: str,
-        version: int,
-        min_processors: int = 1,
-        poll_interval_s: float = 5.0,
-        coordinator: str = DEFAULT_COORDINATOR,
-        kafka_config_id: str = DEFAULT_CONN_ID,
-        request_timeout_s: float = 30.0,
-    ) -> None:
-        super().__init__()
-        self.job_name = job_name
-        self.version = version
-        self.min_processors = min_processors
-        self.poll_interval_s = poll_interval_s
-        self.coordinator = coordinator
-        self.kafka_config_id = kafka_config_id
-        self.request_timeout_s = request_timeout_s
+    job_name: str
+    version: int
+    min_processors: int = 1
+    accept_stopped: bool = False
+    poll_interval_s: float = 5.0
+    holder: str | None = None
+    coordinator: str = DEFAULT_COORDINATOR
+    kafka_config_id: str = DEFAULT_CONN_ID
+    request_timeout_s: float = 30.0
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{_MODULE}.JobModelAckTrigger",
-            {
-                "job_name": self.job_name,
-                "version": self.version,
-                "min_processors": self.min_processors,
-                "poll_interval_s": self.poll_interval_s,
-                "coordinator": self.coordinator,
-                "kafka_config_id": self.kafka_config_id,
-                "request_timeout_s": self.request_timeout_s,
-            },
+    def poll(self, admin: Any, store: Any) -> Poll:
+        if self.holder:
+            take(store, self.holder)  # renews the owner's lease
+        return waits.ack_poll(
+            store, int(self.version), int(self.min_processors), accept_stopped=self.accept_stopped
         )
 
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        try:
-            _, store = await self._open(self.job_name, self.coordinator)
-            while True:
-                try:
-                    done, info = await asyncio.to_thread(
-                        ack_poll, store, self.version, self.min_processors
-                    )
-                except KafkaUnavailableError as exc:
-                    self.log.warning("Acknowledgement poll failed (will retry): %s", exc)
-                    done, info = False, None
-                if done:
-                    yield TriggerEvent({"status": "acknowledged", **info})
-                    return
-                if info is not None:
-                    self.log.info(
-                        "Waiting for %d processor(s) of %s to run job model v%d: running %s, "
-                        "others %s.",
-                        self.min_processors,
-                        self.job_name,
-                        self.version,
-                        info["running"] or "none",
-                        info["others"] or "none",
-                    )
-                await asyncio.sleep(self.poll_interval_s)
-        finally:
-            await self.cleanup()
+    def event(self, poll: Poll) -> dict[str, Any]:
+        return {"status": "acknowledged", **(poll.result or {})}
 
 
-class PartitionCountChangeTrigger(_KafkaTriggerMixin, BaseEventTrigger):
+@dataclass(kw_only=True, eq=False)
+class ExpansionLeaseTrigger(PollingTrigger):
+    """Fires ``{"status": "free", "holder"}`` once the job's expansion lease is released or
+    expired (the run waiting for it, ``holder``, then decides again on the expansion of
+    ``joined_holder``); logs who holds it and for which expansion."""
+
+    job_name: str
+    holder: str
+    joined_holder: str
+    poll_interval_s: float = 5.0
+    coordinator: str = DEFAULT_COORDINATOR
+    kafka_config_id: str = DEFAULT_CONN_ID
+    request_timeout_s: float = 30.0
+
+    def poll(self, admin: Any, store: Any) -> Poll:
+        wait = lease_poll(store, self.holder)
+        result = {"status": "free", "holder": self.joined_holder}
+        return Poll(wait.free, f"{self.holder} waits: {wait.describe()}", result)
+
+
+@dataclass(kw_only=True, eq=False)
+class PartitionCountChangeTrigger(PollingTrigger, BaseEventTrigger):
     """Fires ``{"topic", "baseline", "partition_count"}`` when the topic's partition count
     differs from ``baseline`` (``None``: the count at the first poll; a missing topic counts 0).
 
@@ -265,63 +227,34 @@ class PartitionCountChangeTrigger(_KafkaTriggerMixin, BaseEventTrigger):
     outside Airflow. It keeps watching after firing, with the new count as baseline.
     """
 
-    def __init__(
-        self,
-        *,
-        topic: str,
-        baseline: int | None = None,
-        poll_interval_s: float = 30.0,
-        kafka_config_id: str = DEFAULT_CONN_ID,
-        request_timeout_s: float = 30.0,
-    ) -> None:
-        super().__init__()
-        self.topic = topic
-        self.baseline = baseline
-        self.poll_interval_s = poll_interval_s
-        self.kafka_config_id = kafka_config_id
-        self.request_timeout_s = request_timeout_s
+    topic: str
+    baseline: int | None = None
+    poll_interval_s: float = 30.0
+    kafka_config_id: str = DEFAULT_CONN_ID
+    request_timeout_s: float = 30.0
+    job_name: str | None = field(default=None, init=False)
+    coordinator: str = field(default=DEFAULT_COORDINATOR, init=False)
+    _watching: int | None = field(default=None, init=False, repr=False)
+    needs_store = False
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{_MODULE}.PartitionCountChangeTrigger",
-            {
-                "topic": self.topic,
-                "baseline": self.baseline,
-                "poll_interval_s": self.poll_interval_s,
-                "kafka_config_id": self.kafka_config_id,
-                "request_timeout_s": self.request_timeout_s,
-            },
-        )
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._watching = self.baseline
 
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        try:
-            admin, _ = await self._open()
-            baseline = self.baseline
-            failures = 0
-            while True:
-                try:
-                    count = await asyncio.to_thread(partition_count_or_zero, admin, self.topic)
-                    failures = 0
-                except KafkaUnavailableError as exc:
-                    failures += 1
-                    self.log.warning(
-                        "Partition count poll of %s failed (will retry): %s", self.topic, exc
-                    )
-                    count = None
-                    admin = await self._fresh_admin(admin, failures)
-                if count is not None and baseline is None:
-                    baseline = count
-                    self.log.info("Watching %s: baseline %d partitions.", self.topic, baseline)
-                elif count is not None and count != baseline:
-                    self.log.info(
-                        "Topic %s went from %d to %d partitions.", self.topic, baseline, count
-                    )
-                    yield TriggerEvent(
-                        {"topic": self.topic, "baseline": baseline, "partition_count": count}
-                    )
-                    baseline = count
-                else:
-                    self.log.debug("Topic %s still has %s partitions.", self.topic, count)
-                await asyncio.sleep(self.poll_interval_s)
-        finally:
-            await self.cleanup()
+    def poll(self, admin: Any, store: Any) -> Poll:
+        progress = waits.partition_count_poll(admin, self.topic, self._watching)
+        if self._watching is None:
+            self._watching = progress.detail.get("baseline")
+        return progress
+
+    def rearm(self, poll: Poll) -> bool:
+        self._watching = (poll.result or {}).get("partition_count")
+        return True
+
+
+__all__ = [
+    "ExpansionLeaseTrigger",
+    "JobModelAckTrigger",
+    "OrderingBarrierTrigger",
+    "PartitionCountChangeTrigger",
+]

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ class Probe(threading.Thread):
     def __init__(self, config: dict[str, Any], job_name: str, topic: str, expansion_id: str):
         super().__init__(name="expansion-probe", daemon=True)
         from airflow_samza_expand.kafka.admin import KafkaAdmin
-        from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+        from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
         self.admin = KafkaAdmin(config, timeout_s=15)
         self.store = KafkaCoordinatorStore(config, job_name)
@@ -97,8 +97,8 @@ class Probe(threading.Thread):
     def _tick(self, baseline: int | None) -> None:
         now = time.time()
         if self.barrier_reached_at is None:
-            record = self.store.get_expansion(self.expansion_id) or {}
-            barrier = record.get("barrier")
+            record = self.store.get_expansion(self.expansion_id)
+            barrier = record.barrier if record is not None else None
             if barrier:
                 topic_barrier = barrier.get(self.topic, {})
                 parts = [int(p) for p in topic_barrier]
@@ -174,7 +174,7 @@ class Scenario:
 
     def setup(self) -> None:
         from airflow_samza_expand.core.model import JobModel
-        from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+        from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
         self.admin.ensure_topic(self.topic, 2)
         self.admin.ensure_topic(self.output_topic, 1)
@@ -281,7 +281,7 @@ class Scenario:
     ) -> ExpansionOutcome:
         """One expansion x2 by the DAG. ``stop_after``: first run the DAG only up to that task
         (or ``"mid-barrier"``: with a barrier that gives up at once), then rerun it whole."""
-        from airflow_samza_expand.airflow.operators._common import expansion_id_for
+        from airflow_samza_expand.protocol.records import expansion_id_for
 
         before = self.store.latest_job_model().partition_counts()[self.topic]
         after = before * 2
@@ -291,12 +291,15 @@ class Scenario:
         probe.start()
         started = time.monotonic()
         try:
+            # One DAG run: an interrupted run is cleared and run again (the same run id, so the
+            # same expansion-lease holder), as an operator clears a failed task.
+            when = datetime.now(UTC)
             if stop_after is not None:
-                self._interrupted_run(dag_id, stop_after)
+                self._interrupted_run(dag_id, stop_after, when)
             dag = self.build_dag(dag_id)
             if on_task is not None:
                 _attach_progress(dag, on_task)
-            run = self.run_dag(dag)
+            run = self.run_dag(dag, logical_date=when, run_after=when)
             states = self.task_states(run)
             summary = self.xcom(run, "report")
             # Let the probe see the restarted job's first commit.
@@ -324,14 +327,14 @@ class Scenario:
         self.outcomes.append(outcome)
         return outcome
 
-    def _interrupted_run(self, dag_id: str, stop_after: str) -> None:
+    def _interrupted_run(self, dag_id: str, stop_after: str, when: datetime) -> None:
         dag = self.build_dag(dag_id)
         if stop_after == MID_BARRIER:
             dag.task_dict["barrier"].barrier_timeout_s = 0.0
             subset = dag.partial_subset(task_ids=["barrier"], include_upstream=True)
         else:
             subset = dag.partial_subset(task_ids=[stop_after], include_upstream=True)
-        run = self.run_dag(subset)
+        run = self.run_dag(subset, logical_date=when, run_after=when)
         self.interrupted_states = self.task_states(run)
         self.log(f"interrupted run (stopped after {stop_after}): {self.interrupted_states}")
 
@@ -412,10 +415,11 @@ def _diff(a: float | None, b: float | None) -> float | None:
 
 def _drain_s(summary: dict, reached: float | None, store: Any, expansion_id: str) -> float | None:
     """Seconds from the barrier snapshot until the group's commits reached it (probe-seen)."""
-    from airflow_samza_expand.airflow.operators._common import parse_iso
+    from airflow_samza_expand.core.clock import parse_iso
 
-    record = store.get_expansion(expansion_id) or {}
-    snap = record.get("barrier_snapshot_at")
+    record = store.get_expansion(expansion_id)
+    times = record.steps.get("barrier_snapshot") if record is not None else None
+    snap = times.ended_at if times is not None else None
     if reached is None or not snap:
         return None
     return round(max(reached - parse_iso(snap).timestamp(), 0.0), 3)
