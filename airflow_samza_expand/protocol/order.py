@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_samza_expand.core.clock import parse_iso, to_iso
-from airflow_samza_expand.core.errors import StaleRevisionError
 from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.order import (
     DEFAULT_STALE_QUIET_S,
@@ -41,35 +40,18 @@ from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import barrier_to_dict, snapshot_barrier
 from airflow_samza_expand.kafka.stale_scan import StaleScanner
+from airflow_samza_expand.protocol import records
 from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
 
-MAX_ATTEMPTS = 20
 MAX_LOGGED_PER_POLL = 20
-
-Change = Callable[[ExpansionRecord], ExpansionRecord | None]
 
 
 def _update(
-    store: CoordinatorStore, expansion_id: str, change: Change, lease: Lease | None
+    store: CoordinatorStore, expansion_id: str, change: Any, lease: Lease | None
 ) -> ExpansionRecord:
-    """Apply ``change`` conditionally; on a stale revision re-read and re-apply (no lost update).
-    (protocol/records.update of issue 11 does the same; the integrator may use that one.)"""
-    for _ in range(MAX_ATTEMPTS):
-        record = store.get_expansion(expansion_id)
-        if record is None:
-            raise ValueError(f"no expansion record {expansion_id!r} - run the plan step first")
-        changed = change(record)
-        if changed is None:
-            return record
-        try:
-            return store.put_expansion(changed, expected_revision=record.revision, fence=lease)
-        except StaleRevisionError:
-            continue
-    raise StaleRevisionError(
-        f"expansion record {expansion_id!r} kept changing under {MAX_ATTEMPTS} attempts", None
-    )
+    return records.update(store, expansion_id, change, fence=lease)
 
 
 def _evidence(record: ExpansionRecord) -> OrderEvidence:
@@ -262,6 +244,15 @@ def job_publisher(store: Any, job_model_version: int) -> Callable[[StaleSummary]
     return publish
 
 
+def stale_counts(record: ExpansionRecord) -> dict[str, int]:
+    """``{stale_before_snapshot, stale_after_snapshot}`` for step results and progress lines."""
+    evidence = _evidence(record)
+    return {
+        "stale_before_snapshot": evidence.before_snapshot.records,
+        "stale_after_snapshot": evidence.after_snapshot.records,
+    }
+
+
 def order_summary(record: ExpansionRecord) -> dict[str, Any]:
     """The report step's ``order`` (its ``line`` is the report's ``order:`` line)."""
     evidence = _evidence(record)
@@ -277,4 +268,5 @@ __all__ = [
     "order_summary",
     "record_job_placements",
     "record_scan_start",
+    "stale_counts",
 ]

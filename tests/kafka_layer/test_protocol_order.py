@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 
 import pytest
 from kafka_layer_helpers import produce
@@ -178,3 +179,37 @@ def test_job_args_and_the_jobs_counts_in_the_record(config, admin, setup):
     publish(summary)
     line = order_summary(store.get_expansion(expansion_id))["line"]
     assert line.startswith("order: at risk - 1 records of 1 keys (examples key 'token-9'")
+
+
+def test_wired_expand_records_the_scan_start_and_snapshot_poll_holds(config, admin, setup):
+    """The protocol's own steps: expand records where the scan starts (before the growth);
+    snapshot_poll waits out stale placements, then reports how many it held; the report
+    renders the order line."""
+    from airflow_samza_expand.protocol import waits
+    from airflow_samza_expand.protocol.expand import ExpandRequest, expand
+    from airflow_samza_expand.protocol.report import build_summary, render_summary
+
+    topic, store, expansion_id = setup
+    before = snapshot_barrier(admin, {topic: 2})
+    expand(admin, store, ExpandRequest(topic=topic, target=4), expansion_id=expansion_id)
+    evidence = OrderEvidence.from_dict(store.get_expansion(expansion_id).stale_placements)
+    assert evidence.scan_start == before
+    produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in _moved(3, "w")])
+
+    def look(quiet_s):
+        return waits.snapshot_poll(
+            admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
+            stale_quiet_s=quiet_s,
+        )  # fmt: skip
+
+    waiting = look(60.0)
+    assert not waiting.done and "stale placements still arriving (3 so far" in waiting.message
+    assert waiting.detail["stale_before_snapshot"] == 3
+    done = look(0.0)
+    assert done.done and done.result["stale_before_snapshot"] == 3
+    record = store.get_expansion(expansion_id)
+    summary = build_summary(record, {}, run_mode="continuous", history=[1], dry_run=False)
+    assert summary["order"]["stale_before_snapshot"] == 3
+    assert render_summary(summary).endswith(
+        "order: proven (0 stale placements after the snapshot; 3 before it, held by the barrier)"
+    )
