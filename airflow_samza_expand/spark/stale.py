@@ -43,9 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--barrier-offsets",
         default=None,
         type=_barrier_argument,
-        metavar="JSON|@FILE",
+        metavar="JSON|@FILE|auto",
         help="barrier snapshot {topic: {old partition: offset}} of the expansion that made this "
-        "job model: check the records read beyond it for stale placements (rule 1.5)",
+        "job model: check the records read beyond it for stale placements (rule 1.5); 'auto': "
+        "take it (and the detected partitioner) from that expansion's record in --coordinator",
     )
     parser.add_argument(
         "--partitioner",
@@ -94,7 +95,9 @@ def parse_barrier_offsets(text: str) -> Offsets:
     return offsets
 
 
-def _barrier_argument(text: str) -> Offsets:
+def _barrier_argument(text: str) -> Offsets | str:
+    if text == "auto":
+        return text
     try:
         return parse_barrier_offsets(text)
     except ValueError as exc:
@@ -212,21 +215,28 @@ def order_check_from_args(
     from airflow_samza_expand.kafka.stale_scan import StaleScanner
     from airflow_samza_expand.protocol.order import job_publisher
 
-    barrier = args.barrier_offsets
-    if isinstance(barrier, str):
-        barrier = parse_barrier_offsets(barrier)
-    scanner = StaleScanner(kafka_config, growths_of(barrier, model), args.partitioner)
     owned = None
     if store is None:
         from airflow_samza_expand.store import open_store
 
         store = owned = open_store(args.coordinator, args.job_name, kafka_config)
+    barrier, partitioner = args.barrier_offsets, args.partitioner
+    if barrier == "auto":
+        barrier, partitioner = _from_record(store, model, partitioner)
+        if barrier is None:
+            log.info("no expansion made job model v%d: no order check", model.version)
+            if owned is not None:
+                owned.close()
+            return None
+    elif isinstance(barrier, str):
+        barrier = parse_barrier_offsets(barrier)
+    scanner = StaleScanner(kafka_config, growths_of(barrier, model), partitioner)
     publish = job_publisher(store, model.version)
     log.info(
         "order check on: records read beyond barrier %s are checked for stale placements "
         "(partitioner %s, on stale placement: %s; counts go to %s)",
         json.dumps(barrier, sort_keys=True),
-        args.partitioner or "murmur2 or crc32",
+        partitioner or "murmur2 or crc32",
         args.on_stale_placement,
         "the expansion record" if publish else "the log and progress file only",
     )
@@ -240,6 +250,22 @@ def order_check_from_args(
     )
     check.owned_store = owned
     return check
+
+
+def _from_record(store: Any, model: JobModel, partitioner: str | None) -> tuple[Any, Any]:
+    """(barrier, partitioner) of the expansion that made ``model`` (None, None: none has)."""
+    from airflow_samza_expand.protocol.order import detected_partitioners
+
+    made = [
+        r
+        for r in (store.expansions() if hasattr(store, "expansions") else [])
+        if r.target_version == model.version and r.barrier
+    ]
+    if not made:
+        return None, None
+    barrier = {t: {int(p): int(o) for p, o in ps.items()} for t, ps in made[0].barrier.items()}
+    detected = detected_partitioners(made[0]) or []
+    return barrier, partitioner or (detected[0] if len(detected) == 1 else None)
 
 
 __all__ = [

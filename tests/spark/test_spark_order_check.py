@@ -155,3 +155,41 @@ def test_counts_reach_the_expansion_record_of_a_typed_store(kafka_bootstrap, gro
         check.close()
     evidence = OrderEvidence.from_dict(store.get_expansion("job~in.2-4").stale_placements)
     assert evidence.after_snapshot.keys == {key: 1}
+
+
+def test_auto_takes_the_barrier_and_partitioner_from_the_record(kafka_bootstrap, grown, tmp_path):
+    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand.core.record import ExpansionRecord
+    from airflow_samza_expand.spark.stale import order_check_from_args
+    from airflow_samza_expand.store.files import FileCoordinatorStore
+
+    topic, barrier, _ = grown
+    store = FileCoordinatorStore(str(tmp_path / "store"), "job")
+    stamp = now_iso()
+    store.put_expansion(
+        ExpansionRecord(
+            expansion_id="job~in.2-4", job_name="job", base_version=1, target_version=2,
+            plan={"counts_before": {topic: 2}, "counts_after": {topic: 4}}, status="expanded",
+            owner="test", created_at=stamp, updated_at=stamp, barrier=barrier,
+            results={"plan": {"conformance": {topic: {"partitioner": "crc32"}}}},
+        ),
+        expected_revision=0,
+    )  # fmt: skip
+    args = build_parser().parse_args(
+        ["--job-name", "job", "--checkpoint-dir", "/tmp/x", "--output-topic", "o",
+         "--coordinator", str(tmp_path / "store"), "--barrier-offsets", "auto"]
+    )  # fmt: skip
+    config = {"bootstrap.servers": kafka_bootstrap}
+    v1 = JobModel.initial("job", {topic: 2})
+    assert order_check_from_args(args, v1, config) is None  # no expansion made v1
+    v2 = dataclasses.replace(JobModel.initial("job", {topic: 4}), version=2)
+    check = order_check_from_args(args, v2, config)
+    try:
+        assert check.positions == barrier
+        assert check.scanner.partition_of == (crc32_partition,)
+        (key,) = moved_keys(1)
+        p = crc32_partition(key.encode(), 2)
+        produce_raw(kafka_bootstrap, topic, [(p, key, {})])
+        assert check.after_commit(_end(barrier, topic, {p: 1})).keys == {key: 1}
+    finally:
+        check.close()
