@@ -50,13 +50,23 @@ class SlowRefresher(threading.Thread):
         from confluent_kafka import Producer
 
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-        self.topic, self.count, self.grown_at = topic, 2, None
+        self.bootstrap, self.topic, self.count, self.grown_at = bootstrap, topic, 2, None
         self.halt = threading.Event()
 
     def run(self) -> None:
+        from confluent_kafka import Producer
+
         i = 0
         while not self.halt.wait(0.02):
-            if self.grown_at is not None and time.time() - self.grown_at >= STALE_FOR_S:
+            if (
+                self.count == 2
+                and self.grown_at is not None
+                and time.time() - self.grown_at >= STALE_FOR_S
+            ):
+                # the refresh: a client that knows the 4 partitions (an explicit partition
+                # beyond the old client's metadata would be refused as unknown)
+                self.producer.flush(30)
+                self.producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
                 self.count = 4
             key = f"slow-{i % 20:03d}".encode()
             i += 1
