@@ -12,10 +12,18 @@
    decoded lazily. Decoding all 1,000 into `JobModel`s (`job_model_history()`) is printed too:
    it is dominated by `JobModel.from_json` validation (core), not by Kafka.
 
+3. Stale-placement scan (rule 1.5): the barrier's scan of the old partitions between the
+   expansion and the snapshot. Idle polls (nothing appended) are counted like the barrier poll
+   (client `tx` and broker hits, Fetch included): one ListOffsets per poll, no fetch. Then
+   `--scan-records` records (half from a fresh producer, half from a stale one that still uses
+   8 partitions) are appended, and the old partitions are scanned from the expansion offsets in
+   bounded polls: records checked per second.
+
 Uses KAFKA_BOOTSTRAP_SERVERS if set, else starts the development broker. Figures only - no
 pass/fail. Last line:
 
     requests_per_poll=<n> coordinator_read_1000_versions_s=<x>
+    stale_scan_idle_requests_per_poll=<n> stale_scan_records_per_s=<x>      (one line)
 """
 
 from __future__ import annotations
@@ -39,6 +47,8 @@ from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import barrier_status, snapshot_barrier
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.kafka.coordinator import JOB_MODEL, KafkaCoordinatorStore, encode_key
+from airflow_samza_expand.kafka.partitioners import crc32_partition
+from airflow_samza_expand.kafka.stale_scan import StaleScanner
 
 STATS_INTERVAL_MS = 100
 
@@ -172,11 +182,81 @@ def bench_coordinator_read(config: dict[str, str], versions: int, runs: int) -> 
     return statistics.median(latest_s)
 
 
+def bench_stale_scan(
+    config: dict[str, str], broker: Any, polls: list[int], idle_s: float, records: int
+) -> tuple[float, float]:
+    """(requests per idle scan poll, records checked per second)."""
+    run = uuid.uuid4().hex[:8]
+    topic = f"bench-stale-{run}"
+    setup = KafkaAdmin(config, timeout_s=30)
+    setup.ensure_topic(topic, 8)
+    produce_all(
+        config, topic, [(b"k%d" % i, b"v", crc32_partition(b"k%d" % i, 8)) for i in range(800)]
+    )
+    start = snapshot_barrier(setup, {topic: 8})  # the old partitions' ends at the expansion
+    setup.create_partitions(topic, 16)
+
+    counter = RequestCounter()
+    admin = KafkaAdmin(
+        {**config, "statistics.interval.ms": str(STATS_INTERVAL_MS), "stats_cb": counter.on_stats},
+        timeout_s=30,
+    )
+    scanner = StaleScanner(config, {topic: (8, 16)}, "crc32", admin=admin)
+    scanner.poll(start)  # warm up: connections, metadata
+    apis = ["ListOffsets", "Fetch", "Metadata", "ApiVersions", "OffsetFetch"]
+    if broker is not None:
+        for api in apis:
+            broker.faults.inject(api, "delay", delay_s=0.0, times=None)  # hit counters
+    per_poll: list[float] = []
+    for n, pause in [(k, 0.0) for k in polls] + [(1, idle_s)]:
+        if pause:
+            time.sleep(pause)
+        base_total = counter.total(admin)
+        base_hits = {a: broker.faults.hits(a) for a in apis} if broker is not None else {}
+        for _ in range(n):
+            result = scanner.poll(start)
+            assert result.records_read == 0 and result.caught_up
+        total = counter.total(admin)
+        hits = {a: broker.faults.hits(a) - base_hits[a] for a in base_hits}
+        per_poll.append((total - base_total) / n)
+        broker_text = f" broker_counted={sum(hits.values()) / n:g}/poll {hits}" if hits else ""
+        print(f"idle stale scan: polls={n:3d} client_requests={total - base_total} "
+              f"({per_poll[-1]:g}/poll){broker_text}")  # fmt: skip
+    if broker is not None:
+        broker.faults.clear()
+    assert scanner._consumer is None  # benchmark-only peek: idle polls never fetched
+
+    keys = [b"user-%d" % i for i in range(1000)]
+    appended = [
+        (k, b'{"seq": 0}', crc32_partition(k, 8 if i % 2 else 16))  # odd: stale producer
+        for i, k in ((i, keys[i % len(keys)]) for i in range(records))
+    ]
+    produce_all(config, topic, appended)
+    began = time.perf_counter()
+    positions, found, read, rounds = start, 0, 0, 0
+    while True:
+        result = scanner.poll(positions)
+        positions, rounds = result.positions, rounds + 1
+        found += len(result.placements)
+        read += result.records_read
+        if result.caught_up:
+            break
+    seconds = time.perf_counter() - began
+    scanner.close()
+    admin.close()
+    setup.close()
+    rate = read / seconds
+    print(f"stale scan: {read} records in {rounds} bounded polls, {found} stale placements, "
+          f"{seconds:.3f} s ({rate:,.0f} records/s)")  # fmt: skip
+    return statistics.median(per_poll), rate
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--versions", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--idle-s", type=float, default=5.0, help="pause before the last poll")
+    parser.add_argument("--scan-records", type=int, default=100_000)
     args = parser.parse_args(argv)
     with ExitStack() as stack:
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
@@ -190,7 +270,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Kafka at {bootstrap} ({'development broker' if broker else 'real cluster'})")
         requests_per_poll = bench_barrier(config, broker, [1, 10, 50], args.idle_s)
         read_s = bench_coordinator_read(config, args.versions, args.runs)
-    print(f"requests_per_poll={requests_per_poll} coordinator_read_1000_versions_s={read_s:.3f}")
+        scan_idle, scan_rate = bench_stale_scan(
+            config, broker, [1, 10, 50], args.idle_s, args.scan_records
+        )
+    print(
+        f"requests_per_poll={requests_per_poll} coordinator_read_1000_versions_s={read_s:.3f} "
+        f"stale_scan_idle_requests_per_poll={scan_idle:g} stale_scan_records_per_s={scan_rate:.0f}"
+    )
     return 0
 
 

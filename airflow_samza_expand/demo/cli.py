@@ -49,6 +49,9 @@ def register(subparsers: Any) -> None:
                    help="producer refresh grace in s (producers refresh every 1 s)")  # fmt: skip
     p.add_argument("--naive", action="store_true",
                    help="write plain GroupByPartition job models: the check must FAIL")  # fmt: skip
+    p.add_argument("--stale-producer-refresh-ms", type=int, default=None, metavar="MS",
+                   help="also run a producer refreshing its metadata every MS ms (negative "
+                   "control: its stale placements are counted; report.json 'order')")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -107,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(
             f"port {args.port} is in use - pick another --port, or leave it out to use a free one"
         )
+    if args.stale_producer_refresh_ms is not None and args.stale_producer_refresh_ms <= 0:
+        return _fail("--stale-producer-refresh-ms must be > 0 (milliseconds)")
     if args.keys <= 0 or args.rate <= 0 or args.grace < 1.5:
         return _fail(
             "--keys and --rate must be > 0 and --grace >= 1.5 (producers refresh every 1 s)"
@@ -194,6 +199,10 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
         with progress.step("creating topics, job model v1 and the keyed producer"):
             scenario.setup()
             scenario.start_producer()
+            if args.stale_producer_refresh_ms:
+                from airflow_samza_expand.demo.stale import add_stale_producer
+
+                add_stale_producer(scenario, args.stale_producer_refresh_ms)
         mode = "continuous" if args.run_mode == "continuous" else "available-now run"
         with progress.step(f"starting the PySpark job on job model v1 ({mode}, {master})"):
             scenario.start_job()
@@ -211,6 +220,9 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
                     raise RuntimeError(f"DAG run {outcome.state}: {outcome.tasks}")
         with progress.step("stopping the producer, draining the job, verifying"):
             verification = scenario.finish(expected_versions=list(range(1, len(steps) + 2)))
+            from airflow_samza_expand.demo.stale import order_counts
+
+            order = order_counts(scenario)  # rule 1.5: stale placements before/after snapshots
         with progress.step("writing report.json and buckets.svg"):
             from airflow_samza_expand.demo.report import build_report, render_svg, render_text
 
@@ -220,12 +232,14 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
                 total_s=time.monotonic() - started,
                 step_seconds=progress.seconds,
             )
+            report["order"] = order
             (out_dir / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True))
             (out_dir / "buckets.svg").write_text(render_svg(scenario.models[-1]))
         if args.json:
             print(json.dumps(report, indent=2, sort_keys=True))
         else:
             print(render_text(report, scenario.models))
+            print(order["line"])
             print(f"Report: {out_dir / 'report.json'}; diagram: {out_dir / 'buckets.svg'}")
         return 0 if report["verification"]["ok"] else 1
     except Exception as exc:  # noqa: BLE001 - report any failure with where to look

@@ -120,6 +120,10 @@ def expand(
         )
         return result
     log.info("Growing topic %s from %d to %d partitions.", topic, current, target)
+    if store is not None and expansion_id:  # rule 1.5: where the stale-placement scan starts
+        from airflow_samza_expand.protocol.order import record_scan_start
+
+        record_scan_start(admin, store, expansion_id, lease=lease)
     try:
         admin.create_partitions(topic, target)
     except (KafkaUnavailableError, InvalidGrowthError) as exc:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_samza_expand.core.clock import parse_iso
+from airflow_samza_expand.core.order import OrderEvidence, order_report
 from airflow_samza_expand.core.record import ExpansionRecord
 
 # (step name, record step where it ends, record steps where it may start - first present wins)
@@ -102,7 +103,16 @@ def build_summary(
         or ((record.results.get("plan") or {}).get("policy") if record is not None else None),
         "readers": plan_x.get("readers")
         or ((record.results.get("plan") or {}).get("readers") if record is not None else None),
+        "order": _order(record),
     }
+
+
+def _order(record: ExpansionRecord | None) -> dict[str, Any] | None:
+    """Rule 1.5's verdict from the record's stale placements (as of the report)."""
+    if record is None:
+        return None
+    evidence = OrderEvidence.from_dict(record.stale_placements)
+    return order_report(evidence.before_snapshot, evidence.after_snapshot)
 
 
 def render_summary(summary: Mapping[str, Any]) -> str:
@@ -136,4 +146,6 @@ def render_summary(summary: Mapping[str, Any]) -> str:
         "Job downtime (stopped -> restarted job acknowledged): "
         + ("n/a (no running job was stopped)" if downtime is None else f"{downtime:.1f}s")
     )
+    if summary.get("order"):
+        lines.append(summary["order"]["line"])
     return "\n".join(lines)

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_samza_expand.core.clock import now_iso, parse_iso
-from airflow_samza_expand.core.errors import ExpansionError, UnknownTopicError
+from airflow_samza_expand.core.errors import BarrierTimeoutError, ExpansionError, UnknownTopicError
 from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.liveness import acknowledging, blocking_stop, dead_processors
+from airflow_samza_expand.core.order import DEFAULT_STALE_QUIET_S
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import barrier_status, barrier_to_dict, snapshot_barrier
-from airflow_samza_expand.protocol import records
+from airflow_samza_expand.protocol import order, records
 from airflow_samza_expand.store import CoordinatorStore
 
 DEFAULT_PRODUCER_REFRESH_GRACE_S = 300.0
@@ -104,19 +105,25 @@ def snapshot_poll(
     group: str,
     grace_ends: float,
     lease: Lease | None = None,
+    stale_quiet_s: float | None = None,
+    deadline: float | None = None,
 ) -> Poll:
-    """Grace, then the barrier snapshot (stored once; a rerun or a concurrent poll reuses the
-    first one). Done with ``{expansion_id, barrier_offsets, total_lag}``."""
+    """Grace and a quiet window without stale placements (rule 1.5, `protocol.order`), then
+    the barrier snapshot (stored once; a rerun or a concurrent poll reuses the first one).
+    Done with ``{expansion_id, barrier_offsets, total_lag, stale_before_snapshot}``.
+
+    ``stale_quiet_s`` defaults to ``min(DEFAULT_STALE_QUIET_S, grace)``; past ``deadline``
+    (epoch s; None: the caller's own timeout) while stale placements keep arriving:
+    BarrierTimeoutError.
+    """
     record = records.require(store, expansion_id)
     if not record.barrier:
-        left = grace_ends - time.time()
-        if left > 0:
-            return Poll(
-                False,
-                f"waiting for producers to refresh metadata after expansion {expansion_id}: "
-                f"{left:.0f} s of grace left",
-                sleep_s=left,
-            )
+        waiting = _order_wait(
+            admin, store, record, grace_ends, lease=lease, quiet_s=stale_quiet_s,
+            deadline=deadline,
+        )  # fmt: skip
+        if waiting is not None:
+            return waiting
         old_counts = {t: int(n) for t, n in record.plan["counts_before"].items()}
         barrier = snapshot_barrier(admin, old_counts)
         lag = barrier_status(admin, group, barrier).total_lag
@@ -136,11 +143,62 @@ def snapshot_poll(
     barrier = {t: dict(ps) for t, ps in (record.barrier or {}).items()}
     lag = int((record.results.get("barrier_snapshot") or {}).get("lag_at_snapshot", 0))
     offsets = barrier_to_dict(barrier)
+    held = order.stale_counts(record)["stale_before_snapshot"]
     return Poll(
         True,
-        f"barrier snapshot of {expansion_id}: {offsets} (lag {lag})",
-        {"expansion_id": expansion_id, "barrier_offsets": offsets, "total_lag": lag},
+        f"barrier snapshot of {expansion_id}: {offsets} (lag {lag}; {held} stale placements "
+        "before it, held)",
+        {
+            "expansion_id": expansion_id,
+            "barrier_offsets": offsets,
+            "total_lag": lag,
+            "stale_before_snapshot": held,
+        },
         detail={"record": record},
+    )
+
+
+def _order_wait(
+    admin: KafkaAdmin,
+    store: CoordinatorStore,
+    record: ExpansionRecord,
+    grace_ends: float,
+    *,
+    lease: Lease | None,
+    quiet_s: float | None,
+    deadline: float | None,
+) -> Poll | None:
+    """The pre-snapshot look of rule 1.5: None when the barrier may snapshot now."""
+    started = _grace_start(record)
+    expanded_at = parse_iso(started).timestamp() if started else grace_ends
+    if quiet_s is None:
+        quiet_s = min(DEFAULT_STALE_QUIET_S, max(grace_ends - expanded_at, 0.0))
+    check = order.order_poll(
+        admin, store, admin.config, expansion_id=record.expansion_id, expanded_at=expanded_at,
+        grace_ends=grace_ends, deadline=deadline, quiet_s=quiet_s, lease=lease,
+    )  # fmt: skip
+    decision = check.decision
+    if decision.action == "snapshot":
+        return None
+    if decision.action == "timeout":
+        raise BarrierTimeoutError(
+            f"expansion {record.expansion_id}: {decision.reason} - a producer keeps the old "
+            "partition count: refresh its metadata (metadata.max.age.ms / "
+            "topic.metadata.refresh.interval.ms) or raise the barrier timeout, then rerun"
+        )
+    held = check.evidence.before_snapshot.records
+    left = grace_ends - time.time()
+    message = (
+        f"waiting for producers to refresh metadata after expansion {record.expansion_id}: "
+        f"{left:.0f} s of grace left"
+        if left > 0
+        else f"expansion {record.expansion_id}: {decision.reason}"
+    )
+    return Poll(
+        False,
+        f"{message} ({held} stale placements so far)" if held else message,
+        sleep_s=decision.wait_s or None,
+        detail={"stale_before_snapshot": held},
     )
 
 
@@ -152,11 +210,14 @@ def barrier_poll(
     group: str,
     grace_ends: float,
     lease: Lease | None = None,
+    stale_quiet_s: float | None = None,
+    deadline: float | None = None,
 ) -> Poll:
     """Grace -> snapshot (`snapshot_poll`) -> committed offsets >= snapshot."""
     snapshot = snapshot_poll(
-        admin, store, expansion_id=expansion_id, group=group, grace_ends=grace_ends, lease=lease
-    )
+        admin, store, expansion_id=expansion_id, group=group, grace_ends=grace_ends, lease=lease,
+        stale_quiet_s=stale_quiet_s, deadline=deadline,
+    )  # fmt: skip
     if not snapshot.done:
         return snapshot
     record: ExpansionRecord = snapshot.detail["record"]

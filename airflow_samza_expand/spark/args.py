@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="extra Spark setting (repeatable) when run without spark-submit",
     )
+    from airflow_samza_expand.spark.stale import add_arguments
+
+    add_arguments(p)  # --barrier-offsets, --partitioner, --on-stale-placement (rule 1.5)
     return p
 
 

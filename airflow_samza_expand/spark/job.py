@@ -83,6 +83,7 @@ class StreamJob:
         self.last_batch_reported = -1
         self.lease_lost: LeaseLostError | None = None
         self._commit_consumer: Any = None
+        self.order_check: Any = None  # spark.stale.OrderCheck with --barrier-offsets
 
     def _kafka_config(self) -> dict[str, str]:
         from airflow_samza_expand.spark.source import kafka_client_config
@@ -112,6 +113,8 @@ class StreamJob:
         commit_group_offsets(self._commit_consumer, json.loads(end_offset_json))
         self.committed = end_offset_json
         log.info("committed group %r offsets %s", self.args.job_name, end_offset_json)
+        if self.order_check is not None:  # stale placements beyond the barrier (rule 1.5)
+            self.order_check.after_commit(json.loads(end_offset_json))
 
     def commit_progress(self, query: Any) -> None:
         """Commit the newest finished batch's end offsets; record new progress reports."""
@@ -308,6 +311,12 @@ class StreamJob:
             model.version,
             coverage.admin_live_counts(self._kafka_config()),
         )
+        from airflow_samza_expand.spark.stale import order_check_from_args
+
+        try:
+            self.order_check = order_check_from_args(args, model, self._kafka_config())
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         layout = state_layout(args.state_buckets)
         try:
             problems = check_task_set(
@@ -343,6 +352,9 @@ class StreamJob:
             log.error("%s", exc)
             life.heartbeat("stopped")
             return EXIT_LEASE_LOST
+        except ExpansionError:  # --on-stale-placement fail (spark.stale): exit 2, named
+            life.heartbeat("failed")
+            raise
         except Exception as exc:
             log.error("final offset commit failed: %s", exc)
             failed = True
@@ -399,6 +411,8 @@ class StreamJob:
                 next_heartbeat = now + interval
 
     def close(self) -> None:
+        if self.order_check is not None:
+            self.order_check.close()
         if self._commit_consumer is not None:
             self._commit_consumer.close()
             self._commit_consumer = None

@@ -1,0 +1,215 @@
+"""Rule 1.5 at the protocol level, on a real broker and a typed coordinator store: the barrier
+waits while stale placements arrive and counts them in the record; the submit arguments; the
+restarted job's counts land in the record; the report's order line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+
+import pytest
+from kafka_layer_helpers import produce
+
+from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand.core.order import OrderEvidence
+from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
+from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
+from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand.kafka.barrier import snapshot_barrier
+from airflow_samza_expand.kafka.config import client_config
+from airflow_samza_expand.kafka.partitioners import crc32_partition
+from airflow_samza_expand.protocol.order import (
+    job_order_args,
+    job_publisher,
+    order_poll,
+    order_summary,
+    record_scan_start,
+)
+from airflow_samza_expand.store.files import FileCoordinatorStore
+
+T0 = 1_900_000_000.0  # the expansion, in the poll's clock
+GRACE, QUIET = 60.0, 30.0
+
+
+@pytest.fixture
+def config(kafka_bootstrap):
+    return client_config(kafka_bootstrap)
+
+
+@pytest.fixture
+def admin(config):
+    admin = KafkaAdmin(config, timeout_s=15)
+    yield admin
+    admin.close()
+
+
+@pytest.fixture
+def setup(config, admin, unique_topic, tmp_path):
+    """A 2-partition topic with traffic, its planned expansion 2 -> 4 in a typed store."""
+    topic, job = unique_topic("orders"), unique_topic("job")
+    admin.ensure_topic(topic, 2)
+    produce(config, topic, [(b"k%d" % i, b"{}", crc32_partition(b"k%d" % i, 2)) for i in range(30)])
+    store = FileCoordinatorStore(str(tmp_path / "store"), job)
+    stamp = now_iso()
+    record = ExpansionRecord(
+        expansion_id=f"{job}~orders.2-4",
+        job_name=job,
+        base_version=1,
+        target_version=2,
+        plan={"counts_before": {topic: 2}, "counts_after": {topic: 4}},
+        status=ExpansionStatus.PLANNED,
+        owner="test",
+        created_at=stamp,
+        updated_at=stamp,
+        results={"plan": {"conformance": {topic: {"partitioner": "crc32"}}}},
+    )
+    store.put_expansion(record, expected_revision=0)
+    return topic, store, record.expansion_id
+
+
+def _moved(n, prefix):
+    keys = (f"{prefix}-{i}".encode() for i in range(10_000))
+    return [k for k in keys if crc32_partition(k, 2) != crc32_partition(k, 4)][:n]
+
+
+def poll(admin, config, store, expansion_id, now):
+    return order_poll(
+        admin,
+        store,
+        config,
+        expansion_id=expansion_id,
+        expanded_at=T0,
+        grace_ends=T0 + GRACE,
+        deadline=T0 + 600,
+        quiet_s=QUIET,
+        now=T0 + now,
+    )
+
+
+def test_barrier_waits_while_stale_placements_arrive(config, admin, setup):
+    topic, store, expansion_id = setup
+    start = record_scan_start(admin, store, expansion_id)
+    assert start.scan_start == snapshot_barrier(admin, {topic: 2})  # the ends, before growth
+    assert start.partitioner == ("crc32",)
+    admin.create_partitions(topic, 4)
+    # a rerun of the expand step keeps the first start
+    assert record_scan_start(admin, store, expansion_id).scan_start == start.scan_start
+
+    held = _moved(4, "held")
+    produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in held])
+    first = poll(admin, config, store, expansion_id, now=50)
+    assert first.decision.action == "wait" and "grace" in first.decision.reason
+    assert sorted(p.key for p in first.found) == sorted(k.decode() for k in held)
+
+    # more stale placements just after the grace: the barrier waits a quiet window longer
+    late = _moved(2, "late")
+    produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in late])
+    second = poll(admin, config, store, expansion_id, now=GRACE + 5)
+    assert second.decision.action == "wait"
+    assert "stale placements still arriving (6 so far" in second.decision.reason
+    assert len(second.found) == 2
+
+    # fresh traffic only afterwards: the quiet window ends, the barrier may snapshot
+    produce(config, topic, [(b"f%d" % i, b"{}", crc32_partition(b"f%d" % i, 4)) for i in range(20)])
+    assert (
+        poll(admin, config, store, expansion_id, now=GRACE + 5 + QUIET - 1).decision.action
+        == "wait"
+    )
+    done = poll(admin, config, store, expansion_id, now=GRACE + 5 + QUIET)
+    assert done.decision.action == "snapshot" and done.found == ()
+    assert "6 stale placement(s) before it, held by the barrier" in done.decision.reason
+
+    evidence = OrderEvidence.from_dict(store.get_expansion(expansion_id).stale_placements)
+    assert evidence.before_snapshot.records == 6
+    assert evidence.scan_positions == snapshot_barrier(admin, {topic: 2})
+    assert order_summary(store.get_expansion(expansion_id))["line"] == (
+        "order: proven (0 stale placements after the snapshot; 6 before it, held by the barrier)"
+    )
+
+
+def test_fresh_producers_snapshot_at_the_end_of_the_grace(config, admin, setup):
+    topic, store, expansion_id = setup
+    record_scan_start(admin, store, expansion_id)
+    admin.create_partitions(topic, 4)
+    produce(config, topic, [(b"f%d" % i, b"{}", crc32_partition(b"f%d" % i, 4)) for i in range(40)])
+    assert poll(admin, config, store, expansion_id, now=GRACE - 1).decision.action == "wait"
+    done = poll(admin, config, store, expansion_id, now=GRACE)
+    assert done.decision.action == "snapshot" and done.evidence.before_snapshot.records == 0
+
+
+def test_without_a_scan_start_the_scan_starts_now(config, admin, setup, caplog):
+    topic, store, expansion_id = setup
+    admin.create_partitions(topic, 4)
+    result = poll(admin, config, store, expansion_id, now=GRACE)
+    assert "has no scan start" in caplog.text
+    assert result.evidence.scan_start == snapshot_barrier(admin, {topic: 2})
+
+
+def test_timeout_while_a_producer_never_refreshes(config, admin, setup):
+    topic, store, expansion_id = setup
+    record_scan_start(admin, store, expansion_id)
+    admin.create_partitions(topic, 4)
+    produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in _moved(1, "x")])
+    result = order_poll(
+        admin, store, config, expansion_id=expansion_id, expanded_at=T0,
+        grace_ends=T0 + GRACE, deadline=T0 + GRACE, quiet_s=QUIET, now=T0 + GRACE,
+    )  # fmt: skip
+    assert result.decision.action == "timeout"
+    assert "stale placements still arriving (1 so far" in result.decision.reason
+
+
+def test_job_args_and_the_jobs_counts_in_the_record(config, admin, setup):
+    topic, store, expansion_id = setup
+    record = store.get_expansion(expansion_id)
+    assert job_order_args(record) == []  # no snapshot yet
+    barrier = {topic: {0: 15, 1: 15}}
+    record = store.put_expansion(
+        dataclasses.replace(record, barrier=barrier), expected_revision=record.revision
+    )
+    args = job_order_args(record, "fail")
+    assert args[:2] == ["--barrier-offsets", json.dumps({topic: {"0": 15, "1": 15}})]
+    assert args[2:] == ["--partitioner", "crc32", "--on-stale-placement", "fail"]
+    with pytest.raises(ValueError, match="give 'warn'"):
+        job_order_args(record, "ignore")
+
+    publish = job_publisher(store, 2)
+    assert publish is not None and job_publisher(store, 3) is None
+    summary = StaleSummary().add([StalePlacement(topic, 1, 20, "token-9", 3)])
+    publish(summary)
+    line = order_summary(store.get_expansion(expansion_id))["line"]
+    assert line.startswith("order: at risk - 1 records of 1 keys (examples key 'token-9'")
+
+
+def test_wired_expand_records_the_scan_start_and_snapshot_poll_holds(config, admin, setup):
+    """The protocol's own steps: expand records where the scan starts (before the growth);
+    snapshot_poll waits out stale placements, then reports how many it held; the report
+    renders the order line."""
+    from airflow_samza_expand.protocol import waits
+    from airflow_samza_expand.protocol.expand import ExpandRequest, expand
+    from airflow_samza_expand.protocol.report import build_summary, render_summary
+
+    topic, store, expansion_id = setup
+    before = snapshot_barrier(admin, {topic: 2})
+    expand(admin, store, ExpandRequest(topic=topic, target=4), expansion_id=expansion_id)
+    evidence = OrderEvidence.from_dict(store.get_expansion(expansion_id).stale_placements)
+    assert evidence.scan_start == before
+    produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in _moved(3, "w")])
+
+    def look(quiet_s):
+        return waits.snapshot_poll(
+            admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
+            stale_quiet_s=quiet_s,
+        )  # fmt: skip
+
+    waiting = look(60.0)
+    assert not waiting.done and "stale placements still arriving (3 so far" in waiting.message
+    assert waiting.detail["stale_before_snapshot"] == 3
+    done = look(0.0)
+    assert done.done and done.result["stale_before_snapshot"] == 3
+    record = store.get_expansion(expansion_id)
+    summary = build_summary(record, {}, run_mode="continuous", history=[1], dry_run=False)
+    assert summary["order"]["stale_before_snapshot"] == 3
+    assert render_summary(summary).endswith(
+        "order: proven (0 stale placements after the snapshot; 3 before it, held by the barrier)"
+    )
