@@ -1,9 +1,18 @@
 """Refusals of the expansion: every one is an `ExpansionError`, and no retry can fix it.
 
 Messages name what is wrong (stream, counts, field) and how to fix it.
+
+`ConflictError` and its subclasses are *not* refusals: another writer got there first (a
+newer revision, a lease someone else holds). The caller re-reads and decides again.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover - typing only; core.record and core.lease import this module
+    from airflow_samza_expand.core.lease import Lease
+    from airflow_samza_expand.core.record import ExpansionRecord
 
 
 class ExpansionError(Exception):
@@ -38,13 +47,65 @@ class BarrierTimeoutError(ExpansionError):
     """The job did not pass the barrier offsets before the timeout."""
 
 
+class MaxPartitionsError(InvalidGrowthError):
+    """A target partition count above the `max_partitions` setting (refused before any work)."""
+
+
+class InvalidTransitionError(ExpansionError):
+    """An expansion record asked to move to a status its current status does not allow."""
+
+
+class SecretValueError(ExpansionError):
+    """A value under a secret-looking key (password, token, ...) about to be persisted."""
+
+
+class KafkaAuthenticationError(ExpansionError):
+    """The brokers answered but refused the client's SASL/SSL credentials (no retry helps)."""
+
+
+class ConflictError(Exception):
+    """Someone else changed the record first: re-read it and decide again (not a refusal)."""
+
+
+class StaleRevisionError(ConflictError):
+    """A conditional update carried a revision that is no longer the current one."""
+
+    def __init__(self, message: str, current: ExpansionRecord | None = None) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class LeaseHeldError(ConflictError):
+    """The lease is held by another holder and has not expired."""
+
+    def __init__(self, message: str, lease: Lease) -> None:
+        super().__init__(message)
+        self.lease = lease
+
+
+class LeaseLostError(ConflictError):
+    """The caller's lease epoch is no longer current (released, expired and taken, or stolen)."""
+
+    def __init__(self, message: str, lease: Lease | None = None) -> None:
+        super().__init__(message)
+        self.lease = lease
+
+
 __all__ = [
     "BarrierTimeoutError",
     "ConcurrentExpansionError",
+    "ConflictError",
     "CorruptCoordinatorRecordError",
     "ExpansionError",
     "InvalidGrowthError",
     "InvalidJobModelError",
+    "InvalidTransitionError",
+    "KafkaAuthenticationError",
+    "LeaseHeldError",
+    "LeaseLostError",
+    "MaxPartitionsError",
+    "SecretValueError",
+    "StaleRevisionError",
     "PartitionerMismatchError",
     "UnknownTopicError",
 ]

@@ -31,10 +31,10 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
+from airflow_samza_expand.core.clock import now_iso as utc_now_iso  # kept importable here
 from airflow_samza_expand.core.errors import InvalidJobModelError
 
 FORMAT_VERSION = 1
@@ -83,11 +83,6 @@ class StreamPartitionCounts:
     stream: str
     current: int
     initial: int
-
-
-def utc_now_iso() -> str:
-    """Now as ISO-8601 UTC with second precision, e.g. ``2026-11-22T01:02:03Z``."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _bad(field_name: str, problem: str) -> InvalidJobModelError:

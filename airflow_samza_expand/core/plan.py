@@ -12,7 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_samza_expand.core.errors import ExpansionError, InvalidJobModelError
+from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand.core.errors import (
+    ExpansionError,
+    InvalidJobModelError,
+    MaxPartitionsError,
+)
 from airflow_samza_expand.core.expansion import load_expansion_algorithm, validate_growth
 from airflow_samza_expand.core.groupers import grouper_by_name
 from airflow_samza_expand.core.model import (
@@ -20,10 +25,12 @@ from airflow_samza_expand.core.model import (
     StreamPartitionCounts,
     SystemStreamPartition,
     mapping_from_groups,
-    utc_now_iso,
 )
 
 PLAN_FORMAT = 1
+# The largest partition count a plan accepts unless told otherwise. Kafka itself accepts more,
+# but a job model (and every barrier poll) grows with it; raise it with max_partitions=...
+DEFAULT_MAX_PARTITIONS = 4096
 
 
 @dataclass(frozen=True, order=True)
@@ -167,6 +174,23 @@ def _check_cluster_counts(
         )
 
 
+def check_max_partitions(job_name: str, targets: Mapping[str, int], max_partitions: int) -> None:
+    """MaxPartitionsError naming the target, the limit and the fix (no per-partition work)."""
+    if (
+        isinstance(max_partitions, bool)
+        or not isinstance(max_partitions, int)
+        or max_partitions < 1
+    ):
+        raise ExpansionError(f"max_partitions must be a positive integer, got {max_partitions!r}")
+    for stream, target in sorted(targets.items()):
+        if isinstance(target, int) and not isinstance(target, bool) and target > max_partitions:
+            raise MaxPartitionsError(
+                f"stream '{stream}' of job '{job_name}': target {target} partitions is above "
+                f"max_partitions={max_partitions} - choose a smaller target, or raise "
+                f"max_partitions if the brokers and the job really should carry {target}"
+            )
+
+
 def plan_expansion(
     job_model: JobModel,
     partition_counts: Mapping[str, int] | None,
@@ -176,10 +200,13 @@ def plan_expansion(
     created_at: str | None = None,
     created_by: str | None = None,
     allow_state_breaking_grouper: bool = False,
+    max_partitions: int = DEFAULT_MAX_PARTITIONS,
 ) -> ExpansionPlan:
     """Plan growing ``targets`` (stream -> new count) of a job at ``job_model``.
 
     ``partition_counts`` is the cluster's current count per stream (``None``: the model's).
+    A target above ``max_partitions`` (default `DEFAULT_MAX_PARTITIONS`) is refused with
+    `MaxPartitionsError` before any per-partition work.
     Raises `ExpansionError` subclasses for every refusal; changes nothing.
     """
     model = job_model
@@ -195,6 +222,7 @@ def plan_expansion(
                 f"stream '{stream}' is not an input of job '{model.job_name}' (its streams: "
                 f"{', '.join(sorted(known))}) - target one of those"
             )
+    check_max_partitions(model.job_name, targets, max_partitions)
     counts = dict(partition_counts) if partition_counts is not None else model.partition_counts()
     _check_cluster_counts(model, counts, targets)
     for stream in sorted(targets):
@@ -242,7 +270,7 @@ def plan_expansion(
         ssp_to_task=new_mapping,
         grouper=model.grouper,
         expansion_algorithm=model.expansion_algorithm,
-        created_at=created_at or utc_now_iso(),
+        created_at=created_at or now_iso(),
         created_by=created_by or model.created_by,
         broadcast_ssps=model.broadcast_ssps,
     )
@@ -279,4 +307,10 @@ def plan_expansion(
     )
 
 
-__all__ = ["ExpansionPlan", "SspMove", "plan_expansion"]
+__all__ = [
+    "DEFAULT_MAX_PARTITIONS",
+    "ExpansionPlan",
+    "SspMove",
+    "check_max_partitions",
+    "plan_expansion",
+]

@@ -24,8 +24,10 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSp
 from airflow_samza_expand.core.errors import (
     ExpansionError,
     InvalidGrowthError,
+    KafkaAuthenticationError,
     UnknownTopicError,
 )
+from airflow_samza_expand.kafka.auth import AuthWatch, watched
 from airflow_samza_expand.kafka.config import bootstrap_of
 
 log = logging.getLogger(__name__)
@@ -73,7 +75,13 @@ _NO_OFFSET = -1001
 
 
 class KafkaUnavailableError(Exception):
-    """The broker could not be reached or did not answer in time; retrying may help."""
+    """The broker could not be reached or did not answer in time; retrying may help.
+
+    A broker that answers but refuses the credentials raises `KafkaAuthenticationError` (an
+    `ExpansionError`: not retried) instead."""
+
+
+__all__ = ["KafkaAdmin", "KafkaAuthenticationError", "KafkaUnavailableError"]
 
 
 def without_consumer_settings(config: Mapping[str, str]) -> dict[str, str]:
@@ -109,7 +117,8 @@ class KafkaAdmin:
     def __init__(self, config: Mapping[str, str], *, timeout_s: float = 30.0) -> None:
         self.config = dict(config)
         self.timeout_s = float(timeout_s)
-        self._client = AdminClient(without_consumer_settings(self.config))
+        self._auth = AuthWatch()  # names SASL/SSL failures at once (kafka.auth)
+        self._client = AdminClient(self._auth.client_settings(without_consumer_settings(config)))
         self._group_readers: dict[str, Consumer] = {}
         self._lock = threading.Lock()
 
@@ -125,7 +134,14 @@ class KafkaAdmin:
     def _result(self, future: concurrent.futures.Future, what: str) -> Any:
         """Wait for an admin future; translate timeouts into KafkaUnavailableError."""
         try:
-            return future.result(timeout=self.timeout_s + 5.0)
+            return watched(
+                lambda step: future.result(timeout=step),
+                self._client.poll,
+                self._auth,
+                self.timeout_s + 5.0,
+                what,
+                self.config,
+            )
         except concurrent.futures.TimeoutError:
             raise unavailable(what, self.config, f"no answer within {self.timeout_s:g} s") from None
         except KafkaException as exc:
@@ -136,7 +152,14 @@ class KafkaAdmin:
 
     def _metadata(self, what: str, topic: str | None = None) -> Any:
         try:
-            return self._client.list_topics(topic=topic, timeout=self.timeout_s)
+            return watched(
+                lambda step: self._client.list_topics(topic=topic, timeout=step),
+                self._client.poll,
+                self._auth,
+                self.timeout_s,
+                what,
+                self.config,
+            )
         except KafkaException as exc:
             error = kafka_error_of(exc)
             if error is None or is_unavailable(error):
@@ -298,7 +321,7 @@ class KafkaAdmin:
                     "enable.auto.offset.store": "false",
                 }
             )
-            reader = Consumer(settings)
+            reader = Consumer(self._auth.client_settings(settings))
             self._group_readers[group] = reader
         return reader
 
@@ -325,8 +348,12 @@ class KafkaAdmin:
         with self._lock:
             reader = self._group_reader(group)
             try:
+                # one OffsetFetch per poll (no slices); an authentication failure is named
+                # after the call (the metadata calls before it name it at once)
                 answer = reader.committed(partitions, timeout=self.timeout_s)
             except KafkaException as exc:
+                reader.poll(0)
+                self._auth.raise_if_failed(what, self.config)
                 error = kafka_error_of(exc)
                 if error is None or is_unavailable(error):
                     raise unavailable(what, self.config, error.str() if error else exc) from None

@@ -5,23 +5,15 @@ Secrets never reach a log line or an error message: log `redact(config)`, never 
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Mapping
 from typing import Any
 
-REDACTED = "***"
-
-# Keys whose values are secrets (matched case-insensitively as shell-style patterns).
-SECRET_KEY_PATTERNS: tuple[str, ...] = (
-    "*password*",
-    "*secret*",
-    "sasl.*",
-    "*token*",
-    "*credential*",
-    "ssl.key.pem",
-    "ssl.keystore.key*",
-    "ssl_key",
+from airflow_samza_expand.core.secrets import (  # one implementation, re-exported here
+    REDACTED,
+    SECRET_KEY_PATTERNS,
+    is_secret_key,
+    redact,
 )
 
 
@@ -92,17 +84,17 @@ def client_config(
     return config
 
 
-def is_secret_key(key: str) -> bool:
-    """True when `key` names a secret setting (password, secret, token, SASL, private key)."""
-    lowered = key.lower()
-    return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in SECRET_KEY_PATTERNS)
-
-
-def redact(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Copy of `config` with every secret value replaced by `***` (safe to log)."""
-    return {key: (REDACTED if is_secret_key(str(key)) else value) for key, value in config.items()}
-
-
 def bootstrap_of(config: Mapping[str, Any]) -> str:
     """The bootstrap servers of a config (for error messages), or `<unset>`."""
     return str(config.get("bootstrap.servers") or config.get("metadata.broker.list") or "<unset>")
+
+
+__all__ = [
+    "REDACTED",
+    "SECRET_KEY_PATTERNS",
+    "bootstrap_of",
+    "client_config",
+    "is_secret_key",
+    "read_config_file",
+    "redact",
+]
