@@ -214,7 +214,7 @@ class ApacheKafkaProcess(LaunchedProcess):
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         (self.work / "log4j2.properties").write_text(LOG4J2.format(level="WARN"))
         result = subprocess.run(
-            self._java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id,
+            self._java(libs, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
                        "-c", str(props), *self._format_extra_args()),
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
