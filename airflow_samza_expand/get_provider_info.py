@@ -17,12 +17,15 @@ CLASSES: list[str] = [
     "airflow_samza_expand.airflow.operators.ExpandPartitionsOperator",
     "airflow_samza_expand.airflow.operators.StopStatefulJobOperator",
     "airflow_samza_expand.airflow.operators.WriteJobModelOperator",
+    "airflow_samza_expand.airflow.operators.submit.SubmitStreamJobOperator",
+    "airflow_samza_expand.airflow.operators.report.ExpansionReportOperator",
     "airflow_samza_expand.airflow.sensors.OrderingBarrierSensor",
     "airflow_samza_expand.airflow.sensors.JobModelAckSensor",
     "airflow_samza_expand.airflow.sensors.PartitionCountSensor",
     "airflow_samza_expand.airflow.triggers.OrderingBarrierTrigger",
     "airflow_samza_expand.airflow.triggers.JobModelAckTrigger",
     "airflow_samza_expand.airflow.triggers.PartitionCountChangeTrigger",
+    "airflow_samza_expand.airflow.triggers.ExpansionLeaseTrigger",
 ]
 
 
@@ -58,6 +61,8 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_samza_expand.airflow.operators.expand",
                     "airflow_samza_expand.airflow.operators.stop",
                     "airflow_samza_expand.airflow.operators.write_model",
+                    "airflow_samza_expand.airflow.operators.submit",
+                    "airflow_samza_expand.airflow.operators.report",
                 ],
             }
         ],

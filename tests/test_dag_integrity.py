@@ -210,7 +210,10 @@ def test_bad_run_mode_is_refused_with_the_fix() -> None:
 
 
 def test_continuous_submit_never_waits_for_app_completion() -> None:
-    from airflow_samza_expand.dags.submit import WAIT_APP_COMPLETION_CONFS, detached_conf
+    from airflow_samza_expand.airflow.operators.submit import (
+        WAIT_APP_COMPLETION_CONFS,
+        detached_conf,
+    )
 
     conf = detached_conf({"spark.yarn.submit.waitAppCompletion": "true", "x": "1"})
     assert conf["x"] == "1"

@@ -10,8 +10,7 @@ from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
 from airflow_samza_expand.kafka.config import redact
 
 if TYPE_CHECKING:
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
-    from airflow_samza_expand.kafka.coordinator import CoordinatorStore
+    from airflow_samza_expand.store import CoordinatorStore
 
 DEFAULT_COORDINATOR = "kafka"
 
@@ -64,7 +63,7 @@ class SamzaExpandKafkaHook(KafkaBaseHook):
         config: Mapping[str, Any] | None = None,
     ) -> CoordinatorStore:
         """The job's coordinator store: ``"kafka"``/``"kafka://<topic>"`` or a path/fsspec URL."""
-        from airflow_samza_expand.kafka.coordinator import open_store
+        from airflow_samza_expand.store import open_store
 
         kafka_config = None
         if coordinator == "kafka" or coordinator.startswith("kafka://"):
@@ -78,14 +77,3 @@ def _printable(config: Mapping[str, Any]) -> dict[str, Any]:
         key: (getattr(value, "__name__", type(value).__name__) if callable(value) else value)
         for key, value in config.items()
     }
-
-
-def open_clients(
-    kafka_config_id: str, job_name: str | None, coordinator: str, *, timeout_s: float = 30.0
-) -> tuple[KafkaAdmin, CoordinatorStore | None]:
-    """Admin client and (when ``job_name`` is given) coordinator store, sharing one config read."""
-    hook = SamzaExpandKafkaHook(kafka_config_id=kafka_config_id)
-    config = hook.client_config()
-    admin = hook.get_admin(config, timeout_s=timeout_s)
-    store = hook.get_coordinator_store(job_name, coordinator, config) if job_name else None
-    return admin, store

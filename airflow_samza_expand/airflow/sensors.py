@@ -1,5 +1,6 @@
-"""Sensors of the expansion: deferrable by default (their triggers), or ``deferrable=False``
-for a poke mode that runs the same step functions (``waits.py``) in the worker."""
+"""Sensors of the expansion: deferrable by default (each defers to its trigger, which owns the
+loop and its cleanup), or ``deferrable=False`` to poke: a poke is one call of the same poll
+function the trigger loops over (`trigger.poll(admin, store)`)."""
 
 from __future__ import annotations
 
@@ -9,85 +10,94 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
-from airflow.triggers.base import BaseTrigger
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, open_clients
-from airflow_samza_expand.airflow.operators._common import (
+from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
+from airflow_samza_expand.airflow.shell import (
     DEFAULT_CONN_ID,
-    close_quietly,
-    refusals_fail_task,
+    KafkaClients,
+    holder_of,
+    protocol_outcomes,
 )
 from airflow_samza_expand.airflow.triggers import (
     JobModelAckTrigger,
     OrderingBarrierTrigger,
     PartitionCountChangeTrigger,
-)
-from airflow_samza_expand.airflow.waits import (
-    DEFAULT_PRODUCER_REFRESH_GRACE_S,
-    ack_poll,
-    barrier_grace_until,
-    barrier_poll,
-    describe_lag,
-    partition_count_or_zero,
+    _PollingTrigger,
 )
 from airflow_samza_expand.core.errors import BarrierTimeoutError
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
+from airflow_samza_expand.protocol import restart, waits
+from airflow_samza_expand.protocol.ownership import take
+from airflow_samza_expand.protocol.waits import Reconnect
 
 
-class _ClientsMixin:
-    """Clients opened on the first poke and closed when the task ends (poke mode), and the
-    execute every sensor here shares: prepare, poke once, then keep poking (``deferrable=False``)
-    or hand the wait to the sensor's trigger."""
+class _WaitSensor(KafkaClients, BaseSensorOperator):
+    """Execute = poke once, then keep poking (``deferrable=False``) or defer to `trigger`.
 
-    kafka_config_id: str
-    request_timeout_s: float
+    Subclasses build their trigger (`trigger`) and turn its result into the XCom (`finish`);
+    nothing else differs between the sensors."""
+
     deferrable: bool
 
-    def _prepare(self, context: Any) -> None:
-        """Resolve what the pokes and the trigger need (runs with the clients open)."""
-
-    def _trigger(self) -> BaseTrigger:
+    def trigger(self, context: Any) -> _PollingTrigger:
         raise NotImplementedError
 
+    def finish(self, context: Any, result: dict[str, Any]) -> Any:
+        return result
+
     def execute(self, context: Any) -> Any:
+        self._reconnect = Reconnect()
+        self._trigger = self.trigger(context)
         try:
-            self._prepare(context)
-            first = self.poke(context)  # type: ignore[attr-defined]
+            first = self.poke(context)
             if first:
-                return first.xcom_value
+                return self.finish(context, first.xcom_value)
             if not self.deferrable:
-                return super().execute(context)  # type: ignore[misc]
+                return self.finish(context, super().execute(context))
         finally:
-            self._close_clients()
-        self.defer(  # type: ignore[attr-defined]
-            trigger=self._trigger(),
+            self.close_clients()
+        self.defer(
+            trigger=self._trigger,
             method_name="execute_complete",
-            timeout=timedelta(seconds=self.timeout),  # type: ignore[attr-defined]
+            timeout=timedelta(seconds=self.timeout),
         )
 
-    def _clients(self, job_name: str | None, coordinator: str = DEFAULT_COORDINATOR):
-        if getattr(self, "_open_clients", None) is None:
-            self._open_clients = open_clients(
-                self.kafka_config_id, job_name, coordinator, timeout_s=self.request_timeout_s
+    def poke(self, context: Any) -> PokeReturnValue | bool:
+        try:
+            with protocol_outcomes():
+                progress = self._trigger.poll(self.admin, self.store if self.job_name else None)
+            self._reconnect.ok()
+        except KafkaUnavailableError as exc:
+            self.log.warning("Poll failed (will retry): %s", exc)
+            if self._reconnect.failed():
+                self.close_clients()
+            progress = None
+        if progress is not None and progress.done:
+            self.log.info("%s", progress.message)
+            return PokeReturnValue(True, self.on_event(context, self._trigger.event(progress)))
+        if progress is not None:
+            self.log.info("%s", progress.message)
+        deadline = self._trigger.deadline
+        if deadline is not None and time.time() >= deadline:
+            self.on_event(context, self._trigger.timeout_event(progress))
+        return False
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
+        return self.finish(context, self.on_event(context, event))
+
+    def on_event(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+        status = event.get("status")
+        if status == "refused":
+            raise AirflowFailException(event.get("error"))
+        if status == "lost":
+            raise AirflowSkipException(
+                f"another run owns this job's expansion: {event.get('error')}"
             )
-        return self._open_clients
-
-    def _poll_failed(self, exc: Exception) -> None:
-        """Log a transient poll failure; after 3 in a row, drop the clients to reconnect."""
-        self._failures = getattr(self, "_failures", 0) + 1
-        self.log.warning("Poll failed (%d in a row, will retry): %s", self._failures, exc)  # type: ignore[attr-defined]
-        if self._failures % 3 == 0:
-            self._close_clients()
-
-    def _close_clients(self) -> None:
-        clients = getattr(self, "_open_clients", None)
-        if clients is not None:
-            close_quietly(*clients)
-        self._open_clients = None
+        return event
 
 
-class OrderingBarrierSensor(_ClientsMixin, BaseSensorOperator):
+class OrderingBarrierSensor(_WaitSensor):
     """The ordering barrier of DESIGN.md section 1, for expansion ``expansion_id``:
 
     1. wait ``producer_refresh_grace_s`` after the expansion (producers still using the old
@@ -97,12 +107,20 @@ class OrderingBarrierSensor(_ClientsMixin, BaseSensorOperator):
     3. wait until the job's consumer group (default: the job name) has committed offsets
        ``>=`` the snapshot on every old partition. Each poll logs the lag per partition.
 
-    Returns ``{barrier_offsets, seconds_waited, lag_drained, snapshot_at, passed_at, ...}``.
-    Not passed within ``barrier_timeout_s`` after the grace: ``AirflowFailException``
+    ``snapshot_only`` (available-now mode) returns once the snapshot is taken. Returns
+    ``{barrier_offsets, seconds_waited, lag_drained, snapshot_at, passed_at, ...}``. Not passed
+    within ``barrier_timeout_s`` after the grace: ``AirflowFailException``
     (``BarrierTimeoutError``). Deferrable by default; ``deferrable=False`` pokes.
     """
 
-    template_fields: Sequence[str] = ("job_name", "expansion_id", "consumer_group", "coordinator")
+    template_fields: Sequence[str] = (
+        "job_name",
+        "expansion_id",
+        "consumer_group",
+        "coordinator",
+        "producer_refresh_grace_s",
+        "barrier_timeout_s",
+    )
     ui_color = "#fff3c9"
 
     def __init__(
@@ -111,8 +129,9 @@ class OrderingBarrierSensor(_ClientsMixin, BaseSensorOperator):
         job_name: str,
         expansion_id: str,
         consumer_group: str | None = None,
-        producer_refresh_grace_s: float = DEFAULT_PRODUCER_REFRESH_GRACE_S,
-        barrier_timeout_s: float = 3600.0,
+        producer_refresh_grace_s: float | str = waits.DEFAULT_PRODUCER_REFRESH_GRACE_S,
+        barrier_timeout_s: float | str = 3600.0,
+        snapshot_only: bool = False,
         deferrable: bool = True,
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = DEFAULT_CONN_ID,
@@ -126,119 +145,75 @@ class OrderingBarrierSensor(_ClientsMixin, BaseSensorOperator):
         self.consumer_group = consumer_group
         self.producer_refresh_grace_s = producer_refresh_grace_s
         self.barrier_timeout_s = barrier_timeout_s
-        self.deferrable = deferrable
+        self.snapshot_only = snapshot_only
+        self.deferrable = deferrable and not snapshot_only
         self.coordinator = coordinator
         self.kafka_config_id = kafka_config_id
         self.request_timeout_s = request_timeout_s
-        self._grace_until: float | None = None
-        self._deadline: float | None = None
 
-    @property
-    def group(self) -> str:
-        return self.consumer_group or self.job_name
-
-    def _prepare(self, context: Any) -> None:
-        with refusals_fail_task():
-            _, store = self._clients(self.job_name, self.coordinator)
-            self._grace_until = barrier_grace_until(
-                store, self.expansion_id, self.job_name, self.producer_refresh_grace_s
-            )
-        self._deadline = max(self._started_at(context), self._grace_until) + float(
-            self.barrier_timeout_s
-        )
-
-    def _trigger(self) -> BaseTrigger:
-        return OrderingBarrierTrigger(
+    def trigger(self, context: Any) -> OrderingBarrierTrigger:
+        grace = float(self.producer_refresh_grace_s)
+        holder = holder_of(context)
+        with protocol_outcomes():
+            lease = take(self.store, holder)
+            grace_ends = waits.grace_until(self.store, self.expansion_id, grace, lease=lease)
+        started = time.time()
+        if self.reschedule and context.get("ti") is not None:
+            first = context["ti"].get_first_reschedule_date(context)
+            started = first.timestamp() if first is not None else started
+        trigger = OrderingBarrierTrigger(
             job_name=self.job_name,
             expansion_id=self.expansion_id,
-            consumer_group=self.group,
-            producer_refresh_grace_s=self.producer_refresh_grace_s,
-            deadline=self._deadline,
+            consumer_group=self.consumer_group or self.job_name,
+            producer_refresh_grace_s=grace,
+            deadline=max(started, grace_ends) + float(self.barrier_timeout_s),
             poll_interval_s=self.poke_interval,
+            holder=holder,
             coordinator=self.coordinator,
             kafka_config_id=self.kafka_config_id,
             request_timeout_s=self.request_timeout_s,
         )
-
-    def _started_at(self, context: Any) -> float:
-        """When this try started waiting: the first reschedule in reschedule mode, else now."""
-        if self.reschedule:
-            ti = context.get("ti")
-            first = ti.get_first_reschedule_date(context) if ti is not None else None
-            if first is not None:
-                return first.timestamp()
-        return time.time()
+        if self.snapshot_only:
+            trigger.deadline = None
+        return trigger
 
     def poke(self, context: Any) -> PokeReturnValue | bool:
-        admin, store = self._clients(self.job_name, self.coordinator)
-        try:
-            with refusals_fail_task():
-                progress = barrier_poll(
-                    admin,
-                    store,
-                    expansion_id=self.expansion_id,
-                    job_name=self.job_name,
-                    group=self.group,
-                    grace_until=self._grace_until or 0.0,
-                )
-        except KafkaUnavailableError as exc:
-            self._poll_failed(exc)
-            progress = None
-        if progress is not None and progress.phase == "holds":
-            self.log.info("Ordering barrier of %s holds: %s", self.expansion_id, progress.result)
-            return PokeReturnValue(True, progress.result)
-        if progress is not None and progress.phase == "grace":
-            self.log.info(
-                "Waiting for producers to refresh metadata after expansion %s: %.0f s of grace "
-                "left.",
-                self.expansion_id,
-                progress.grace_left_s,
+        if not self.snapshot_only:
+            return super().poke(context)
+        with protocol_outcomes():
+            grace = float(self.producer_refresh_grace_s)
+            grace_ends = waits.grace_until(self.store, self.expansion_id, grace)
+            progress = waits.snapshot_poll(
+                self.admin,
+                self.store,
+                expansion_id=self.expansion_id,
+                group=self.consumer_group or self.job_name,
+                grace_ends=grace_ends,
             )
-            return False
-        if progress is not None:
-            self.log.info(
-                "Waiting for group %s to commit past barrier %s: total lag %d (%s).",
-                self.group,
-                self.expansion_id,
-                progress.total_lag,
-                describe_lag(progress.lag),
+        self.log.info("%s", progress.message)
+        return PokeReturnValue(True, progress.result) if progress.done else False
+
+    def on_event(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+        event = super().on_event(context, event)
+        if event.get("status") == "timeout":
+            error = BarrierTimeoutError(
+                f"group {self.consumer_group or self.job_name!r} did not commit past the barrier "
+                f"of expansion {self.expansion_id!r} within {float(self.barrier_timeout_s):.0f} "
+                f"s; lag left: {event.get('lag', 'unknown')} - check that the job runs and keeps "
+                "up, then clear the task (the same barrier is reused)"
             )
-        if self._deadline is not None and time.time() >= self._deadline:
-            lag = describe_lag(progress.lag) if progress else "unknown"
-            raise _barrier_timeout(self.expansion_id, self.group, self.barrier_timeout_s, lag)
-        return False
-
-    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
-        status = event.get("status")
-        if status == "holds":
-            self.log.info("Ordering barrier of %s holds: %s", self.expansion_id, event["result"])
-            return event["result"]
-        if status == "timeout":
-            raise _barrier_timeout(
-                self.expansion_id, self.group, self.barrier_timeout_s, event.get("lag", "unknown")
-            )
-        if status == "refused":
-            raise AirflowFailException(event.get("error"))
-        raise AirflowException(f"unexpected barrier trigger event {event!r}")
+            raise AirflowFailException(f"BarrierTimeoutError: {error}")
+        return event.get("result", event)
 
 
-def _barrier_timeout(
-    expansion_id: str, group: str, timeout_s: float, lag: str
-) -> AirflowFailException:
-    error = BarrierTimeoutError(
-        f"group {group!r} did not commit past the barrier of expansion {expansion_id!r} within "
-        f"{timeout_s:.0f} s; lag left: {lag} - check that the job runs and keeps up, then clear "
-        "the task (the same barrier is reused)"
-    )
-    return AirflowFailException(f"BarrierTimeoutError: {error}")
-
-
-class JobModelAckSensor(_ClientsMixin, BaseSensorOperator):
+class JobModelAckSensor(_WaitSensor):
     """Waits until ``min_processors`` processors of the job heartbeat ``running`` job model
-    ``version`` (default: the newest version in the store). Returns
+    ``version`` (default: the newest version in the store). With ``expansion_id`` the
+    acknowledgement is noted in the expansion record; ``accept_stopped`` (available-now mode)
+    counts a clean ``stopped`` on that version too. Returns
     ``{version, running: [ids], others: {id: state}}``. Deferrable by default."""
 
-    template_fields: Sequence[str] = ("job_name", "version", "coordinator")
+    template_fields: Sequence[str] = ("job_name", "version", "coordinator", "expansion_id")
 
     def __init__(
         self,
@@ -246,6 +221,8 @@ class JobModelAckSensor(_ClientsMixin, BaseSensorOperator):
         job_name: str,
         version: int | str | None = None,
         min_processors: int = 1,
+        expansion_id: str | None = None,
+        accept_stopped: bool = False,
         deferrable: bool = True,
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = DEFAULT_CONN_ID,
@@ -257,70 +234,51 @@ class JobModelAckSensor(_ClientsMixin, BaseSensorOperator):
         self.job_name = job_name
         self.version = version
         self.min_processors = min_processors
-        self.deferrable = deferrable
+        self.expansion_id = expansion_id
+        self.accept_stopped = accept_stopped
+        self.deferrable = deferrable and not accept_stopped
         self.coordinator = coordinator
         self.kafka_config_id = kafka_config_id
         self.request_timeout_s = request_timeout_s
-        self._version: int | None = None
 
-    def _prepare(self, context: Any) -> None:
-        _, store = self._clients(self.job_name, self.coordinator)
-        if self.version not in (None, ""):
-            self._version = int(self.version)
-            return
-        with refusals_fail_task():
-            latest = store.latest_job_model()
-        if latest is None:
-            raise AirflowFailException(
-                f"job {self.job_name!r} has no job model to acknowledge - pass version="
-            )
-        self._version = latest.version
-
-    def _trigger(self) -> BaseTrigger:
+    def trigger(self, context: Any) -> JobModelAckTrigger:
+        if self.version not in (None, "", "None"):
+            version = int(self.version)
+        else:
+            with protocol_outcomes():
+                latest = self.store.latest_job_model()
+            if latest is None:
+                raise AirflowFailException(
+                    f"job {self.job_name!r} has no job model to acknowledge - pass version="
+                )
+            version = latest.version
         return JobModelAckTrigger(
             job_name=self.job_name,
-            version=self._version,
+            version=version,
             min_processors=self.min_processors,
             poll_interval_s=self.poke_interval,
+            accept_stopped=self.accept_stopped,
+            holder=holder_of(context) if self.expansion_id else None,
             coordinator=self.coordinator,
             kafka_config_id=self.kafka_config_id,
             request_timeout_s=self.request_timeout_s,
         )
 
-    def poke(self, context: Any) -> PokeReturnValue | bool:
-        _, store = self._clients(self.job_name, self.coordinator)
-        try:
-            with refusals_fail_task():
-                done, info = ack_poll(store, self._version, self.min_processors)
-        except KafkaUnavailableError as exc:
-            self._poll_failed(exc)
-            return False
-        if done:
-            self.log.info(
-                "Job %s runs job model v%d: %s", self.job_name, self._version, info["running"]
-            )
-            return PokeReturnValue(True, info)
-        self.log.info(
-            "Waiting for %d processor(s) of %s to run job model v%d: running %s, others %s.",
-            self.min_processors,
-            self.job_name,
-            self._version,
-            info["running"] or "none",
-            info["others"] or "none",
-        )
-        return False
-
-    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
-        if event.get("status") != "acknowledged":
-            raise AirflowException(f"unexpected acknowledgement trigger event {event!r}")
-        info = {k: v for k, v in event.items() if k != "status"}
-        self.log.info(
-            "Job %s runs job model v%s: %s", self.job_name, info.get("version"), info.get("running")
-        )
+    def finish(self, context: Any, result: dict[str, Any]) -> Any:
+        info = {k: v for k, v in result.items() if k != "status"}
+        if self.expansion_id:
+            try:
+                with protocol_outcomes():
+                    lease = take(self.store, holder_of(context))
+                    restart.record_step(
+                        self.store, str(self.expansion_id), "ack", None, info, lease
+                    )
+            finally:
+                self.close_clients()
         return info
 
 
-class PartitionCountSensor(_ClientsMixin, BaseSensorOperator):
+class PartitionCountSensor(_WaitSensor):
     """Waits until ``topic``'s partition count differs from ``baseline`` (``None``: the count at
     the first poke). Returns ``{topic, baseline, partition_count}``. Deferrable by default
     (``PartitionCountChangeTrigger``)."""
@@ -344,40 +302,15 @@ class PartitionCountSensor(_ClientsMixin, BaseSensorOperator):
         self.deferrable = deferrable
         self.kafka_config_id = kafka_config_id
         self.request_timeout_s = request_timeout_s
-        self._baseline: int | None = None
 
-    def _prepare(self, context: Any) -> None:
-        self._baseline = None if self.baseline in (None, "") else int(self.baseline)
-
-    def _trigger(self) -> BaseTrigger:
+    def trigger(self, context: Any) -> PartitionCountChangeTrigger:
         return PartitionCountChangeTrigger(
             topic=self.topic,
-            baseline=self._baseline,
+            baseline=None if self.baseline in (None, "") else int(self.baseline),
             poll_interval_s=self.poke_interval,
             kafka_config_id=self.kafka_config_id,
             request_timeout_s=self.request_timeout_s,
         )
 
-    def poke(self, context: Any) -> PokeReturnValue | bool:
-        admin, _ = self._clients(None)
-        try:
-            count = partition_count_or_zero(admin, self.topic)
-        except KafkaUnavailableError as exc:
-            self._poll_failed(exc)
-            return False
-        if self._baseline is None:
-            self._baseline = count
-            self.log.info("Watching %s: baseline %d partitions.", self.topic, count)
-            return False
-        if count != self._baseline:
-            result = {"topic": self.topic, "baseline": self._baseline, "partition_count": count}
-            self.log.info(
-                "Topic %s went from %d to %d partitions.", self.topic, self._baseline, count
-            )
-            return PokeReturnValue(True, result)
-        self.log.info("Waiting for %s to leave %d partitions.", self.topic, count)
-        return False
 
-    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
-        self.log.info("Topic %s changed: %s", self.topic, event)
-        return event
+__all__ = ["JobModelAckSensor", "OrderingBarrierSensor", "PartitionCountSensor"]

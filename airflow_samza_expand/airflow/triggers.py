@@ -1,4 +1,7 @@
-"""Async triggers of the expansion. Blocking client calls run in ``asyncio.to_thread``."""
+"""Async triggers of the expansion. Each owns its loop and its clients' cleanup; what one poll
+does is the protocol's poll function (`protocol.waits`), which poke mode calls too
+(`poll(admin, store)` here is that one call). Blocking client calls run in ``asyncio.to_thread``.
+"""
 
 from __future__ import annotations
 
@@ -11,64 +14,106 @@ from typing import Any
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, SamzaExpandKafkaHook
-from airflow_samza_expand.airflow.waits import (
-    ack_poll,
-    barrier_grace_until,
-    barrier_poll,
-    describe_lag,
-    partition_count_or_zero,
-)
-from airflow_samza_expand.core.errors import ExpansionError
+from airflow_samza_expand.core.errors import ConflictError, ExpansionError
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
+from airflow_samza_expand.protocol import waits
+from airflow_samza_expand.protocol.ownership import lease_poll, take
+from airflow_samza_expand.protocol.waits import Poll, Reconnect
 
 DEFAULT_CONN_ID = "kafka_default"
-RECONNECT_AFTER = 3
 _MODULE = __name__
 
 
-class _KafkaTriggerMixin:
-    """Builds the admin client (and store) off the event loop; closes them in cleanup()."""
+class _PollingTrigger(BaseTrigger):
+    """The loop every trigger here runs: open clients off the event loop, poll, log the
+    progress line, sleep; reconnect after `Reconnect`'s failures; close in `cleanup`."""
 
     kafka_config_id: str
     request_timeout_s: float
+    poll_interval_s: float
+    job_name: str | None = None
+    coordinator: str = DEFAULT_COORDINATOR
+    deadline: float | None = None
+    needs_store = True
+    _fields: tuple[str, ...] = ()
 
-    async def _open(self, job_name: str | None = None, coordinator: str = DEFAULT_COORDINATOR):
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return f"{_MODULE}.{type(self).__name__}", {f: getattr(self, f) for f in self._fields}
+
+    def poll(self, admin: Any, store: Any) -> Poll:
+        raise NotImplementedError
+
+    def event(self, poll: Poll) -> dict[str, Any]:
+        return dict(poll.result or {})
+
+    def timeout_event(self, poll: Poll | None) -> dict[str, Any]:
+        return {"status": "timeout"}
+
+    def rearm(self, poll: Poll) -> bool:
+        """True to keep watching after an event (an event trigger)."""
+        return False
+
+    async def _open(self) -> tuple[Any, Any]:
         hook = SamzaExpandKafkaHook(kafka_config_id=self.kafka_config_id)
-        config = await hook.aclient_config()
-        admin = await asyncio.to_thread(hook.get_admin, config, timeout_s=self.request_timeout_s)
+        self._config = await hook.aclient_config()
+        self._hook = hook
+        admin = await asyncio.to_thread(
+            hook.get_admin, self._config, timeout_s=self.request_timeout_s
+        )
         store = None
-        if job_name:
+        if self.needs_store and self.job_name:
             store = await asyncio.to_thread(
-                hook.get_coordinator_store, job_name, coordinator, config
+                hook.get_coordinator_store, self.job_name, self.coordinator, self._config
             )
         self._clients = [c for c in (admin, store) if c is not None]
-        self._hook, self._config = hook, config
         return admin, store
 
-    async def _fresh_admin(self, admin: Any, failures: int) -> Any:
-        """After RECONNECT_AFTER failed polls in a row, replace the admin client: a client
-        whose connection broke may keep timing out, a new one reconnects."""
-        if failures < RECONNECT_AFTER or failures % RECONNECT_AFTER:
-            return admin
-        self.log.warning("%d failed polls in a row: reconnecting the Kafka admin client.", failures)
-        with contextlib.suppress(Exception):
-            await asyncio.to_thread(admin.close)
-        fresh = await asyncio.to_thread(
-            self._hook.get_admin, self._config, timeout_s=self.request_timeout_s
-        )
-        self._clients = [fresh if c is admin else c for c in self._clients]
-        return fresh
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        try:
+            admin, store = await self._open()
+            reconnect = Reconnect()
+            while True:
+                progress: Poll | None = None
+                try:
+                    progress = await asyncio.to_thread(self.poll, admin, store)
+                    reconnect.ok()
+                except KafkaUnavailableError as exc:
+                    self.log.warning("Poll failed (will retry): %s", exc)
+                    if reconnect.failed():
+                        self.log.warning(
+                            "%d failed polls in a row: reconnecting.", reconnect.failures
+                        )
+                        await self.cleanup()
+                        admin, store = await self._open()
+                if progress is not None and progress.done:
+                    self.log.info("%s", progress.message)
+                    yield TriggerEvent(self.event(progress))
+                    if not self.rearm(progress):
+                        return
+                elif progress is not None:
+                    self.log.info("%s", progress.message)
+                if self.deadline is not None and time.time() >= self.deadline:
+                    yield TriggerEvent(self.timeout_event(progress))
+                    return
+                pause = self.poll_interval_s
+                if progress is not None and progress.sleep_s is not None:
+                    pause = max(min(pause, progress.sleep_s), 0.0)
+                await asyncio.sleep(pause)
+        except ExpansionError as exc:
+            yield TriggerEvent({"status": "refused", "error": f"{type(exc).__name__}: {exc}"})
+        except ConflictError as exc:  # another run took the expansion lease over
+            yield TriggerEvent({"status": "lost", "error": f"{type(exc).__name__}: {exc}"})
+        finally:
+            await self.cleanup()
 
     async def cleanup(self) -> None:
         for client in getattr(self, "_clients", []):
-            close = getattr(client, "close", None)
-            if close is not None:
-                with contextlib.suppress(Exception):  # cleanup must not raise
-                    await asyncio.to_thread(close)
+            with contextlib.suppress(Exception):  # cleanup must not raise
+                await asyncio.to_thread(client.close)
         self._clients = []
 
 
-class OrderingBarrierTrigger(_KafkaTriggerMixin, BaseTrigger):
+class OrderingBarrierTrigger(_PollingTrigger):
     """Waits out the producer refresh grace, snapshots the old partitions' high watermarks
     (stored in the expansion record, so a rerun reuses them) and waits until the job's consumer
     group has committed offsets ``>=`` the snapshot on every old partition.
@@ -77,20 +122,34 @@ class OrderingBarrierTrigger(_KafkaTriggerMixin, BaseTrigger):
     ``{"status": "timeout", ...}`` with the lag still left per partition.
     """
 
+    _fields = (
+        "job_name",
+        "expansion_id",
+        "consumer_group",
+        "producer_refresh_grace_s",
+        "deadline",
+        "poll_interval_s",
+        "coordinator",
+        "kafka_config_id",
+        "request_timeout_s",
+    )
+
     def __init__(
         self,
         *,
         job_name: str,
         expansion_id: str,
         consumer_group: str | None = None,
-        producer_refresh_grace_s: float = 300.0,
+        producer_refresh_grace_s: float = waits.DEFAULT_PRODUCER_REFRESH_GRACE_S,
         deadline: float | None = None,
         poll_interval_s: float = 10.0,
+        holder: str | None = None,
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = DEFAULT_CONN_ID,
         request_timeout_s: float = 30.0,
     ) -> None:
         super().__init__()
+        self.holder = holder
         self.job_name = job_name
         self.expansion_id = expansion_id
         self.consumer_group = consumer_group or job_name
@@ -101,98 +160,45 @@ class OrderingBarrierTrigger(_KafkaTriggerMixin, BaseTrigger):
         self.kafka_config_id = kafka_config_id
         self.request_timeout_s = request_timeout_s
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{_MODULE}.OrderingBarrierTrigger",
-            {
-                "job_name": self.job_name,
-                "expansion_id": self.expansion_id,
-                "consumer_group": self.consumer_group,
-                "producer_refresh_grace_s": self.producer_refresh_grace_s,
-                "deadline": self.deadline,
-                "poll_interval_s": self.poll_interval_s,
-                "coordinator": self.coordinator,
-                "kafka_config_id": self.kafka_config_id,
-                "request_timeout_s": self.request_timeout_s,
-            },
+    def poll(self, admin: Any, store: Any) -> Poll:
+        grace_ends = waits.grace_until(
+            store, self.expansion_id, float(self.producer_refresh_grace_s)
+        )
+        return waits.barrier_poll(
+            admin,
+            store,
+            expansion_id=self.expansion_id,
+            group=self.consumer_group,
+            grace_ends=grace_ends,
         )
 
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        try:
-            admin, store = await self._open(self.job_name, self.coordinator)
-            grace_until = await asyncio.to_thread(
-                barrier_grace_until,
-                store,
-                self.expansion_id,
-                self.job_name,
-                self.producer_refresh_grace_s,
-            )
-            polls = failures = 0
-            while True:
-                try:
-                    progress = await asyncio.to_thread(
-                        barrier_poll,
-                        admin,
-                        store,
-                        expansion_id=self.expansion_id,
-                        job_name=self.job_name,
-                        group=self.consumer_group,
-                        grace_until=grace_until,
-                    )
-                    failures = 0
-                except KafkaUnavailableError as exc:
-                    failures += 1
-                    self.log.warning("Barrier poll failed (will retry): %s", exc)
-                    progress = None
-                    admin = await self._fresh_admin(admin, failures)
-                polls += 1
-                if progress is not None and progress.phase == "holds":
-                    self.log.info(
-                        "Ordering barrier of %s holds after %d polls: %s",
-                        self.expansion_id,
-                        polls,
-                        progress.result,
-                    )
-                    yield TriggerEvent({"status": "holds", "result": progress.result})
-                    return
-                if progress is not None and progress.phase == "grace":
-                    self.log.info(
-                        "Waiting for producers to refresh metadata after expansion %s: "
-                        "%.0f s of grace left.",
-                        self.expansion_id,
-                        progress.grace_left_s,
-                    )
-                    await asyncio.sleep(min(self.poll_interval_s, progress.grace_left_s))
-                    continue
-                if progress is not None:
-                    self.log.info(
-                        "Waiting for group %s to commit past barrier %s: total lag %d (%s).",
-                        self.consumer_group,
-                        self.expansion_id,
-                        progress.total_lag,
-                        describe_lag(progress.lag),
-                    )
-                if self.deadline is not None and time.time() >= self.deadline:
-                    yield TriggerEvent(
-                        {
-                            "status": "timeout",
-                            "expansion_id": self.expansion_id,
-                            "group": self.consumer_group,
-                            "total_lag": progress.total_lag if progress else None,
-                            "lag": describe_lag(progress.lag) if progress else "unknown",
-                        }
-                    )
-                    return
-                await asyncio.sleep(self.poll_interval_s)
-        except ExpansionError as exc:
-            yield TriggerEvent({"status": "refused", "error": f"{type(exc).__name__}: {exc}"})
-        finally:
-            await self.cleanup()
+    def event(self, poll: Poll) -> dict[str, Any]:
+        return {"status": "holds", "result": poll.result}
+
+    def timeout_event(self, poll: Poll | None) -> dict[str, Any]:
+        detail = poll.detail if poll is not None else {}
+        return {
+            "status": "timeout",
+            "expansion_id": self.expansion_id,
+            "group": self.consumer_group,
+            "total_lag": detail.get("total_lag"),
+            "lag": detail.get("lag", "unknown"),
+        }
 
 
-class JobModelAckTrigger(_KafkaTriggerMixin, BaseTrigger):
+class JobModelAckTrigger(_PollingTrigger):
     """Fires ``{"status": "acknowledged", ...}`` once ``min_processors`` processors heartbeat
     ``running`` job model ``version``; logs who runs what on every poll."""
+
+    _fields = (
+        "job_name",
+        "version",
+        "min_processors",
+        "poll_interval_s",
+        "coordinator",
+        "kafka_config_id",
+        "request_timeout_s",
+    )
 
     def __init__(
         self,
@@ -200,6 +206,55 @@ class JobModelAckTrigger(_KafkaTriggerMixin, BaseTrigger):
         job_name: str,
         version: int,
         min_processors: int = 1,
+        accept_stopped: bool = False,
+        poll_interval_s: float = 5.0,
+        holder: str | None = None,
+        coordinator: str = DEFAULT_COORDINATOR,
+        kafka_config_id: str = DEFAULT_CONN_ID,
+        request_timeout_s: float = 30.0,
+    ) -> None:
+        super().__init__()
+        self.holder = holder
+        self.job_name = job_name
+        self.version = version
+        self.min_processors = min_processors
+        self.accept_stopped = accept_stopped
+        self.poll_interval_s = poll_interval_s
+        self.coordinator = coordinator
+        self.kafka_config_id = kafka_config_id
+        self.request_timeout_s = request_timeout_s
+
+    def poll(self, admin: Any, store: Any) -> Poll:
+        if self.holder:
+            take(store, self.holder)  # renews the owner's lease
+        return waits.ack_poll(
+            store, int(self.version), int(self.min_processors), accept_stopped=self.accept_stopped
+        )
+
+    def event(self, poll: Poll) -> dict[str, Any]:
+        return {"status": "acknowledged", **(poll.result or {})}
+
+
+class ExpansionLeaseTrigger(_PollingTrigger):
+    """Fires ``{"status": "free", "holder", "expansion_id"}`` once the job's expansion lease is
+    released or expired (the run waiting for it then decides again); logs who holds it."""
+
+    _fields = (
+        "job_name",
+        "holder",
+        "joined_holder",
+        "poll_interval_s",
+        "coordinator",
+        "kafka_config_id",
+        "request_timeout_s",
+    )
+
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        holder: str,
+        joined_holder: str,
         poll_interval_s: float = 5.0,
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = DEFAULT_CONN_ID,
@@ -207,63 +262,29 @@ class JobModelAckTrigger(_KafkaTriggerMixin, BaseTrigger):
     ) -> None:
         super().__init__()
         self.job_name = job_name
-        self.version = version
-        self.min_processors = min_processors
+        self.holder = holder
+        self.joined_holder = joined_holder
         self.poll_interval_s = poll_interval_s
         self.coordinator = coordinator
         self.kafka_config_id = kafka_config_id
         self.request_timeout_s = request_timeout_s
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{_MODULE}.JobModelAckTrigger",
-            {
-                "job_name": self.job_name,
-                "version": self.version,
-                "min_processors": self.min_processors,
-                "poll_interval_s": self.poll_interval_s,
-                "coordinator": self.coordinator,
-                "kafka_config_id": self.kafka_config_id,
-                "request_timeout_s": self.request_timeout_s,
-            },
-        )
-
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        try:
-            _, store = await self._open(self.job_name, self.coordinator)
-            while True:
-                try:
-                    done, info = await asyncio.to_thread(
-                        ack_poll, store, self.version, self.min_processors
-                    )
-                except KafkaUnavailableError as exc:
-                    self.log.warning("Acknowledgement poll failed (will retry): %s", exc)
-                    done, info = False, None
-                if done:
-                    yield TriggerEvent({"status": "acknowledged", **info})
-                    return
-                if info is not None:
-                    self.log.info(
-                        "Waiting for %d processor(s) of %s to run job model v%d: running %s, "
-                        "others %s.",
-                        self.min_processors,
-                        self.job_name,
-                        self.version,
-                        info["running"] or "none",
-                        info["others"] or "none",
-                    )
-                await asyncio.sleep(self.poll_interval_s)
-        finally:
-            await self.cleanup()
+    def poll(self, admin: Any, store: Any) -> Poll:
+        wait = lease_poll(store, self.holder)
+        result = {"status": "free", "holder": self.joined_holder}
+        return Poll(wait.free, f"{self.holder} waits: {wait.describe()}", result)
 
 
-class PartitionCountChangeTrigger(_KafkaTriggerMixin, BaseEventTrigger):
+class PartitionCountChangeTrigger(_PollingTrigger, BaseEventTrigger):
     """Fires ``{"topic", "baseline", "partition_count"}`` when the topic's partition count
     differs from ``baseline`` (``None``: the count at the first poll; a missing topic counts 0).
 
     A ``BaseEventTrigger``: usable in an ``AssetWatcher``, so a DAG runs when a topic grows
     outside Airflow. It keeps watching after firing, with the new count as baseline.
     """
+
+    needs_store = False
+    _fields = ("topic", "baseline", "poll_interval_s", "kafka_config_id", "request_timeout_s")
 
     def __init__(
         self,
@@ -280,48 +301,22 @@ class PartitionCountChangeTrigger(_KafkaTriggerMixin, BaseEventTrigger):
         self.poll_interval_s = poll_interval_s
         self.kafka_config_id = kafka_config_id
         self.request_timeout_s = request_timeout_s
+        self._watching = baseline
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{_MODULE}.PartitionCountChangeTrigger",
-            {
-                "topic": self.topic,
-                "baseline": self.baseline,
-                "poll_interval_s": self.poll_interval_s,
-                "kafka_config_id": self.kafka_config_id,
-                "request_timeout_s": self.request_timeout_s,
-            },
-        )
+    def poll(self, admin: Any, store: Any) -> Poll:
+        progress = waits.partition_count_poll(admin, self.topic, self._watching)
+        if self._watching is None:
+            self._watching = progress.detail.get("baseline")
+        return progress
 
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        try:
-            admin, _ = await self._open()
-            baseline = self.baseline
-            failures = 0
-            while True:
-                try:
-                    count = await asyncio.to_thread(partition_count_or_zero, admin, self.topic)
-                    failures = 0
-                except KafkaUnavailableError as exc:
-                    failures += 1
-                    self.log.warning(
-                        "Partition count poll of %s failed (will retry): %s", self.topic, exc
-                    )
-                    count = None
-                    admin = await self._fresh_admin(admin, failures)
-                if count is not None and baseline is None:
-                    baseline = count
-                    self.log.info("Watching %s: baseline %d partitions.", self.topic, baseline)
-                elif count is not None and count != baseline:
-                    self.log.info(
-                        "Topic %s went from %d to %d partitions.", self.topic, baseline, count
-                    )
-                    yield TriggerEvent(
-                        {"topic": self.topic, "baseline": baseline, "partition_count": count}
-                    )
-                    baseline = count
-                else:
-                    self.log.debug("Topic %s still has %s partitions.", self.topic, count)
-                await asyncio.sleep(self.poll_interval_s)
-        finally:
-            await self.cleanup()
+    def rearm(self, poll: Poll) -> bool:
+        self._watching = (poll.result or {}).get("partition_count")
+        return True
+
+
+__all__ = [
+    "ExpansionLeaseTrigger",
+    "JobModelAckTrigger",
+    "OrderingBarrierTrigger",
+    "PartitionCountChangeTrigger",
+]

@@ -94,8 +94,10 @@ class StepTimes:
         return {"ended_at": self.ended_at, "started_at": self.started_at}
 
 
-def _frozen(doc: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(dict(doc or {}))
+def _copy(doc: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A JSON-ready copy (plain dicts and lists): the record shares nothing with the caller and
+    pickles, deep-copies and serialises like any plain value."""
+    return _plain(doc or {})
 
 
 def _plain(value: Any) -> Any:
@@ -154,15 +156,15 @@ class ExpansionRecord:
         steps = {}
         for step, times in dict(self.steps).items():
             steps[step] = times if isinstance(times, StepTimes) else StepTimes(**times)
-        object.__setattr__(self, "steps", MappingProxyType(steps))
+        object.__setattr__(self, "steps", steps)
         if self.barrier is not None:
             barrier = {
-                str(topic): MappingProxyType({int(p): int(o) for p, o in offsets.items()})
+                str(topic): {int(p): int(o) for p, o in offsets.items()}
                 for topic, offsets in self.barrier.items()
             }
-            object.__setattr__(self, "barrier", MappingProxyType(barrier))
+            object.__setattr__(self, "barrier", barrier)
         for name in ("plan", "results", "stale_placements"):
-            object.__setattr__(self, name, _frozen(getattr(self, name)))
+            object.__setattr__(self, name, _copy(getattr(self, name)))
         refuse_secrets(_plain(self.plan), f"expansion record {self.expansion_id!r} plan")
         refuse_secrets(_plain(self.results), f"expansion record {self.expansion_id!r} results")
 

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from airflow_samza_expand.dags.factory import (
+        ExpansionSettings,
         build_expansion_dag,
         expansion_task_group,
         stream_job_args,
     )
 
-__all__ = ["build_expansion_dag", "expansion_task_group", "stream_job_args"]
+__all__ = ["ExpansionSettings", "build_expansion_dag", "expansion_task_group", "stream_job_args"]
 
 
 def __getattr__(name: str) -> Any:

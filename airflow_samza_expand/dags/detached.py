@@ -42,9 +42,27 @@ def read_state(state_path: str) -> dict[str, Any] | None:
 
 def _write_state(state_path: str, state: Mapping[str, Any]) -> None:
     tmp = f"{state_path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(dict(state), handle, sort_keys=True)
     os.replace(tmp, state_path)
+
+
+def launcher_args(
+    log_path: str, *, timeout_s: float = 60.0, secret_keys: Sequence[str] = ()
+) -> list[str]:
+    """The launcher's command line up to ``--`` (the command follows). The state file's
+    ``command`` shows the values of ``--conf`` keys in `secret_keys` (and of keys that look
+    secret) as ``***``."""
+    os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
+    state_path = log_path + STATE_SUFFIX
+    if os.path.exists(state_path):
+        os.unlink(state_path)
+    args = [sys.executable, "-m", "airflow_samza_expand.dags.detached", "--state", state_path]
+    args += ["--log", log_path, "--timeout", str(timeout_s)]
+    for key in secret_keys:
+        args += ["--secret-key", key]
+    return [*args, "--"]
 
 
 def launch(
@@ -54,26 +72,12 @@ def launch(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     timeout_s: float = 60.0,
+    secret_keys: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Start ``cmd`` detached; return its handle ``{pid, pgid, supervisor_pid, log_path,
     state_path, command, started_at}`` once it runs. Output goes to ``log_path``."""
-    os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
+    launcher = [*launcher_args(log_path, timeout_s=timeout_s, secret_keys=secret_keys), *cmd]
     state_path = log_path + STATE_SUFFIX
-    if os.path.exists(state_path):
-        os.unlink(state_path)
-    launcher = [
-        sys.executable,
-        "-m",
-        "airflow_samza_expand.dags.detached",
-        "--state",
-        state_path,
-        "--log",
-        log_path,
-        "--timeout",
-        str(timeout_s),
-        "--",
-        *cmd,
-    ]
     done = subprocess.run(
         launcher,
         env=dict(env) if env is not None else None,
@@ -161,7 +165,7 @@ def _supervise(args: argparse.Namespace) -> int:
         "supervisor_pid": os.getpid(),
         "log_path": os.path.abspath(args.log),
         "state_path": os.path.abspath(args.state),
-        "command": list(args.cmd),
+        "command": _shown(args.cmd, args.secret_key),
         "started_at": _now(),
         "exit_code": None,
     }
@@ -179,10 +183,25 @@ def _supervise(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown(cmd: Sequence[str], secret_keys: Sequence[str]) -> list[str]:
+    """The command as the state file shows it: secret ``--conf`` values as ``***``."""
+    from airflow_samza_expand.core.secrets import REDACTED, is_secret_key
+
+    shown = []
+    for arg in cmd:
+        key, eq, _ = str(arg).partition("=")
+        shown.append(
+            f"{key}={REDACTED}" if eq and (key in secret_keys or is_secret_key(key)) else arg
+        )
+    return shown
+
+
 def _launch(args: argparse.Namespace) -> int:
     supervisor = subprocess.Popen(
         [sys.executable, "-m", __spec__.name if __spec__ else "airflow_samza_expand.dags.detached"]
-        + ["--supervise", "--state", args.state, "--log", args.log, "--", *args.cmd],
+        + ["--supervise", "--state", args.state, "--log", args.log]
+        + [arg for key in args.secret_key for arg in ("--secret-key", key)]
+        + ["--", *args.cmd],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -208,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", required=True)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--supervise", action="store_true")
+    parser.add_argument("--secret-key", action="append", default=[])
     parser.add_argument("cmd", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.cmd and args.cmd[0] == "--":

@@ -19,34 +19,33 @@ Run modes of the stateful job (``run_mode``):
   accepts a clean ``stopped`` on vN+1.
 
 Every numeric/boolean argument that users may want in a trigger form (factor, grace, barrier
-timeout, dry run) may be a Jinja template such as ``"{{ params.factor }}"``.
+timeout, dry run) may be a Jinja template such as ``"{{ params.factor }}"``. The arguments are
+the fields of `ExpansionSettings`: pass them as keywords, or build the settings once and pass
+them to both factories.
+
+Ownership: the plan step takes the job's expansion lease for the DAG run; a second run (of
+this DAG or another) waits deferred and, once the expansion it joined has completed, ends with
+its steps skipped (never failed). A dry run writes nothing.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, BaseOperator, TaskGroup, chain
 
-from airflow_samza_expand.airflow.operators.write_model import WriteJobModelOperator
-from airflow_samza_expand.dags.steps import (
-    AckStepSensor,
-    BarrierSnapshotSensor,
-    BarrierStepSensor,
-    ExpandStepOperator,
-    ExpansionReportOperator,
-    ResumablePlanOperator,
-    StopStepOperator,
-    SubmitStepOperator,
+from airflow_samza_expand.airflow.operators import (
+    ExpandPartitionsOperator,
+    PlanExpansionOperator,
+    StopStatefulJobOperator,
 )
-from airflow_samza_expand.dags.submit import SubmitStreamJobOperator, normalise_run_mode
+from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
+from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
+from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
+from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION, ExpansionSettings
 
-DEFAULT_APPLICATION = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark", "job.py"
-)
 DEFAULT_DESCRIPTION = (
     "Expand the Kafka input topics of a live stateful job (SEP-5 mapping + ordering barrier)"
 )
@@ -90,172 +89,130 @@ def _is_template(value: Any) -> bool:
     return isinstance(value, str) and "{{" in value
 
 
-def _add_chain(
-    *,
-    prefix: str,
-    job_name: str,
-    topics: str | Sequence[str],
-    factor: int | str,
-    targets: Mapping[str, int] | None,
-    follow_live_counts: bool,
-    run_mode: str,
-    kafka_conn_id: str,
-    spark_conn_id: str,
-    application: str,
-    application_args: Sequence[str],
-    drain_application_args: Sequence[str] | None,
-    spark_conf: Mapping[str, Any] | None,
-    spark_env_vars: Mapping[str, Any] | None,
-    spark_submit_kwargs: Mapping[str, Any] | None,
-    coordinator: str,
-    consumer_group: str | None,
-    producer_refresh_grace_s: float | str,
-    barrier_timeout_s: float | str,
-    stop_timeout_s: float,
-    ack_timeout_s: float,
-    poll_interval_s: float,
-    dry_run: bool | str,
-    check_partitioner: bool,
-    write_job_model_operator: type[BaseOperator],
-    retries: int,
-    retry_delay: timedelta,
-    log_dir: str | None,
-) -> tuple[BaseOperator, BaseOperator]:
-    mode = normalise_run_mode(run_mode)
-    if mode == "available-now" and application == DEFAULT_APPLICATION:
-        application_args = _with_trigger(application_args, "available-now")
-        if drain_application_args is not None:
-            drain_application_args = _with_trigger(drain_application_args, "available-now")
-    topic_list = [topics] if isinstance(topics, str) else list(topics)
-    if not topic_list:
-        raise ValueError("topics is empty - name the input topic(s) to expand")
-    # Task ids as created (a TaskGroup adds its prefix itself) and as XCom pulls name them.
-    names = {step: step for step in (*STEP_TASK_IDS, "barrier_snapshot", "drain", "report")}
-    ids = {step: f"{prefix}{step}" for step in names}
-    expansion_id = "{{ ti.xcom_pull(task_ids='" + ids["plan"] + "')['expansion_id'] }}"
-    common = {"coordinator": coordinator, "kafka_config_id": kafka_conn_id}
-    retrying = {"retries": retries, "retry_delay": retry_delay}
-    spark = {
-        "conn_id": spark_conn_id,
-        "application": application,
-        "conf": dict(spark_conf or {}),
-        "env_vars": dict(spark_env_vars or {}),
-        "name": f"samza-expand-{job_name}" if not _is_template(job_name) else "samza-expand-job",
-        **dict(spark_submit_kwargs or {}),
-    }
+def _pull(task_id: str, path: str) -> str:
+    return "{{ ti.xcom_pull(task_ids='" + task_id + "')" + path + " }}"
 
-    plan_kwargs: dict[str, Any] = {"targets": dict(targets)} if targets else {"topics": topics}
-    plan = ResumablePlanOperator(
-        task_id=names["plan"],
-        job_name=job_name,
-        factor=factor,
-        check_partitioner=check_partitioner,
-        follow_live_counts=follow_live_counts,
-        consumer_group=consumer_group,
-        **plan_kwargs,
+
+def _add_chain(s: ExpansionSettings, prefix: str) -> tuple[BaseOperator, BaseOperator]:
+    """The chain's tasks (ids as created; a TaskGroup adds ``prefix`` itself, XComs name it)."""
+    mode = s.mode
+    application_args, drain_args = list(s.application_args), s.drain_application_args
+    if mode == "available-now" and s.application == DEFAULT_APPLICATION:
+        application_args = _with_trigger(application_args, "available-now")
+        if drain_args is not None:
+            drain_args = _with_trigger(drain_args, "available-now")
+    ids = {step: f"{prefix}{step}" for step in (*STEP_TASK_IDS, "barrier_snapshot", "report")}
+    expansion_id = _pull(ids["plan"], "['expansion_id']")
+    common = {"coordinator": s.coordinator, "kafka_config_id": s.kafka_conn_id}
+    retrying = {"retries": s.retries, "retry_delay": s.retry_delay}
+    owned = {"job_name": s.job_name, "expansion_id": expansion_id, **common}
+    spark = {
+        "conn_id": s.spark_conn_id,
+        "application": s.application,
+        "conf": dict(s.spark_conf or {}),
+        "env_vars": dict(s.spark_env_vars or {}),
+        "name": f"samza-expand-{s.job_name}"
+        if not _is_template(s.job_name)
+        else "samza-expand-job",
+        **dict(s.spark_submit_kwargs or {}),
+    }
+    topics = s.topic_list()
+    plan = PlanExpansionOperator(
+        task_id="plan",
+        job_name=s.job_name,
+        **({"targets": dict(s.targets)} if s.targets else {"topics": s.topics}),
+        factor=s.factor,
+        follow_live_counts=s.follow_live_counts,
+        check_partitioner=s.check_partitioner,
+        consumer_group=s.consumer_group,
+        dry_run=s.dry_run,
+        max_partitions=s.max_partitions,
+        lease_ttl_s=s.lease_ttl_s,
+        poll_interval_s=s.poll_interval_s,
         **common,
         **retrying,
     )
-
     expand_tasks: list[BaseOperator] = []
-    for topic in topic_list:
-        task_id = names["expand"] if len(topic_list) == 1 else f"{names['expand']}_{topic}"
-        if targets and topic in targets:
-            size: dict[str, Any] = {"target_partitions": targets[topic]}
+    for topic in topics:
+        if s.targets and topic in s.targets:
+            size: dict[str, Any] = {"target_partitions": s.targets[topic]}
         elif not _is_template(topic):
-            size = {
-                "target_partitions": "{{ ti.xcom_pull(task_ids='"
-                + ids["plan"]
-                + "')['plan']['counts_after']['"
-                + topic
-                + "'] }}"
-            }
+            size = {"target_partitions": _pull(ids["plan"], f"['plan']['counts_after']['{topic}']")}
         else:
-            size = {"factor": factor}
+            size = {"factor": s.factor}
         expand_tasks.append(
-            ExpandStepOperator(
-                task_id=task_id,
+            ExpandPartitionsOperator(
+                task_id="expand" if len(topics) == 1 else f"expand_{topic}",
                 topic=topic,
-                job_name=job_name,
-                expansion_id=expansion_id,
-                dry_run=dry_run,
+                dry_run=s.dry_run,
+                skip_on_dry_run=True,
                 **size,
-                **common,
+                **owned,
                 **retrying,
             )
         )
-
     barrier_kwargs = {
-        "job_name": job_name,
-        "expansion_id": expansion_id,
-        "consumer_group": consumer_group,
-        "producer_refresh_grace_s": producer_refresh_grace_s,
-        "barrier_timeout_s": barrier_timeout_s,
-        "poke_interval": poll_interval_s,
-        **common,
+        "consumer_group": s.consumer_group,
+        "producer_refresh_grace_s": s.producer_refresh_grace_s,
+        "barrier_timeout_s": s.barrier_timeout_s,
+        "poke_interval": s.poll_interval_s,
+        **owned,
     }
     pre_barrier: list[BaseOperator] = []
     if mode == "available-now":
-        snapshot = BarrierSnapshotSensor(
-            task_id=names["barrier_snapshot"], mode="reschedule", **barrier_kwargs, **retrying
+        snapshot = OrderingBarrierSensor(
+            task_id="barrier_snapshot",
+            snapshot_only=True,
+            mode="reschedule",
+            **barrier_kwargs,
+            **retrying,
         )
         drain = SubmitStreamJobOperator(
-            task_id=names["drain"],
+            task_id="drain",
             run_mode="available-now",
-            application_args=list(drain_application_args or application_args),
+            application_args=list(drain_args or application_args),
             **spark,
             **retrying,
         )
         pre_barrier = [snapshot, drain]
-    barrier = BarrierStepSensor(
-        task_id=names["barrier"], deferrable=mode == "continuous", **barrier_kwargs, **retrying
+    barrier = OrderingBarrierSensor(
+        task_id="barrier", deferrable=mode == "continuous", **barrier_kwargs, **retrying
     )
-    stop = StopStepOperator(
-        task_id=names["stop_job"],
-        job_name=job_name,
-        expansion_id=expansion_id,
-        reason="partition expansion {{ ti.xcom_pull(task_ids='"
-        + ids["plan"]
-        + "')['expansion_id'] }}",
-        poll_interval_s=min(poll_interval_s, 5.0),
-        stop_timeout_s=stop_timeout_s,
-        **common,
+    stop = StopStatefulJobOperator(
+        task_id="stop_job",
+        reason="partition expansion " + expansion_id,
+        poll_interval_s=min(s.poll_interval_s, 5.0),
+        stop_timeout_s=s.stop_timeout_s,
+        **owned,
         **retrying,
     )
-    write = write_job_model_operator(
-        task_id=names["write_job_model"],
-        job_name=job_name,
-        expansion_id=expansion_id,
-        **common,
-        **retrying,
-    )
-    submit = SubmitStepOperator(
-        task_id=names["submit"],
+    write = s.write_job_model_operator(task_id="write_job_model", **owned, **retrying)
+    submit = SubmitStreamJobOperator(
+        task_id="submit",
         run_mode=mode,
-        job_name=job_name,
-        expansion_id=expansion_id,
-        application_args=list(application_args),
-        log_dir=log_dir,
-        retries=0 if mode == "continuous" else retries,  # a second launch would run the job twice
-        retry_delay=retry_delay,
+        application_args=application_args,
+        log_dir=s.log_dir,
+        retries=0 if mode == "continuous" else s.retries,  # a second launch would run it twice
+        retry_delay=s.retry_delay,
         **spark,
-        **common,
+        **owned,
     )
-    ack = AckStepSensor(
-        task_id=names["ack"],
-        job_name=job_name,
-        expansion_id=expansion_id,
-        version="{{ ti.xcom_pull(task_ids='" + ids["write_job_model"] + "')['version'] }}",
+    ack = JobModelAckSensor(
+        task_id="ack",
+        version=_pull(ids["write_job_model"], "['version']"),
         accept_stopped=mode == "available-now",
-        poke_interval=min(poll_interval_s, 5.0),
-        timeout=ack_timeout_s,
-        **common,
+        poke_interval=min(s.poll_interval_s, 5.0),
+        timeout=s.ack_timeout_s,
+        **owned,
         **retrying,
     )
     report = ExpansionReportOperator(
-        task_id=names["report"],
-        job_name=job_name,
-        expansion_id=expansion_id,
+        task_id="report",
+        job_name=s.job_name,
+        expansion_id="{{ (ti.xcom_pull(task_ids='"
+        + ids["plan"]
+        + "') or {}).get('expansion_id') }}",
+        **common,
         run_mode=mode,
         task_ids={
             "plan": ids["plan"],
@@ -267,81 +224,27 @@ def _add_chain(
         },
         trigger_rule="none_failed",  # also after a dry run (the changing steps are skipped)
         retries=1,
-        retry_delay=retry_delay,
-        **common,
+        retry_delay=s.retry_delay,
     )
     chain(plan, expand_tasks, *pre_barrier, barrier, stop, write, submit, ack, report)
     return plan, report
 
 
 def expansion_task_group(
-    *,
-    job_name: str,
-    topics: str | Sequence[str],
-    application_args: Sequence[str],
-    group_id: str = "samza_expand",
-    factor: int | str = 2,
-    targets: Mapping[str, int] | None = None,
-    follow_live_counts: bool = False,
-    run_mode: str = "continuous",
-    kafka_conn_id: str = "kafka_default",
-    spark_conn_id: str = "spark_default",
-    application: str = DEFAULT_APPLICATION,
-    drain_application_args: Sequence[str] | None = None,
-    spark_conf: Mapping[str, Any] | None = None,
-    spark_env_vars: Mapping[str, Any] | None = None,
-    spark_submit_kwargs: Mapping[str, Any] | None = None,
-    coordinator: str = "kafka",
-    consumer_group: str | None = None,
-    producer_refresh_grace_s: float | str = 300.0,
-    barrier_timeout_s: float | str = 3600.0,
-    stop_timeout_s: float = 600.0,
-    ack_timeout_s: float = 1800.0,
-    poll_interval_s: float = 10.0,
-    dry_run: bool | str = False,
-    check_partitioner: bool = True,
-    write_job_model_operator: type[BaseOperator] = WriteJobModelOperator,
-    retries: int = 2,
-    retry_delay: timedelta = timedelta(seconds=30),
-    log_dir: str | None = None,
+    settings: ExpansionSettings | None = None, *, group_id: str = "samza_expand", **fields: Any
 ) -> TaskGroup:
     """The expansion chain as a TaskGroup (task ids ``<group_id>.plan`` ...), for use inside a
-    ``with DAG(...)`` block. Arguments as `build_expansion_dag` (without the DAG ones)."""
+    ``with DAG(...)`` block. ``settings`` or its fields as keywords, as `build_expansion_dag`."""
+    resolved = ExpansionSettings.of(settings, fields)
     with TaskGroup(group_id=group_id) as group:
-        _add_chain(prefix=f"{group_id}.", **_chain_kwargs(locals()))
+        _add_chain(resolved, f"{group_id}.")
     return group
 
 
 def build_expansion_dag(
     dag_id: str,
+    settings: ExpansionSettings | None = None,
     *,
-    job_name: str,
-    topics: str | Sequence[str],
-    application_args: Sequence[str],
-    factor: int | str = 2,
-    targets: Mapping[str, int] | None = None,
-    follow_live_counts: bool = False,
-    run_mode: str = "continuous",
-    kafka_conn_id: str = "kafka_default",
-    spark_conn_id: str = "spark_default",
-    application: str = DEFAULT_APPLICATION,
-    drain_application_args: Sequence[str] | None = None,
-    spark_conf: Mapping[str, Any] | None = None,
-    spark_env_vars: Mapping[str, Any] | None = None,
-    spark_submit_kwargs: Mapping[str, Any] | None = None,
-    coordinator: str = "kafka",
-    consumer_group: str | None = None,
-    producer_refresh_grace_s: float | str = 300.0,
-    barrier_timeout_s: float | str = 3600.0,
-    stop_timeout_s: float = 600.0,
-    ack_timeout_s: float = 1800.0,
-    poll_interval_s: float = 10.0,
-    dry_run: bool | str = False,
-    check_partitioner: bool = True,
-    write_job_model_operator: type[BaseOperator] = WriteJobModelOperator,
-    retries: int = 2,
-    retry_delay: timedelta = timedelta(seconds=30),
-    log_dir: str | None = None,
     schedule: Any = None,
     params: Mapping[str, Any] | None = None,
     start_date: datetime | None = None,
@@ -349,20 +252,15 @@ def build_expansion_dag(
     description: str | None = None,
     doc_md: str | None = None,
     max_active_runs: int = 1,
+    **fields: Any,
 ) -> DAG:
     """A DAG expanding ``topics`` of the stateful job ``job_name`` (see the module docstring).
 
-    * ``topics`` with ``factor`` (x2, x4 ...; may be a template) or ``targets`` ({topic: count});
-      ``follow_live_counts``: grow the job model to the topics' live counts (the topic was grown
-      outside Airflow, as in the event-driven DAG).
-    * ``application``/``application_args``/``spark_conf``/``spark_env_vars``/
-      ``spark_submit_kwargs``: the restarted job's ``SparkSubmitOperator`` arguments on
-      ``spark_conn_id``; ``drain_application_args``: the available-now drain run (default the
-      same args; the drain job reads the current job model).
-    * ``producer_refresh_grace_s``: at least the producers' metadata refresh interval.
-    * ``write_job_model_operator``: the operator writing vN+1 (default the SEP-5 FixedTasks
-      writer; tests swap in a naive one to show what breaks).
+    ``settings`` (`ExpansionSettings`) or its fields as keywords (``job_name``, ``topics``,
+    ``application_args``, ``factor``, ``targets``, ``follow_live_counts``, ``run_mode``, ...,
+    ``max_partitions``, ``lease_ttl_s``); the other arguments are the DAG's.
     """
+    resolved = ExpansionSettings.of(settings, fields)
     dag = DAG(
         dag_id,
         schedule=schedule,
@@ -376,47 +274,13 @@ def build_expansion_dag(
         render_template_as_native_obj=False,
     )
     with dag:
-        _add_chain(prefix="", **_chain_kwargs(locals()))
+        _add_chain(resolved, "")
     return dag
-
-
-_CHAIN_ARGS = (
-    "job_name",
-    "topics",
-    "factor",
-    "targets",
-    "follow_live_counts",
-    "run_mode",
-    "kafka_conn_id",
-    "spark_conn_id",
-    "application",
-    "application_args",
-    "drain_application_args",
-    "spark_conf",
-    "spark_env_vars",
-    "spark_submit_kwargs",
-    "coordinator",
-    "consumer_group",
-    "producer_refresh_grace_s",
-    "barrier_timeout_s",
-    "stop_timeout_s",
-    "ack_timeout_s",
-    "poll_interval_s",
-    "dry_run",
-    "check_partitioner",
-    "write_job_model_operator",
-    "retries",
-    "retry_delay",
-    "log_dir",
-)
-
-
-def _chain_kwargs(scope: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: scope[name] for name in _CHAIN_ARGS}
 
 
 __all__ = [
     "DEFAULT_APPLICATION",
+    "ExpansionSettings",
     "build_expansion_dag",
     "expansion_task_group",
     "stream_job_args",

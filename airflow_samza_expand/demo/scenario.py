@@ -72,7 +72,7 @@ class Probe(threading.Thread):
     def __init__(self, config: dict[str, Any], job_name: str, topic: str, expansion_id: str):
         super().__init__(name="expansion-probe", daemon=True)
         from airflow_samza_expand.kafka.admin import KafkaAdmin
-        from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+        from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
         self.admin = KafkaAdmin(config, timeout_s=15)
         self.store = KafkaCoordinatorStore(config, job_name)
@@ -97,8 +97,8 @@ class Probe(threading.Thread):
     def _tick(self, baseline: int | None) -> None:
         now = time.time()
         if self.barrier_reached_at is None:
-            record = self.store.get_expansion(self.expansion_id) or {}
-            barrier = record.get("barrier")
+            record = self.store.get_expansion(self.expansion_id)
+            barrier = record.barrier if record is not None else None
             if barrier:
                 topic_barrier = barrier.get(self.topic, {})
                 parts = [int(p) for p in topic_barrier]
@@ -174,7 +174,7 @@ class Scenario:
 
     def setup(self) -> None:
         from airflow_samza_expand.core.model import JobModel
-        from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+        from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
         self.admin.ensure_topic(self.topic, 2)
         self.admin.ensure_topic(self.output_topic, 1)
@@ -283,7 +283,7 @@ class Scenario:
     ) -> ExpansionOutcome:
         """One expansion x2 by the DAG. ``stop_after``: first run the DAG only up to that task
         (or ``"mid-barrier"``: with a barrier that gives up at once), then rerun it whole."""
-        from airflow_samza_expand.airflow.operators._common import expansion_id_for
+        from airflow_samza_expand.protocol.records import expansion_id_for
 
         before = self.store.latest_job_model().partition_counts()[self.topic]
         after = before * 2
@@ -414,10 +414,11 @@ def _diff(a: float | None, b: float | None) -> float | None:
 
 def _drain_s(summary: dict, reached: float | None, store: Any, expansion_id: str) -> float | None:
     """Seconds from the barrier snapshot until the group's commits reached it (probe-seen)."""
-    from airflow_samza_expand.airflow.operators._common import parse_iso
+    from airflow_samza_expand.core.clock import parse_iso
 
-    record = store.get_expansion(expansion_id) or {}
-    snap = record.get("barrier_snapshot_at")
+    record = store.get_expansion(expansion_id)
+    times = record.steps.get("barrier_snapshot") if record is not None else None
+    snap = times.ended_at if times is not None else None
     if reached is None or not snap:
         return None
     return round(max(reached - parse_iso(snap).timestamp(), 0.0), 3)

@@ -131,7 +131,9 @@ def task_instance_xcom(dag_run: Any, task_id: str, key: str = "return_value") ->
 
 def task_context(task_id: str = "task", dag_id: str = "expansion_test") -> dict[str, Any]:
     """The minimal context ``execute`` needs: a task instance naming DAG and task."""
-    return {"ti": SimpleNamespace(dag_id=dag_id, task_id=task_id, try_number=1)}
+    return {
+        "ti": SimpleNamespace(dag_id=dag_id, task_id=task_id, run_id="manual__test", try_number=1)
+    }
 
 
 async def first_event(trigger, timeout_s: float) -> Any:

@@ -18,7 +18,7 @@ import pytest
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -15,9 +16,10 @@ from confluent_kafka import Producer
 from kafka_helpers import commit_offsets, produce_keyed
 
 from airflow_samza_expand.airflow.operators import ExpandPartitionsOperator, PlanExpansionOperator
-from airflow_samza_expand.airflow.operators._common import parse_iso, update_expansion
 from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
 from airflow_samza_expand.airflow.triggers import OrderingBarrierTrigger
+from airflow_samza_expand.core.clock import parse_iso
+from airflow_samza_expand.protocol import records
 
 pytestmark = pytest.mark.kafka
 
@@ -74,8 +76,19 @@ def plan_and_expand(j, target: int) -> str:
 
 def stored_barrier(store, expansion_id: str) -> dict[int, int]:
     record = store.get_expansion(expansion_id)
-    (offsets,) = record["barrier"].values()
-    return {int(p): o for p, o in offsets.items()}
+    (offsets,) = record.barrier.values()
+    return dict(offsets)
+
+
+def poll_until(trigger, admin, store, done, what: str, timeout_s: float = 60.0):
+    """One trigger poll at a time (the function poke mode calls) until `done(poll)`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        progress = trigger.poll(admin, store)
+        if done(progress):
+            return progress
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {progress.message}"
+        time.sleep(0.2)
 
 
 def test_barrier_waits_for_the_held_back_job_and_releases_at_the_snapshot(job, admin):
@@ -103,18 +116,24 @@ def test_barrier_waits_for_the_held_back_job_and_releases_at_the_snapshot(job, a
         assert kwargs["expansion_id"] == expansion_id and kwargs["deadline"] is not None
 
         # The job has committed nothing: the trigger waits out the grace, snapshots, waits.
-        with pytest.raises(TimeoutError):
-            asyncio.run(first_event(trigger, 3))
+        progress = poll_until(
+            trigger,
+            admin,
+            j.store,
+            lambda p: j.store.get_expansion(expansion_id).barrier,
+            "the barrier snapshot",
+        )
+        assert not progress.done
         barrier = stored_barrier(j.store, expansion_id)
         assert sorted(barrier) == [0, 1] and all(o > 0 for o in barrier.values())
         record = j.store.get_expansion(expansion_id)
-        grace_end = parse_iso(record["expanded_at"]).timestamp() + 1.0
-        assert parse_iso(record["barrier_snapshot_at"]).timestamp() >= grace_end
+        grace_end = parse_iso(record.steps["expand"].ended_at).timestamp() + 1.0
+        assert parse_iso(record.steps["barrier_snapshot"].ended_at).timestamp() >= grace_end
 
         # Held back one record short of the barrier on partition 0: still waiting.
         commit_offsets(j.config, j.name, j.topic, {0: barrier[0] - 1, 1: barrier[1]})
-        with pytest.raises(TimeoutError):
-            asyncio.run(first_event(trigger, 3))
+        still = trigger.poll(admin, j.store)
+        assert not still.done and f"{j.topic}[0]=1" in still.message
 
         # Committed offsets reach the snapshot: released, although the producer has written
         # far past it meanwhile (the barrier is the snapshot, not the moving end).
@@ -128,7 +147,9 @@ def test_barrier_waits_for_the_held_back_job_and_releases_at_the_snapshot(job, a
     result = sensor.execute_complete(task_context("barrier"), event.payload)
     assert result["barrier_offsets"] == {j.topic: {str(p): o for p, o in barrier.items()}}
     assert result["lag_drained"] == sum(barrier.values())
-    assert result["seconds_waited"] >= 0
+    passed = parse_iso(result["passed_at"]).timestamp()
+    snapped = parse_iso(result["snapshot_at"]).timestamp()
+    assert result["seconds_waited"] == round(passed - snapped, 3) > 0  # the job was held back
     ends = admin.high_watermarks({j.topic: [0, 1]})[j.topic]
     assert any(ends[p] > barrier[p] for p in barrier)
 
@@ -241,10 +262,14 @@ def test_barrier_timeout_in_reschedule_mode_counts_from_the_first_reschedule(job
     expansion_id = plan_and_expand(j, 4)
     # Expanded 200 s ago, the sensor first ran 120 s ago, the barrier timeout is 60 s.
     long_ago = (datetime.now(UTC) - timedelta(seconds=200)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    update_expansion(j.store, expansion_id, expanded_at=long_ago)
+    records.update(j.store, expansion_id, lambda r: r.with_step("expand", ended_at=long_ago))
     first_try = datetime.now(UTC) - timedelta(seconds=120)
     ti = SimpleNamespace(
-        dag_id="d", task_id="barrier", try_number=1, get_first_reschedule_date=lambda _: first_try
+        dag_id="expansion_test",
+        task_id="barrier",
+        run_id="manual__test",
+        try_number=1,
+        get_first_reschedule_date=lambda _: first_try,
     )
     sensor = OrderingBarrierSensor(
         task_id="barrier",

@@ -20,7 +20,7 @@ from airflow_samza_expand.airflow.operators import (
     WriteJobModelOperator,
 )
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
-from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
 pytestmark = pytest.mark.kafka
 
@@ -114,6 +114,6 @@ def test_expansion_dag_runs_end_to_end_with_dag_test(job, admin, run_dag):
     assert task_instance_xcom(dag_run, "ack")["running"] == ["processor-0"]
     model = j.store.latest_job_model()
     assert model.version == 2 and model.partition_counts() == {j.topic: 4}
-    assert model.created_by == f"airflow:expand_{j.name}.write"
+    assert model.created_by == f"airflow:expand_{j.name}/{dag_run.run_id}"
     record = j.store.get_expansion(task_instance_xcom(dag_run, "plan")["expansion_id"])
-    assert record["status"] == "job-model-written" and record["job_stopped_at"]
+    assert record.status == "job-model-written" and record.steps["stop"].ended_at

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
@@ -44,8 +45,8 @@ def test_plan_records_the_expansion_and_a_rerun_reuses_it(job):
     assert first["conformance"][j.topic]["partitioner"] == "crc32"
     assert first["lag"]["total"] == 200  # nothing committed yet: everything is lag
     record = j.store.get_expansion(first["expansion_id"])
-    assert record["status"] == "planned"
-    assert record["counts_before"] == {j.topic: 2}
+    assert record.status == "planned" and record.owner == "airflow:expansion_test/manual__test"
+    assert record.plan["counts_before"] == {j.topic: 2}
 
     again = _plan(j).execute(task_context("plan"))
     assert again["reused"] is True
@@ -126,7 +127,7 @@ def test_expand_by_factor_uses_the_planned_baseline_on_rerun(job, admin):
     assert op.execute(task_context())["changed"] is False  # not 8 * 4
     assert admin.partition_counts([j.topic])[j.topic] == 8
     record = j.store.get_expansion(plan["expansion_id"])
-    assert record["status"] == "expanded" and record["expanded_at"]
+    assert record.status == "expanded" and record.steps["expand"].ended_at
 
 
 def test_expand_factor_baseline_is_the_job_model(job, admin):
@@ -323,7 +324,7 @@ def test_write_job_model_maps_new_partitions_to_fixed_tasks(job, admin):
     assert result["written"] is True and result["version"] == 2
     model = j.store.latest_job_model()
     assert model.partition_counts() == {j.topic: 4}
-    assert model.created_by == "airflow:expansion_test.write"
+    assert model.created_by == "airflow:expansion_test/manual__test"
     tasks = {t: sorted(s.partition for s in ssps) for t, ssps in model.task_to_ssps().items()}
     assert tasks == {"Partition 0": [0, 2], "Partition 1": [1, 3]}
     assert model.ssp_to_task[SystemStreamPartition("kafka", j.topic, 3)] == "Partition 1"
@@ -348,7 +349,8 @@ def test_write_job_model_with_an_expansion_reruns_as_no_op(job):
     assert op.execute(task_context("write"))["written"] is True
     assert op.execute(task_context("write"))["written"] is False
     record = j.store.get_expansion(plan["expansion_id"])
-    assert record["job_model_version"] == 2 and record["status"] == "job-model-written"
+    assert record.results["write"]["version"] == 2 and record.status == "expanded"
+    # (plan -> expand -> write without barrier and stop: the write is noted, the status stays)
     assert j.store.latest_job_model().task_to_ssps() == plan_model_tasks(plan)
 
 
@@ -375,20 +377,30 @@ def test_write_job_model_names_another_writer_of_the_planned_version(job, admin)
         task_context("write", dag_id="other_dag")
     )
     op = WriteJobModelOperator(task_id="write", job_name=j.name, expansion_id=plan["expansion_id"])
-    with pytest.raises(AirflowFailException, match="airflow:other_dag.write"):
+    with pytest.raises(AirflowFailException, match="airflow:other_dag/manual__test"):
         op.execute(task_context("write"))
-    assert j.store.latest_job_model().created_by == "airflow:other_dag.write"
+    assert j.store.latest_job_model().created_by == "airflow:other_dag/manual__test"
 
 
-def test_two_writers_racing_for_the_next_version_one_wins_the_other_fails(job, admin):
+def test_two_writers_racing_for_the_next_version_one_wins_the_other_fails(job, admin, monkeypatch):
+    """Both writers reach ``write_job_model`` together (a barrier inside a spy on the store's
+    write proves it), so the race really happens: one wins, the other fails naming it."""
+    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+
     j = job(2)
     admin.create_partitions(j.topic, 4)
     outcomes: dict[str, object] = {}
-    start = threading.Barrier(2)
+    at_write = threading.Barrier(2, timeout=60)
+    real_write = KafkaCoordinatorStore.write_job_model
+
+    def write_together(self, model):
+        at_write.wait()  # both contenders have read v1 and built their v2
+        return real_write(self, model)
+
+    monkeypatch.setattr(KafkaCoordinatorStore, "write_job_model", write_together)
 
     def write(dag_id: str) -> None:
         op = WriteJobModelOperator(task_id="write", job_name=j.name)
-        start.wait()
         try:
             outcomes[dag_id] = op.execute(task_context("write", dag_id=dag_id))
         except AirflowFailException as exc:
@@ -404,20 +416,15 @@ def test_two_writers_racing_for_the_next_version_one_wins_the_other_fails(job, a
     assert winner.version == 2
     won = [d for d, o in outcomes.items() if isinstance(o, dict) and o["written"]]
     lost = [d for d, o in outcomes.items() if isinstance(o, AirflowFailException)]
-    no_op = [d for d, o in outcomes.items() if isinstance(o, dict) and not o["written"]]
-    assert won == [winner.created_by.split(":")[1].split(".")[0]]
-    # The other writer either lost the race (fails naming the winner) or started after the
-    # winner's write and found v2 already matching the cluster (nothing to write).
-    assert len(lost) + len(no_op) == 1
-    for d in lost:
-        assert winner.created_by in str(outcomes[d])
+    assert won == [winner.created_by.split(":")[1].split("/")[0]]
+    assert len(lost) == 1 and winner.created_by in str(outcomes[lost[0]])
     assert len(j.store.job_model_history()) == 2
 
 
 def test_operators_work_on_a_file_coordinator_store(job, admin, tmp_path):
     """coordinator=<path>: the same plan -> expand -> write, with the job's metadata in files."""
     from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.kafka.coordinator import FileCoordinatorStore
+    from airflow_samza_expand.store.files import FileCoordinatorStore
 
     j = job(2, write_model=False)
     store = FileCoordinatorStore(str(tmp_path), j.name)
@@ -436,7 +443,7 @@ def test_operators_work_on_a_file_coordinator_store(job, admin, tmp_path):
 
     assert written["version"] == 2 and written["written"] is True
     assert store.latest_job_model().partition_counts() == {j.topic: 4}
-    assert store.get_expansion(plan["expansion_id"])["status"] == "job-model-written"
+    assert store.get_expansion(plan["expansion_id"]).results["write"]["version"] == 2
     assert j.store.latest_job_model() is None  # nothing went to the Kafka coordinator topic
 
 
@@ -444,6 +451,9 @@ def test_plan_refuses_a_stale_record_of_an_earlier_job_with_the_same_name(job):
     j = job(2)
     first = _plan(j).execute(task_context("plan"))
     record = j.store.get_expansion(first["expansion_id"])
-    j.store.put_expansion(first["expansion_id"], {**record, "old_version": 7})
+    stale = dataclasses.replace(record, base_version=7, target_version=8)
+    j.store.put_expansion(stale, expected_revision=record.revision)
+    release = j.store.get_lease("expansion")
+    j.store.release_lease(release)
     with pytest.raises(AirflowFailException, match="exists from job model v7"):
-        _plan(j).execute(task_context("plan"))
+        _plan(j).execute(task_context("plan", dag_id="a_later_dag"))

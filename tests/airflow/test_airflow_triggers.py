@@ -4,7 +4,6 @@ defer to them, and the partition-count watcher."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 import time
 
@@ -100,11 +99,14 @@ def test_partition_count_change_trigger_keeps_watching_after_firing(job, kconfig
         grow = KafkaAdmin(kconfig)
         try:
             first = asyncio.ensure_future(agen.__anext__())
-            await asyncio.sleep(1.0)  # the first poll takes the baseline (2)
+            # Grow only once the first poll has taken the baseline (2): wait on that, not a clock.
+            deadline = time.monotonic() + 60
+            while trigger._watching is None:
+                assert time.monotonic() < deadline, "the first poll never took a baseline"
+                await asyncio.sleep(0.05)
             await asyncio.to_thread(grow.create_partitions, j.topic, 4)
             first_event = await asyncio.wait_for(first, 30)
-            second = asyncio.ensure_future(agen.__anext__())
-            await asyncio.sleep(0.5)
+            second = asyncio.ensure_future(agen.__anext__())  # re-arms with baseline 4 first
             await asyncio.to_thread(grow.create_partitions, j.topic, 8)
             second_event = await asyncio.wait_for(second, 30)
             return [first_event.payload, second_event.payload]
@@ -180,26 +182,50 @@ def test_job_model_ack_sensor_defaults_to_the_newest_version(job):
 
 
 @pytest.mark.kafka
-def test_triggers_never_block_the_event_loop(job, dev_broker, caplog):
-    """Every broker answer is slowed by 0.5 s; run on the loop, a call would show up as a slow
-    callback in asyncio's debug mode. Through asyncio.to_thread, no loop step is slow."""
+def test_triggers_never_block_the_event_loop(job, dev_broker, monkeypatch):
+    """Every broker call of a trigger (opening clients, each poll) runs off the event loop's
+    thread: a spy on the blocking functions records the thread each ran in (no clock involved;
+    every broker answer is slowed by 0.5 s so a blocking call would stall the loop)."""
+    from airflow_samza_expand.airflow.hooks import SamzaExpandKafkaHook
+    from airflow_samza_expand.protocol import waits
+
     j = job(2)
     j.store.heartbeat("p-1", 1, "running")
+    threads: list[tuple[str, int]] = []
+
+    def spy(name, real):
+        def call(*args, **kwargs):
+            threads.append((name, threading.get_ident()))
+            return real(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(
+        waits, "partition_count_or_zero", spy("count", waits.partition_count_or_zero)
+    )
+    monkeypatch.setattr(waits, "ack_poll", spy("ack", waits.ack_poll))
+    monkeypatch.setattr(
+        SamzaExpandKafkaHook, "get_admin", spy("admin", SamzaExpandKafkaHook.get_admin)
+    )
+    monkeypatch.setattr(
+        SamzaExpandKafkaHook,
+        "get_coordinator_store",
+        spy("store", SamzaExpandKafkaHook.get_coordinator_store),
+    )
     dev_broker.faults.inject("Metadata", "delay", delay_s=0.5, times=None)
     dev_broker.faults.inject("Fetch", "delay", delay_s=0.5, times=None)
 
-    async def run_both() -> list[TriggerEvent]:
-        asyncio.get_running_loop().slow_callback_duration = 0.3
+    async def run_both() -> tuple[int, list[TriggerEvent]]:
         count = PartitionCountChangeTrigger(topic=j.topic, baseline=1, poll_interval_s=0.1)
         ack = JobModelAckTrigger(job_name=j.name, version=1, poll_interval_s=0.1)
-        return list(await asyncio.gather(first_event(count, 60), first_event(ack, 60)))
+        events = await asyncio.gather(first_event(count, 60), first_event(ack, 60))
+        return threading.get_ident(), list(events)
 
     try:
-        with caplog.at_level(logging.WARNING, logger="asyncio"):
-            events = asyncio.run(run_both(), debug=True)
+        loop_thread, events = asyncio.run(run_both())
     finally:
         dev_broker.faults.clear()
     assert events[0].payload["partition_count"] == 2
     assert events[1].payload["running"] == ["p-1"]
-    slow = [r.getMessage() for r in caplog.records if "took" in r.getMessage()]
-    assert not slow, slow
+    assert {name for name, _ in threads} == {"count", "ack", "admin", "store"}
+    assert [name for name, ident in threads if ident == loop_thread] == []

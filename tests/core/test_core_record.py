@@ -147,3 +147,15 @@ def test_lease_rules():
         decide_acquire(None, "other", "run-a", 10)
     with pytest.raises(ValueError, match="ttl_s"):
         decide_acquire(None, "active", "run-a", 0)
+
+
+def test_a_record_is_a_plain_value():
+    """Pickles and deep-copies (Airflow and Spark do both); shares nothing with the caller."""
+    import copy
+    import pickle
+
+    results = {"expand": {"orders": {"partitions": 4}}}
+    r = record(barrier={"orders": {0: 1}}).with_result("expand", results["expand"])
+    results["expand"]["orders"]["partitions"] = 99
+    assert r.results["expand"]["orders"]["partitions"] == 4
+    assert pickle.loads(pickle.dumps(r)) == r == copy.deepcopy(r)

@@ -8,8 +8,8 @@ import time
 import xml.etree.ElementTree as ET
 
 from airflow_samza_expand.dags import detached
-from airflow_samza_expand.dags.report import seconds_per_step
 from airflow_samza_expand.demo.verify import check_outputs
+from airflow_samza_expand.protocol.report import seconds_per_step
 
 
 def _wait(cond, timeout_s=20.0):
@@ -80,19 +80,35 @@ def test_svg_diagram_is_well_formed_and_names_every_partition_and_task() -> None
 
 
 def test_seconds_per_step_from_expansion_record() -> None:
-    record = {
-        "planned_at": "2026-11-22T01:00:00.000000Z",
-        "expanded_at": "2026-11-22T01:00:01.500000Z",
-        "barrier_snapshot_at": "2026-11-22T01:00:06.500000Z",
-        "barrier_passed_at": "2026-11-22T01:00:08.000000Z",
-        "job_model_written_at": "2026-11-22T01:00:09.000000Z",
+    from airflow_samza_expand.core.record import ExpansionRecord
+
+    ended = {
+        "plan": "2026-11-22T01:00:00.000Z",
+        "expand": "2026-11-22T01:00:01.500Z",
+        "barrier_snapshot": "2026-11-22T01:00:06.500Z",
+        "barrier": "2026-11-22T01:00:08.000Z",
+        "stop": "2026-11-22T01:00:08.100Z",
+        "write": "2026-11-22T01:00:09.000Z",
     }
+    record = ExpansionRecord(
+        expansion_id="job~orders.2-4",
+        job_name="job",
+        base_version=1,
+        target_version=2,
+        plan={},
+        status="job-model-written",
+        owner="cli:host/1",
+        created_at=ended["plan"],
+        updated_at=ended["write"],
+        steps={step: {"ended_at": at} for step, at in ended.items()},
+        results={"stop": {"requested": False}},
+    )
     steps = seconds_per_step(record)
     assert steps["expand"] == 1.5
     assert steps["producer_refresh_grace"] == 5.0
     assert steps["barrier_drain"] == 1.5
     assert steps["stop_job"] is None  # nothing was running (available-now)
-    assert steps["write_job_model"] == 1.0
+    assert steps["write_job_model"] == 0.9  # from the stop step's end
     assert steps["acknowledge"] is None
 
 

@@ -96,7 +96,7 @@ def test_rerun_after_an_interrupted_expansion_keeps_exact_counts(
         # The first run took the barrier snapshot, then gave up on it (or, rarely, it held at once).
         assert first["barrier"] in ("failed", "success"), first
         record = s.store.get_expansion(outcome.summary["expansion_id"])
-        assert record["barrier_snapshot_at"] < record["barrier_passed_at"]
+        assert record.steps["barrier_snapshot"].ended_at < record.steps["barrier"].ended_at
     else:
         assert first[stop_after] == "success" and len(first) < len(outcome.tasks), first
     after = s.store.latest_job_model()

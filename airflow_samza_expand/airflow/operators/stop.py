@@ -3,35 +3,34 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, open_clients
-from airflow_samza_expand.airflow.operators._common import (
+from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
+from airflow_samza_expand.airflow.shell import (
     DEFAULT_CONN_ID,
-    close_quietly,
-    refusals_fail_task,
-    update_expansion,
-    utc_now_iso,
+    KafkaClients,
+    holder_of,
+    protocol_outcomes,
 )
-
-ACTIVE_STATES = frozenset({"starting", "running", "stopping"})
-DONE_STATES = frozenset({"stopped", "failed"})
+from airflow_samza_expand.protocol import restart, waits
+from airflow_samza_expand.protocol.ownership import take
 
 
 class StopTimeoutError(Exception):
     """Processors did not report stopped in time (retryable: they may still be finishing)."""
 
 
-class StopStatefulJobOperator(BaseOperator):
+class StopStatefulJobOperator(KafkaClients, BaseOperator):
     """Write the ``stop`` control record for the job's running version (its newest job model)
     and wait until every processor of that version reports ``stopped`` (or ``failed``).
 
     The job finishes its micro-batch, commits its offsets and heartbeats ``stopped``. No
-    processor active: nothing to stop, success without a control record. Each poll logs which
-    processors it still waits for. Not all stopped within ``stop_timeout_s``: a retryable error.
+    processor active, or (with ``expansion_id``) the expansion's vN+1 already written: nothing
+    to stop, success without a control record. Each poll logs which processors it still waits
+    for. Not all stopped within ``stop_timeout_s``: a retryable error.
     Returns ``{version, stopped: [processor ids], waited_s, requested}``.
     """
 
@@ -62,98 +61,41 @@ class StopStatefulJobOperator(BaseOperator):
         self.request_timeout_s = request_timeout_s
 
     def execute(self, context: Any) -> dict[str, Any]:
-        admin, store = open_clients(
-            self.kafka_config_id, self.job_name, self.coordinator, timeout_s=self.request_timeout_s
-        )
         try:
-            with refusals_fail_task():
-                return self._stop(store)
+            with protocol_outcomes():
+                return self._stop(context)
         finally:
-            close_quietly(admin, store)
+            self.close_clients()
 
-    def _stop(self, store: Any) -> dict[str, Any]:
-        model = store.latest_job_model()
-        version = model.version if model is not None else None
-        active = _active(store.processors(), version)
-        if not active:
-            self.log.info(
-                "No processor of job %s runs job model v%s: nothing to stop.",
-                self.job_name,
-                version,
-            )
-            return {"version": version, "stopped": [], "waited_s": 0.0, "requested": False}
-
-        existing = store.stop_request()
-        if not existing or existing.get("version") != version:
-            store.request_stop(version, self.reason)
-            self.log.info(
-                "Requested stop of job %s v%s (%s); processors: %s.",
-                self.job_name,
-                version,
-                self.reason,
-                ", ".join(sorted(active)),
-            )
-        else:
-            self.log.info(
-                "Stop of job %s v%s already requested at %s.",
-                self.job_name,
-                version,
-                existing.get("requested_at"),
-            )
-
-        started = time.monotonic()
-        while True:
-            processors = store.processors()
-            waiting = _active(processors, version)
-            waited = time.monotonic() - started
-            if not waiting:
-                stopped = sorted(
-                    pid for pid, p in processors.items() if p.get("job_model_version") == version
-                )
-                self.log.info(
-                    "All processors of job %s v%s stopped after %.1f s: %s.",
-                    self.job_name,
-                    version,
-                    waited,
-                    ", ".join(stopped),
-                )
-                if self.expansion_id:
-                    update_expansion(store, self.expansion_id, job_stopped_at=utc_now_iso())
-                return {
-                    "version": version,
-                    "stopped": stopped,
-                    "waited_s": round(waited, 3),
-                    "requested": True,
-                }
-            if waited >= self.stop_timeout_s:
-                raise StopTimeoutError(
-                    f"after {waited:.0f} s, processors of job {self.job_name!r} v{version} still "
-                    f"have not stopped: {_describe(waiting)} - check the job, then retry"
-                )
-            self.log.info(
-                "Waiting for %d processor(s) of job %s v%s to stop (%.0f s so far): %s.",
-                len(waiting),
-                self.job_name,
-                version,
-                waited,
-                _describe(waiting),
-            )
-            time.sleep(self.poll_interval_s)
-
-
-def _active(
-    processors: Mapping[str, Mapping[str, Any]], version: int | None
-) -> dict[str, Mapping[str, Any]]:
-    """Processors of ``version`` that have not stopped."""
-    return {
-        pid: p
-        for pid, p in processors.items()
-        if p.get("job_model_version") == version and p.get("state") in ACTIVE_STATES
-    }
-
-
-def _describe(processors: Mapping[str, Mapping[str, Any]]) -> str:
-    return ", ".join(
-        f"{pid} ({p.get('state')}, heartbeat {p.get('heartbeat_at')})"
-        for pid, p in sorted(processors.items())
-    )
+    def _stop(self, context: Any) -> dict[str, Any]:
+        store = self.store
+        lease = take(store, holder_of(context)) if self.expansion_id else None
+        decision = restart.request_stop(store, self.reason, expansion_id=self.expansion_id)
+        self.log.info("%s.", decision.message)
+        result: dict[str, Any] = {
+            "version": decision.version,
+            "stopped": [],
+            "waited_s": 0.0,
+            "requested": False,
+        }
+        if decision.requested:
+            started = time.monotonic()
+            while True:
+                progress = waits.stop_poll(store, decision.version)
+                waited = time.monotonic() - started
+                self.log.info("%s (%.0f s so far).", progress.message, waited)
+                if progress.done:
+                    result.update(
+                        stopped=progress.result["stopped"],
+                        waited_s=round(waited, 3),
+                        requested=True,
+                    )
+                    break
+                if waited >= self.stop_timeout_s:
+                    raise StopTimeoutError(
+                        f"after {waited:.0f} s, {progress.message} - check the job, then retry"
+                    )
+                time.sleep(self.poll_interval_s)
+        if self.expansion_id:
+            restart.record_stopped(store, self.expansion_id, result, lease)
+        return result

@@ -1,36 +1,45 @@
-"""The expansion summary of the report step: built from the expansion record and the XComs of
-the steps, rendered as log lines. Pure functions (no Airflow, no Kafka)."""
+"""The expansion summary of the report step: built from the expansion record (its step times)
+and the steps' results, rendered as log lines. Pure functions (no Airflow, no Kafka)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
-# (step name, record field where it ends, record fields where it may start - first present wins)
+from airflow_samza_expand.core.clock import parse_iso
+from airflow_samza_expand.core.record import ExpansionRecord
+
+# (step name, record step where it ends, record steps where it may start - first present wins)
 STEP_MARKS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("expand", "expanded_at", ("planned_at",)),
-    ("producer_refresh_grace", "barrier_snapshot_at", ("expanded_at", "grace_started_at")),
-    ("barrier_drain", "barrier_passed_at", ("barrier_snapshot_at",)),
-    ("stop_job", "job_stopped_at", ("barrier_passed_at",)),
-    ("write_job_model", "job_model_written_at", ("job_stopped_at", "barrier_passed_at")),
-    ("submit", "submitted_at", ("job_model_written_at",)),
-    ("acknowledge", "acknowledged_at", ("submitted_at",)),
+    ("expand", "expand", ("plan",)),
+    ("producer_refresh_grace", "barrier_snapshot", ("expand",)),
+    ("barrier_drain", "barrier", ("barrier_snapshot",)),
+    ("stop_job", "stop", ("barrier",)),
+    ("write_job_model", "write", ("stop", "barrier")),
+    ("submit", "submit", ("write",)),
+    ("acknowledge", "ack", ("submit",)),
 )
 
 
 def _ts(value: Any) -> float | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    return parse_iso(str(value)).timestamp() if value else None
 
 
-def seconds_per_step(record: Mapping[str, Any]) -> dict[str, float | None]:
-    """Seconds of each step from the record's timestamps (None where a step left none)."""
+def _ended(record: ExpansionRecord | None, step: str) -> float | None:
+    times = record.steps.get(step) if record is not None else None
+    return _ts(times.ended_at) if times is not None else None
+
+
+def seconds_per_step(record: ExpansionRecord | None) -> dict[str, float | None]:
+    """Seconds of each step from the record's step times (None where a step left none; a
+    stop that found nothing running is None too)."""
     out: dict[str, float | None] = {}
-    for step, end_field, start_fields in STEP_MARKS:
-        end = _ts(record.get(end_field))
-        start = next((_ts(record[f]) for f in start_fields if record.get(f)), None)
+    for step, end_step, start_steps in STEP_MARKS:
+        end = _ended(record, end_step)
+        start = next((t for t in (_ended(record, s) for s in start_steps) if t is not None), None)
+        stop = (record.results.get("stop") or {}) if record is not None else {}
+        if step == "stop_job" and not stop.get("requested"):
+            end = None
         out[step] = None if end is None or start is None else round(max(end - start, 0.0), 3)
     return out
 
@@ -51,7 +60,7 @@ def mapping_diff(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def build_summary(
-    record: Mapping[str, Any],
+    record: ExpansionRecord | None,
     xcoms: Mapping[str, Any],
     *,
     run_mode: str,
@@ -60,14 +69,21 @@ def build_summary(
 ) -> dict[str, Any]:
     """The report's summary (JSON-able)."""
     plan_x = xcoms.get("plan") or {}
-    plan = plan_x.get("plan") or record.get("plan") or {}
+    plan = plan_x.get("plan") or (dict(record.plan) if record is not None else {})
     steps = seconds_per_step(record)
-    stopped, acked = _ts(record.get("job_stopped_at")), _ts(record.get("acknowledged_at"))
+    stopped, acked = _ended(record, "stop"), _ended(record, "ack")
+    if steps["stop_job"] is None:
+        stopped = None
     downtime = round(acked - stopped, 3) if stopped is not None and acked is not None else None
-    barrier = (xcoms.get("barrier") or {}).get("barrier_offsets") or record.get("barrier") or {}
+    recorded = (
+        {t: {str(p): o for p, o in ps.items()} for t, ps in (record.barrier or {}).items()}
+        if record is not None and record.barrier
+        else {}
+    )
+    barrier = (xcoms.get("barrier") or {}).get("barrier_offsets") or recorded
     return {
-        "job_name": record.get("job_name") or plan.get("job_name"),
-        "expansion_id": plan_x.get("expansion_id") or record.get("expansion_id"),
+        "job_name": plan.get("job_name") or (record.job_name if record is not None else None),
+        "expansion_id": plan_x.get("expansion_id") or (record.expansion_id if record else None),
         "dry_run": dry_run,
         "run_mode": run_mode,
         "resumed": bool(plan_x.get("reused")),

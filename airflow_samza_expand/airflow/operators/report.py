@@ -1,0 +1,86 @@
+"""ExpansionReportOperator: summarise the expansion, complete its record, release the lease."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowSkipException
+
+from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
+from airflow_samza_expand.airflow.shell import (
+    DEFAULT_CONN_ID,
+    KafkaClients,
+    holder_of,
+    protocol_outcomes,
+)
+from airflow_samza_expand.protocol import restart
+from airflow_samza_expand.protocol.ownership import give_up, take
+from airflow_samza_expand.protocol.report import build_summary, render_summary
+
+
+class ExpansionReportOperator(KafkaClients, BaseOperator):
+    """Summarise the expansion, log it and return it (XCom); mark the record ``completed`` and
+    release the run's expansion lease (a run waiting for it then decides again).
+
+    Summary: counts before/after, mapping diff (each new or moved SSP with its old and new
+    task), barrier offsets, seconds per step (from the record's step times), job downtime
+    (stop -> acknowledgement of the restarted job), run mode and submit handle. A dry run
+    (nothing written) reports the plan only; a run whose plan was skipped (another run owned
+    the expansion) is skipped too.
+    """
+
+    template_fields: Sequence[str] = ("job_name", "expansion_id", "coordinator", "run_mode")
+    ui_color = "#e0e0e0"
+
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        expansion_id: str,
+        run_mode: str,
+        task_ids: Mapping[str, str],
+        coordinator: str = DEFAULT_COORDINATOR,
+        kafka_config_id: str = DEFAULT_CONN_ID,
+        request_timeout_s: float = 30.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.job_name = job_name
+        self.expansion_id = expansion_id
+        self.run_mode = run_mode
+        self.task_ids = dict(task_ids)
+        self.coordinator = coordinator
+        self.kafka_config_id = kafka_config_id
+        self.request_timeout_s = request_timeout_s
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        ti = context["ti"]
+        xcoms = {step: ti.xcom_pull(task_ids=task_id) for step, task_id in self.task_ids.items()}
+        if not xcoms.get("plan"):
+            raise AirflowSkipException("the plan step did not plan an expansion: nothing to report")
+        dry_run = bool(xcoms["plan"].get("dry_run")) or (
+            xcoms.get("submit") is None and xcoms.get("write") is None
+        )
+        holder = holder_of(context)
+        try:
+            with protocol_outcomes():
+                store = self.store
+                record = (
+                    None if xcoms["plan"].get("dry_run") else store.get_expansion(self.expansion_id)
+                )
+                history = [m.version for m in store.job_model_history()]
+                summary = build_summary(
+                    record, xcoms, run_mode=self.run_mode, history=history, dry_run=dry_run
+                )
+                if not dry_run and record is not None:
+                    lease = take(store, holder)
+                    times = {k: summary[k] for k in ("seconds_per_step", "downtime_s")}
+                    restart.complete(store, self.expansion_id, times, lease)
+                    give_up(store, holder)
+        finally:
+            self.close_clients()
+        for line in render_summary(summary).splitlines():
+            self.log.info("%s", line)
+        return summary

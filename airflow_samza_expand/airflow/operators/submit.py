@@ -1,0 +1,297 @@
+"""SubmitStreamJobOperator: the apache-spark provider's ``SparkSubmitOperator`` with a run mode,
+built on the provider's public API (``SparkSubmitHook(...)`` and ``hook.submit(...)``).
+
+* ``available-now``: a plain run - the job processes what is there and ends, and so does the task.
+* ``continuous`` on a cluster deploy mode: ``spark.{yarn,kubernetes,standalone}.submit.
+  waitAppCompletion=false``, so spark-submit returns once the application is accepted.
+* ``continuous`` on a local master (or client deploy mode): ``hook.submit`` runs spark-submit
+  through the detached launcher (``dags.detached``, as the ``executable`` of the Popen the
+  hook starts), which returns once the job runs; the task returns its handle.
+
+With ``job_name`` and ``expansion_id`` it keeps the expansion's books: no second launch of a
+continuous job that already runs the new model, the (redacted) handle in the record.
+Secret-looking ``conf`` values (Airflow's secrets masker decides) are masked in the task log
+and appear in no XCom, record or file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
+from airflow_samza_expand.airflow.shell import KafkaClients, holder_of, protocol_outcomes
+from airflow_samza_expand.core.secrets import is_secret_key
+from airflow_samza_expand.dags import detached
+from airflow_samza_expand.protocol import restart
+from airflow_samza_expand.protocol.ownership import take
+from airflow_samza_expand.protocol.secrets import redact_conf, redact_doc, secret_values
+
+RUN_MODES = ("continuous", "available-now")
+WAIT_APP_COMPLETION_CONFS = (
+    "spark.yarn.submit.waitAppCompletion",
+    "spark.kubernetes.submission.waitAppCompletion",
+    "spark.standalone.submit.waitAppCompletion",
+)
+# SparkSubmitOperator arguments that are SparkSubmitHook constructor arguments too.
+_HOOK_ARGS = (
+    "files",
+    "py_files",
+    "archives",
+    "driver_class_path",
+    "jars",
+    "java_class",
+    "packages",
+    "exclude_packages",
+    "repositories",
+    "total_executor_cores",
+    "executor_cores",
+    "executor_memory",
+    "driver_memory",
+    "keytab",
+    "principal",
+    "proxy_user",
+    "num_executors",
+    "status_poll_interval",
+    "verbose",
+    "spark_binary",
+    "properties_file",
+    "yarn_queue",
+    "deploy_mode",
+    "use_krb5ccache",
+    "post_submit_commands",
+)
+
+
+def normalise_run_mode(value: Any) -> str:
+    """``continuous`` or ``available-now`` (also ``available_now``); clear error otherwise."""
+    mode = str(value).strip().lower().replace("_", "-")
+    if mode not in RUN_MODES:
+        raise AirflowFailException(
+            f"run mode {value!r} is not known - use 'continuous' (a streaming job that keeps "
+            "running) or 'available-now' (scheduled runs that end)"
+        )
+    return mode
+
+
+def detached_conf(conf: dict[str, Any] | None) -> dict[str, Any]:
+    """``conf`` plus ``waitAppCompletion=false`` for every cluster manager (explicit values win)."""
+    merged = dict(conf or {})
+    for key in WAIT_APP_COMPLETION_CONFS:
+        merged.setdefault(key, "false")
+    return merged
+
+
+def is_secret_conf_key(key: str) -> bool:
+    """Airflow's secrets masker decides (its sensitive field names), with this project's
+    patterns (password, secret, token, credential, sasl.*) as well."""
+    try:
+        from airflow.sdk._shared.secrets_masker import should_hide_value_for_key
+    except ImportError:  # older task SDK
+        from airflow.sdk.execution_time.secrets_masker import should_hide_value_for_key
+    return bool(should_hide_value_for_key(key)) or is_secret_key(key)
+
+
+def _binary_path(binary: str) -> str:
+    """spark-submit on PATH, or beside this interpreter (a pip pyspark)."""
+    found = shutil.which(binary) or shutil.which(
+        os.path.join(os.path.dirname(sys.executable), binary)
+    )
+    if not found:
+        raise AirflowFailException(
+            f"{binary!r} is not on PATH - install Spark (or pyspark) on the worker, or set the "
+            "spark connection's extra 'spark-binary'"
+        )
+    return found
+
+
+class SubmitStreamJobOperator(SparkSubmitOperator):
+    """``SparkSubmitOperator`` that returns once a continuous job runs (module docstring).
+
+    Extra arguments: ``run_mode`` (templated), ``log_dir`` for detached launches (default
+    ``<tmp>/samza-expand/<name>``), ``startup_check_s`` (a detached job that exits within this
+    time fails the task with its log tail), ``job_name``/``expansion_id``/``coordinator``/
+    ``kafka_config_id`` (the expansion's books). Returns (XCom) ``{mode, master, deploy_mode,
+    conf (redacted), ...}`` plus the detached handle or the cluster submission's result.
+    """
+
+    template_fields: Sequence[str] = (
+        *SparkSubmitOperator.template_fields,
+        "run_mode",
+        "log_dir",
+        "job_name",
+        "expansion_id",
+    )
+    ui_color = "#ffe5b4"
+
+    def __init__(
+        self,
+        *,
+        run_mode: str = "continuous",
+        log_dir: str | None = None,
+        startup_check_s: float = 5.0,
+        job_name: str | None = None,
+        expansion_id: str | None = None,
+        coordinator: str = DEFAULT_COORDINATOR,
+        kafka_config_id: str = "kafka_default",
+        **kwargs: Any,
+    ) -> None:
+        self.hook_args = {k: kwargs[k] for k in _HOOK_ARGS if k in kwargs}
+        self.spark_conn_id = kwargs.get("conn_id", "spark_default")
+        super().__init__(**kwargs)
+        self.run_mode = run_mode
+        self.log_dir = log_dir
+        self.startup_check_s = startup_check_s
+        self.job_name = job_name
+        self.expansion_id = expansion_id
+        self.coordinator = coordinator
+        self.kafka_config_id = kafka_config_id
+
+    def spark_hook(self, conf: dict[str, Any], env: dict[str, Any]) -> SparkSubmitHook:
+        return SparkSubmitHook(
+            conf=conf,
+            conn_id=self.spark_conn_id,
+            name=self.name,
+            application_args=[str(a) for a in (self.application_args or [])],
+            env_vars=env or None,
+            **{k: getattr(self, k, v) for k, v in self.hook_args.items()},  # rendered if templated
+        )
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        mode = normalise_run_mode(self.run_mode)
+        conf = detached_conf(self.conf) if mode == "continuous" else dict(self.conf or {})
+        secret_keys = [k for k in conf if is_secret_conf_key(str(k))]
+        secrets = secret_values(conf, is_secret_conf_key)
+        from airflow.sdk.log import mask_secret
+
+        for value in secrets:
+            mask_secret(value)
+        master, deploy_mode, binary = self._connection()
+        base = {
+            "mode": mode,
+            "master": master,
+            "deploy_mode": deploy_mode,
+            "conf": redact_conf(conf, is_secret_conf_key),
+        }
+        books = _Books(self.job_name, self.expansion_id, self.coordinator, self.kafka_config_id)
+        skip = books.before(context, mode)
+        if skip is not None:
+            return redact_doc({**base, **skip}, secrets)
+        env = dict(self.env_vars or {})
+        if mode == "available-now":
+            self.log.info(
+                "Running the job once (available-now) on %s; the task ends with it.", master
+            )
+            self.spark_hook(conf, env).submit(self.application)
+            result: dict[str, Any] = {**base, "exit_code": 0}
+        elif deploy_mode == "cluster":
+            self.log.info(
+                "Submitting the continuous job to %s (cluster mode, not waiting).", master
+            )
+            result = {**base, "submitted": self.spark_hook(conf, env).submit(self.application)}
+        else:
+            env.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", sys.executable))
+            result = {**base, **self._launch_detached(conf, env, binary, secret_keys)}
+        result = redact_doc(result, secrets)
+        books.after(context, result)
+        return result
+
+    def _connection(self) -> tuple[str, str, str]:
+        """master, deploy mode and spark-submit binary, from the connection and the arguments."""
+        conn = BaseHook.get_connection(self.spark_conn_id)
+        extra = conn.extra_dejson
+        master = f"{conn.host}:{conn.port}" if conn.port else str(conn.host or "yarn")
+        deploy_mode = self.hook_args.get("deploy_mode") or extra.get("deploy-mode") or "client"
+        binary = self.hook_args.get("spark_binary") or extra.get("spark-binary") or "spark-submit"
+        return master, deploy_mode, binary
+
+    def _launch_detached(
+        self, conf: dict[str, Any], env: dict[str, Any], binary: str, secret_keys: list[str]
+    ) -> dict[str, Any]:
+        """``hook.submit`` with the detached launcher as Popen's executable: spark-submit's
+        arguments reach it as ``"$@"``; it returns once the job runs."""
+        log_dir = self.log_dir or os.path.join(tempfile.gettempdir(), "samza-expand", self.name)
+        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        log_path = os.path.join(log_dir, f"spark-submit-{stamp}.log")
+        launcher = detached.launcher_args(log_path, secret_keys=secret_keys)
+        script = os.path.join(log_dir, f"launch-{stamp}.sh")
+        quoted = " ".join(f"'{a}'" for a in [*launcher, _binary_path(binary)])
+        with open(script, "w", encoding="utf-8") as handle:
+            handle.write(f'#!/bin/sh\nexec {quoted} "$@"\n')
+        os.chmod(script, stat.S_IRWXU)
+        self.spark_hook(conf, env).submit(self.application, executable=script)
+        handle = detached.read_state(log_path + detached.STATE_SUFFIX) or {}
+        if "pid" not in handle:
+            raise AirflowException(f"the detached launch did not start - see {log_path}")
+        self.log.info(
+            "Launched the continuous job detached: pid %s (process group %s), log %s.",
+            handle["pid"],
+            handle["pgid"],
+            handle["log_path"],
+        )
+        deadline = time.monotonic() + self.startup_check_s
+        while time.monotonic() < deadline:
+            code = detached.exit_code(handle)
+            if code is not None:
+                raise AirflowException(
+                    f"the detached spark-submit exited with {code} within "
+                    f"{self.startup_check_s:.0f} s - its log ({log_path}) ends with:\n"
+                    f"{detached.tail(log_path)}"
+                )
+            time.sleep(0.5)
+        return {"detached": True, **handle}
+
+
+class _Books(KafkaClients):
+    """The submit step's expansion bookkeeping (``protocol.restart``): launch once, record the
+    redacted handle."""
+
+    request_timeout_s = 30.0
+
+    def __init__(
+        self, job_name: str | None, expansion_id: str | None, coordinator: str, conn_id: str
+    ) -> None:
+        self.job_name = job_name
+        self.expansion_id = expansion_id
+        self.coordinator = coordinator
+        self.kafka_config_id = conn_id
+
+    def before(self, context: Any, mode: str) -> dict[str, Any] | None:
+        if not self.job_name:
+            return None
+        try:
+            with protocol_outcomes():
+                decision = restart.before_submit(
+                    self.store,
+                    self.expansion_id or None,
+                    continuous=mode == "continuous",
+                    is_running=detached.is_running,
+                )
+        finally:
+            self.close_clients()
+        if decision.launch:
+            return None
+        return {"already_running": decision.running, **decision.earlier}
+
+    def after(self, context: Any, result: dict[str, Any]) -> None:
+        if not (self.job_name and self.expansion_id):
+            return
+        try:
+            with protocol_outcomes():
+                lease = take(self.store, holder_of(context))
+                restart.record_step(
+                    self.store, self.expansion_id, "submit", restart.S.SUBMITTED, result, lease
+                )
+        finally:
+            self.close_clients()

@@ -1,0 +1,119 @@
+"""Reading and updating expansion records: every update is conditional on the revision read
+(`CoordinatorStore.put_expansion(..., expected_revision=...)`); on `StaleRevisionError` the
+change is re-applied to the record as it now is (re-read and decide again), so no field that
+another writer set is lost."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand.core.errors import ExpansionError, StaleRevisionError
+from airflow_samza_expand.core.lease import Lease
+from airflow_samza_expand.core.record import TRANSITIONS, ExpansionRecord, ExpansionStatus
+from airflow_samza_expand.store import CoordinatorStore
+
+S = ExpansionStatus
+ORDER: tuple[ExpansionStatus, ...] = (
+    S.PLANNED,
+    S.EXPANDED,
+    S.BARRIER_SNAPSHOT,
+    S.BARRIER_PASSED,
+    S.JOB_STOPPED,
+    S.JOB_MODEL_WRITTEN,
+    S.SUBMITTED,
+    S.COMPLETED,
+)
+MAX_ATTEMPTS = 20
+
+Change = Callable[[ExpansionRecord], ExpansionRecord | None]
+
+
+class MissingExpansionError(ExpansionError):
+    """The expansion id names no record in the job's coordinator store."""
+
+
+def expansion_id_for(
+    job_name: str, counts_before: Mapping[str, int], counts_after: Mapping[str, int]
+) -> str:
+    """Deterministic id from the job and each grown stream's counts
+    (``orders-job~orders.4-8~payments.2-4``): a rerun of the same plan finds the same record."""
+    parts = [_safe(job_name)]
+    for stream in sorted(counts_after):
+        parts.append(f"{_safe(stream)}.{counts_before[stream]}-{counts_after[stream]}")
+    return "~".join(parts)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def require(store: CoordinatorStore, expansion_id: str) -> ExpansionRecord:
+    """The record, or MissingExpansionError saying how to create it."""
+    record = store.get_expansion(expansion_id)
+    if record is None:
+        raise MissingExpansionError(
+            f"no expansion record {expansion_id!r} for job {store.job_name!r} in its coordinator "
+            "store - run PlanExpansionOperator first and pass its expansion_id "
+            "(e.g. \"{{ ti.xcom_pull(task_ids='plan')['expansion_id'] }}\")"
+        )
+    return record
+
+
+def update(
+    store: CoordinatorStore, expansion_id: str, change: Change, *, fence: Lease | None = None
+) -> ExpansionRecord:
+    """Apply `change` to the current record and store it conditionally; on a stale revision
+    re-read and apply again. `change` returns None (or the record unchanged) for "nothing to
+    do". Returns the record as stored."""
+    for _ in range(MAX_ATTEMPTS):
+        current = require(store, expansion_id)
+        changed = change(current)
+        if changed is None or changed == current:
+            return current
+        try:
+            return store.put_expansion(changed, expected_revision=current.revision, fence=fence)
+        except StaleRevisionError:
+            continue  # someone else wrote first: decide again on what is there now
+    raise StaleRevisionError(
+        f"expansion {expansion_id!r} changed {MAX_ATTEMPTS} times while this step tried to update "
+        "it - retry the task"
+    )
+
+
+def reached(record: ExpansionRecord, status: ExpansionStatus) -> bool:
+    """True when `record` is at `status` or past it (a failed record has reached nothing new)."""
+    if record.status not in ORDER:
+        return False
+    return ORDER.index(record.status) >= ORDER.index(status)
+
+
+def mark(
+    record: ExpansionRecord,
+    step: str,
+    status: ExpansionStatus | None = None,
+    *,
+    result: object = None,
+    started_at: str | None = None,
+) -> ExpansionRecord:
+    """`record` with `step` ended now (its result stored) and, when `status` is later than the
+    record's and allowed next, advanced to it; an earlier status is kept (a rerun never moves
+    a record back)."""
+    out = record.with_step(step, started_at=started_at, ended_at=now_iso())
+    if result is not None:
+        out = out.with_result(step, result)
+    if status is not None and not reached(out, status) and status in TRANSITIONS[out.status]:
+        out = out.advance(status)
+    return out
+
+
+__all__ = [
+    "ORDER",
+    "MissingExpansionError",
+    "expansion_id_for",
+    "mark",
+    "reached",
+    "require",
+    "update",
+]

@@ -1,0 +1,49 @@
+"""A stand-in for ``spark-submit`` in the factory-DAG tests of the Airflow surface (the real
+job runs in tests/e2e): it records each launch (one JSON line in ``$FAKE_SPARK_LAUNCHES``) and
+plays the shipped job's coordinator protocol - heartbeat ``running`` on the newest job model
+until a stop request for that version (or ``$FAKE_SPARK_RUN_S``), then ``stopped``.
+
+The test writes an executable ``spark-submit`` that runs this file with the test's Python.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def _arg(argv: list[str], name: str, default: str | None = None) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv else default
+
+
+def main(argv: list[str]) -> int:
+    with open(os.environ["FAKE_SPARK_LAUNCHES"], "a", encoding="utf-8") as out:
+        out.write(json.dumps({"pid": os.getpid(), "argv": argv}) + "\n")
+    job = _arg(argv, "--job-name")
+    bootstrap = _arg(argv, "--bootstrap-servers")
+    if not job or not bootstrap:
+        return 0
+    from airflow_samza_expand.kafka.config import client_config
+    from airflow_samza_expand.store import open_store
+
+    store = open_store(_arg(argv, "--coordinator", "kafka"), job, client_config(bootstrap))
+    deadline = time.monotonic() + float(os.environ.get("FAKE_SPARK_RUN_S", "120"))
+    version = store.latest_job_model().version
+    pid = f"fake-{os.getpid()}"
+    try:
+        while time.monotonic() < deadline:
+            store.heartbeat(pid, version, "running")
+            stop = store.stop_request()
+            if stop and int(stop["version"]) >= version:
+                break
+            time.sleep(0.5)
+        store.heartbeat(pid, version, "stopped")
+    finally:
+        store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

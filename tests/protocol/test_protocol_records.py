@@ -1,0 +1,129 @@
+"""The protocol layer on real Kafka: conditional record updates keep every field when writers
+race, the protocol imports no Airflow, and the steps are idempotent for one expansion."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import uuid
+
+import pytest
+
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand.kafka.config import client_config
+from airflow_samza_expand.protocol import records
+from airflow_samza_expand.protocol.expand import ExpandRequest, expand
+from airflow_samza_expand.protocol.ownership import cli_holder, give_up, lease_poll, take
+from airflow_samza_expand.protocol.plan import NOTHING, PlanRequest, plan
+from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+
+pytestmark = pytest.mark.kafka
+
+
+def test_protocol_imports_no_airflow():
+    probe = (
+        "import sys, airflow_samza_expand.protocol.plan, airflow_samza_expand.protocol.expand, "
+        "airflow_samza_expand.protocol.waits, airflow_samza_expand.protocol.restart, "
+        "airflow_samza_expand.protocol.report, airflow_samza_expand.protocol.secrets\n"
+        "print(sorted(m for m in sys.modules if m == 'airflow' or m.startswith('airflow.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.fixture
+def job(kafka_bootstrap, unique_topic):
+    config = client_config(kafka_bootstrap)
+    name = f"job-{uuid.uuid4().hex[:10]}"
+    topic = unique_topic("orders")
+    with KafkaAdmin(config, timeout_s=15) as admin:
+        admin.ensure_topic(topic, 2)
+        store = KafkaCoordinatorStore(config, name)
+        store.write_job_model(JobModel.initial(name, {topic: 2}))
+        yield name, topic, store, admin, config
+        store.close()
+
+
+def test_a_record_updated_concurrently_keeps_every_field(job):
+    name, topic, store, admin, config = job
+    holder = cli_holder()
+    planned = plan(
+        store, admin, PlanRequest(job_name=name, topics=(topic,), check_partitioner=False), holder
+    )
+    start = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def writer(tag: str) -> None:
+        own = KafkaCoordinatorStore(config, name)  # its own client, as another process would
+        try:
+            start.wait()
+            for i in range(15):
+                records.update(
+                    own,
+                    planned.expansion_id,
+                    lambda r, key=f"{tag}-{i}": r.with_result(key, {"by": tag}),
+                )
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            own.close()
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    final = store.get_expansion(planned.expansion_id)
+    written = {k for k in final.results if k[0] in "ab"}
+    assert written == {f"{t}-{i}" for t in "ab" for i in range(15)}
+    assert final.revision == 1 + 30
+    assert "plan" in final.results  # the planner's field survived too
+
+
+def test_expand_happens_at_most_once_per_intent(job):
+    name, topic, store, admin, _ = job
+    holder = cli_holder()
+    outcome = plan(
+        store, admin, PlanRequest(job_name=name, topics=(topic,), check_partitioner=False), holder
+    )
+    request = ExpandRequest(topic=topic, target=4)
+    first = expand(admin, store, request, expansion_id=outcome.expansion_id)
+    assert first["changed"] is True
+    admin.create_partitions(topic, 8)  # someone grows it outside the expansion afterwards
+    again = expand(admin, store, request, expansion_id=outcome.expansion_id)
+    assert again["changed"] is False
+    assert admin.partition_counts([topic]) == {topic: 8}  # not grown, not refused
+
+
+def test_a_second_holder_waits_then_finds_nothing_left(job):
+    name, topic, store, admin, _ = job
+    request = PlanRequest(job_name=name, topics=(topic,), check_partitioner=False)
+    first = plan(store, admin, request, "cli:a/1")
+    from airflow_samza_expand.core.errors import LeaseHeldError
+
+    with pytest.raises(LeaseHeldError, match="cli:a/1"):
+        plan(store, admin, request, "cli:b/2")
+    wait = lease_poll(store, "cli:b/2")
+    assert not wait.free and wait.holder == "cli:a/1"
+    assert wait.expansion_id == first.expansion_id
+    record = store.get_expansion(first.expansion_id)
+    completed = record
+    for status in ("expanded", "barrier-passed", "job-stopped", "job-model-written", "completed"):
+        completed = completed.advance(status)
+    store.put_expansion(completed, expected_revision=record.revision, fence=take(store, "cli:a/1"))
+    give_up(store, "cli:a/1")
+    assert lease_poll(store, "cli:b/2").free
+    joined = plan(store, admin, request, "cli:b/2", joined_holder="cli:a/1")
+    assert joined.kind == NOTHING and joined.expansion_id == first.expansion_id
+    assert "cli:a/1" in joined.message
+
+
+def test_dry_run_plan_writes_nothing_and_takes_no_lease(job):
+    name, topic, store, admin, _ = job
+    request = PlanRequest(job_name=name, topics=(topic,), check_partitioner=False, dry_run=True)
+    outcome = plan(store, admin, request, cli_holder())
+    assert outcome.plan["counts_after"] == {topic: 4}
+    assert store.expansions() == [] and store.get_lease("expansion") is None
