@@ -52,3 +52,13 @@ def test_kraft_format_accepts_a_cluster_id_that_starts_with_a_dash(secured_kafka
     assert base64.urlsafe_b64encode(dash.bytes).decode().startswith("-")
     with mock.patch("uuid.uuid4", return_value=dash), ApacheKafkaProcess() as kafka:
         assert AdminClient(kafka.client_config).list_topics(timeout=10).brokers
+
+
+def test_readme_shows_the_acl_table_of_kafka_acls() -> None:
+    from pathlib import Path
+
+    from airflow_samza_expand.kafka.acls import acl_table_markdown
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert acl_table_markdown() in readme
+    assert '"sasl.mechanism": "SCRAM-SHA-512"' in readme and "job_kafka_config_id" in readme
