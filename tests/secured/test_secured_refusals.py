@@ -112,3 +112,18 @@ def test_store_without_write_acl_on_the_coordinator_topic(
     code = "TOPIC_AUTHORIZATION_FAILED" if writes_elsewhere else "CLUSTER_AUTHORIZATION_FAILED"
     assert code in message
     assert isinstance(caught.value, ExpansionError)
+
+
+def test_a_missing_acl_fails_the_airflow_task_without_retry(principal, secured_topic) -> None:
+    """The Airflow surface's outcome mapping turns the broker's refusal into
+    AirflowFailException (a task that fails at once, never retried)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_samza_expand.airflow.shell import protocol_outcomes
+
+    topic = secured_topic("orders", partitions=2)
+    config = principal(resolve("watcher", job="j", inputs=[topic]))
+    admin = KafkaAdmin(config, timeout_s=LONG_TIMEOUT_S)
+    refused = pytest.raises(AirflowFailException, match="KafkaAuthorizationError: .*ALTER")
+    with admin, refused, protocol_outcomes():
+        admin.create_partitions(topic, 4)
