@@ -104,7 +104,8 @@ def run_job(
     from airflow_samza_expand.core.model import JobModel
     from airflow_samza_expand.kafka.coordinator import open_store
 
-    name = f"bench-{topic}-b{buckets}"
+    where = "standalone" if master.startswith("spark://") else "local"
+    name = f"bench-{topic}-b{buckets}-{where}"  # a fresh consumer group per run
     coordinator = os.path.join(workdir, "coordinator")
     open_store(coordinator, name).write_job_model(JobModel.initial(name, {topic: partitions}))
     progress_file = os.path.join(workdir, "progress.jsonl")
@@ -236,7 +237,7 @@ def run_jvm_source(
     from airflow_samza_expand.demo.jobs import spark_submit_binary
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    output = f"{topic}-jvm-out"
+    output = f"{topic}-jvm-out-{uuid.uuid4().hex[:6]}"
     admin.create_topics([NewTopic(output, 1, 1)])[output].result(30)
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jvm_kafka_source_count.py")
     cmd = [

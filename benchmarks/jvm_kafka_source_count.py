@@ -33,9 +33,14 @@ def main(argv: list[str]) -> int:
         .option("maxOffsetsPerTrigger", cap)
         .load()
         .select(
-            F.concat(F.lit("Partition "), (F.col("partition") % int(partitions)).cast("string"))
-            .alias("task"),
-            "topic", "partition", "offset", F.col("key").cast("string").alias("key"), "value",
+            F.concat(
+                F.lit("Partition "), (F.col("partition") % int(partitions)).cast("string")
+            ).alias("task"),
+            "topic",
+            "partition",
+            "offset",
+            F.col("key").cast("string").alias("key"),
+            "value",
             "timestamp",
         )  # fmt: skip
     )

@@ -38,6 +38,7 @@ from airflow_samza_expand.store.protocol import (
 )
 from airflow_samza_expand.store.records import (
     check_id,
+    check_update,
     check_write,
     decode_expansion,
     decode_json,
@@ -178,13 +179,8 @@ class FileCoordinatorStore:
         """Conditional update (store.protocol.CoordinatorStore.put_expansion)."""
         value = encode_expansion(self.job_name, record, expected_revision)
         expansion_id = record.expansion_id
-        current = self.get_expansion(expansion_id)
-        if (current.revision if current else 0) != expected_revision:
-            raise stale_revision(expansion_id, expected_revision, current)
-        if current is not None:
-            current.check_successor(record.status)
-        if fence is not None:
-            check_current(self.get_lease(fence.name), fence)
+        lease = None if fence is None else self.get_lease(fence.name)
+        check_update(record, expected_revision, self.get_expansion(expansion_id), fence, lease)
         if not self._conditional(EXPANSIONS, expansion_id, expected_revision, value):
             raise stale_revision(expansion_id, expected_revision, self.get_expansion(expansion_id))
         if fence is not None:

@@ -41,6 +41,7 @@ from airflow_samza_expand.store.protocol import (
 )
 from airflow_samza_expand.store.records import (
     check_id,
+    check_update,
     check_write,
     decode_expansion,
     decode_json,
@@ -292,13 +293,8 @@ class KafkaCoordinatorStore:
         expansion_id = record.expansion_id
         with self._lock:
             self.refresh()
-            current = self._expansion(expansion_id)
-            if (current.revision if current else 0) != expected_revision:
-                raise stale_revision(expansion_id, expected_revision, current)
-            if current is not None:
-                current.check_successor(record.status)
-            if fence is not None:
-                check_current(self._lease(fence.name), fence)
+            lease = None if fence is None else self._lease(fence.name)
+            check_update(record, expected_revision, self._expansion(expansion_id), fence, lease)
             revision = expected_revision + 1
             if self._conditional(EXPANSION, expansion_id, revision, value, fence):
                 return dataclasses.replace(record, revision=revision)

@@ -16,7 +16,7 @@ from airflow_samza_expand.core.errors import (
     InvalidJobModelError,
     StaleRevisionError,
 )
-from airflow_samza_expand.core.lease import Lease
+from airflow_samza_expand.core.lease import Lease, check_current
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.core.secrets import refuse_secrets
@@ -185,6 +185,24 @@ def encode_expansion(store_job: str, record: ExpansionRecord, expected_revision:
     return encode_json(f"expansion record {record.expansion_id!r}", doc)
 
 
+def check_update(
+    record: ExpansionRecord,
+    expected_revision: int,
+    current: ExpansionRecord | None,
+    fence: Lease | None,
+    lease: Lease | None,
+) -> None:
+    """Before a conditional write: `current` is at `expected_revision` (StaleRevisionError),
+    its status may become `record`'s (InvalidTransitionError) and `fence` is the `lease` in
+    force (LeaseLostError)."""
+    if (current.revision if current else 0) != expected_revision:
+        raise stale_revision(record.expansion_id, expected_revision, current)
+    if current is not None:
+        current.check_successor(record.status)
+    if fence is not None:
+        check_current(lease, fence)
+
+
 def stale_revision(
     expansion_id: str, expected: int, current: ExpansionRecord | None
 ) -> StaleRevisionError:
@@ -204,6 +222,7 @@ def stale_revision(
 
 __all__ = [
     "check_id",
+    "check_update",
     "check_write",
     "decode_expansion",
     "decode_json",
