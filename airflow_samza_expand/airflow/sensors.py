@@ -23,7 +23,7 @@ from airflow_samza_expand.airflow.triggers import (
     JobModelAckTrigger,
     OrderingBarrierTrigger,
     PartitionCountChangeTrigger,
-    _PollingTrigger,
+    PollingTrigger,
 )
 from airflow_samza_expand.core.errors import BarrierTimeoutError
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
@@ -40,7 +40,7 @@ class _WaitSensor(KafkaClients, BaseSensorOperator):
 
     deferrable: bool
 
-    def trigger(self, context: Any) -> _PollingTrigger:
+    def trigger(self, context: Any) -> PollingTrigger:
         raise NotImplementedError
 
     def finish(self, context: Any, result: dict[str, Any]) -> Any:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
@@ -24,21 +26,24 @@ DEFAULT_CONN_ID = "kafka_default"
 _MODULE = __name__
 
 
-class _PollingTrigger(BaseTrigger):
+class PollingTrigger(BaseTrigger):
     """The loop every trigger here runs: open clients off the event loop, poll, log the
     progress line, sleep; reconnect after `Reconnect`'s failures; close in `cleanup`."""
 
     kafka_config_id: str
     request_timeout_s: float
     poll_interval_s: float
-    job_name: str | None = None
-    coordinator: str = DEFAULT_COORDINATOR
-    deadline: float | None = None
+    job_name: str | None
+    coordinator: str
+    deadline: float | None = None  # class default; the barrier trigger has it as a field
     needs_store = True
-    _fields: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__init__()  # BaseTrigger's own state; the dataclass __init__ set the fields
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return f"{_MODULE}.{type(self).__name__}", {f: getattr(self, f) for f in self._fields}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        return f"{_MODULE}.{type(self).__name__}", fields
 
     def poll(self, admin: Any, store: Any) -> Poll:
         raise NotImplementedError
@@ -113,63 +118,43 @@ class _PollingTrigger(BaseTrigger):
         self._clients = []
 
 
-class OrderingBarrierTrigger(_PollingTrigger):
+@dataclass(kw_only=True, eq=False)
+class OrderingBarrierTrigger(PollingTrigger):
     """Waits out the producer refresh grace, snapshots the old partitions' high watermarks
     (stored in the expansion record, so a rerun reuses them) and waits until the job's consumer
-    group has committed offsets ``>=`` the snapshot on every old partition.
+    group has committed offsets ``>=`` the snapshot on every old partition; renews ``holder``'s
+    expansion lease on every poll.
 
     Fires ``{"status": "holds", "result": {...}}`` or, past ``deadline`` (epoch seconds),
     ``{"status": "timeout", ...}`` with the lag still left per partition.
     """
 
-    _fields = (
-        "job_name",
-        "expansion_id",
-        "consumer_group",
-        "producer_refresh_grace_s",
-        "deadline",
-        "poll_interval_s",
-        "coordinator",
-        "kafka_config_id",
-        "request_timeout_s",
-    )
+    job_name: str
+    expansion_id: str
+    consumer_group: str | None = None
+    producer_refresh_grace_s: float = waits.DEFAULT_PRODUCER_REFRESH_GRACE_S
+    deadline: float | None = None
+    poll_interval_s: float = 10.0
+    holder: str | None = None
+    coordinator: str = DEFAULT_COORDINATOR
+    kafka_config_id: str = DEFAULT_CONN_ID
+    request_timeout_s: float = 30.0
 
-    def __init__(
-        self,
-        *,
-        job_name: str,
-        expansion_id: str,
-        consumer_group: str | None = None,
-        producer_refresh_grace_s: float = waits.DEFAULT_PRODUCER_REFRESH_GRACE_S,
-        deadline: float | None = None,
-        poll_interval_s: float = 10.0,
-        holder: str | None = None,
-        coordinator: str = DEFAULT_COORDINATOR,
-        kafka_config_id: str = DEFAULT_CONN_ID,
-        request_timeout_s: float = 30.0,
-    ) -> None:
-        super().__init__()
-        self.holder = holder
-        self.job_name = job_name
-        self.expansion_id = expansion_id
-        self.consumer_group = consumer_group or job_name
-        self.producer_refresh_grace_s = producer_refresh_grace_s
-        self.deadline = deadline
-        self.poll_interval_s = poll_interval_s
-        self.coordinator = coordinator
-        self.kafka_config_id = kafka_config_id
-        self.request_timeout_s = request_timeout_s
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.consumer_group = self.consumer_group or self.job_name
 
     def poll(self, admin: Any, store: Any) -> Poll:
-        grace_ends = waits.grace_until(
-            store, self.expansion_id, float(self.producer_refresh_grace_s)
-        )
+        lease = take(store, self.holder) if self.holder else None  # renews the owner's lease
+        grace = float(self.producer_refresh_grace_s)
+        grace_ends = waits.grace_until(store, self.expansion_id, grace, lease=lease)
         return waits.barrier_poll(
             admin,
             store,
             expansion_id=self.expansion_id,
-            group=self.consumer_group,
+            group=str(self.consumer_group),
             grace_ends=grace_ends,
+            lease=lease,
         )
 
     def event(self, poll: Poll) -> dict[str, Any]:
@@ -186,43 +171,21 @@ class OrderingBarrierTrigger(_PollingTrigger):
         }
 
 
-class JobModelAckTrigger(_PollingTrigger):
+@dataclass(kw_only=True, eq=False)
+class JobModelAckTrigger(PollingTrigger):
     """Fires ``{"status": "acknowledged", ...}`` once ``min_processors`` processors heartbeat
-    ``running`` job model ``version``; logs who runs what on every poll."""
+    ``running`` job model ``version`` (``accept_stopped``: or a clean ``stopped``); logs who
+    runs what on every poll; renews ``holder``'s expansion lease."""
 
-    _fields = (
-        "job_name",
-        "version",
-        "min_processors",
-        "poll_interval_s",
-        "coordinator",
-        "kafka_config_id",
-        "request_timeout_s",
-    )
-
-    def __init__(
-        self,
-        *,
-        job_name: str,
-        version: int,
-        min_processors: int = 1,
-        accept_stopped: bool = False,
-        poll_interval_s: float = 5.0,
-        holder: str | None = None,
-        coordinator: str = DEFAULT_COORDINATOR,
-        kafka_config_id: str = DEFAULT_CONN_ID,
-        request_timeout_s: float = 30.0,
-    ) -> None:
-        super().__init__()
-        self.holder = holder
-        self.job_name = job_name
-        self.version = version
-        self.min_processors = min_processors
-        self.accept_stopped = accept_stopped
-        self.poll_interval_s = poll_interval_s
-        self.coordinator = coordinator
-        self.kafka_config_id = kafka_config_id
-        self.request_timeout_s = request_timeout_s
+    job_name: str
+    version: int
+    min_processors: int = 1
+    accept_stopped: bool = False
+    poll_interval_s: float = 5.0
+    holder: str | None = None
+    coordinator: str = DEFAULT_COORDINATOR
+    kafka_config_id: str = DEFAULT_CONN_ID
+    request_timeout_s: float = 30.0
 
     def poll(self, admin: Any, store: Any) -> Poll:
         if self.holder:
@@ -235,39 +198,19 @@ class JobModelAckTrigger(_PollingTrigger):
         return {"status": "acknowledged", **(poll.result or {})}
 
 
-class ExpansionLeaseTrigger(_PollingTrigger):
-    """Fires ``{"status": "free", "holder", "expansion_id"}`` once the job's expansion lease is
-    released or expired (the run waiting for it then decides again); logs who holds it."""
+@dataclass(kw_only=True, eq=False)
+class ExpansionLeaseTrigger(PollingTrigger):
+    """Fires ``{"status": "free", "holder"}`` once the job's expansion lease is released or
+    expired (the run waiting for it, ``holder``, then decides again on the expansion of
+    ``joined_holder``); logs who holds it and for which expansion."""
 
-    _fields = (
-        "job_name",
-        "holder",
-        "joined_holder",
-        "poll_interval_s",
-        "coordinator",
-        "kafka_config_id",
-        "request_timeout_s",
-    )
-
-    def __init__(
-        self,
-        *,
-        job_name: str,
-        holder: str,
-        joined_holder: str,
-        poll_interval_s: float = 5.0,
-        coordinator: str = DEFAULT_COORDINATOR,
-        kafka_config_id: str = DEFAULT_CONN_ID,
-        request_timeout_s: float = 30.0,
-    ) -> None:
-        super().__init__()
-        self.job_name = job_name
-        self.holder = holder
-        self.joined_holder = joined_holder
-        self.poll_interval_s = poll_interval_s
-        self.coordinator = coordinator
-        self.kafka_config_id = kafka_config_id
-        self.request_timeout_s = request_timeout_s
+    job_name: str
+    holder: str
+    joined_holder: str
+    poll_interval_s: float = 5.0
+    coordinator: str = DEFAULT_COORDINATOR
+    kafka_config_id: str = DEFAULT_CONN_ID
+    request_timeout_s: float = 30.0
 
     def poll(self, admin: Any, store: Any) -> Poll:
         wait = lease_poll(store, self.holder)
@@ -275,7 +218,8 @@ class ExpansionLeaseTrigger(_PollingTrigger):
         return Poll(wait.free, f"{self.holder} waits: {wait.describe()}", result)
 
 
-class PartitionCountChangeTrigger(_PollingTrigger, BaseEventTrigger):
+@dataclass(kw_only=True, eq=False)
+class PartitionCountChangeTrigger(PollingTrigger, BaseEventTrigger):
     """Fires ``{"topic", "baseline", "partition_count"}`` when the topic's partition count
     differs from ``baseline`` (``None``: the count at the first poll; a missing topic counts 0).
 
@@ -283,25 +227,19 @@ class PartitionCountChangeTrigger(_PollingTrigger, BaseEventTrigger):
     outside Airflow. It keeps watching after firing, with the new count as baseline.
     """
 
+    topic: str
+    baseline: int | None = None
+    poll_interval_s: float = 30.0
+    kafka_config_id: str = DEFAULT_CONN_ID
+    request_timeout_s: float = 30.0
+    job_name: str | None = field(default=None, init=False)
+    coordinator: str = field(default=DEFAULT_COORDINATOR, init=False)
+    _watching: int | None = field(default=None, init=False, repr=False)
     needs_store = False
-    _fields = ("topic", "baseline", "poll_interval_s", "kafka_config_id", "request_timeout_s")
 
-    def __init__(
-        self,
-        *,
-        topic: str,
-        baseline: int | None = None,
-        poll_interval_s: float = 30.0,
-        kafka_config_id: str = DEFAULT_CONN_ID,
-        request_timeout_s: float = 30.0,
-    ) -> None:
-        super().__init__()
-        self.topic = topic
-        self.baseline = baseline
-        self.poll_interval_s = poll_interval_s
-        self.kafka_config_id = kafka_config_id
-        self.request_timeout_s = request_timeout_s
-        self._watching = baseline
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._watching = self.baseline
 
     def poll(self, admin: Any, store: Any) -> Poll:
         progress = waits.partition_count_poll(admin, self.topic, self._watching)

@@ -2,8 +2,9 @@
 
 It writes job model vN+1 as plain Samza ``GroupByPartition`` would after an expansion: every
 partition its own task, so partition 3 of a 4-partition topic goes to a new task "Partition 3"
-although its keys' state lives in task "Partition 1". It keeps the job's grouper label, so the
-next expansion still plans. The job must run with ``--allow-task-change`` to accept it; keys
+although its keys' state lives in task "Partition 1". The model is labelled with the plain
+grouper it really uses (every store refuses a FixedTasks model that breaks rule 1.3), so no
+later expansion plans on it. The job must run with ``--allow-task-change`` to accept it; keys
 that move then restart their counts from zero, which the verifier must catch.
 
 `naive_next_model` is the protocol's ``next_model`` of the write step
@@ -37,7 +38,7 @@ def naive_next_model(latest: JobModel, live: dict[str, int], writer: str) -> Job
         job_name=latest.job_name,
         streams=streams,
         ssp_to_task=mapping_from_groups(GroupByPartition().group(ssps)),
-        grouper=latest.grouper,
+        grouper="GroupByPartition",
         expansion_algorithm=latest.expansion_algorithm,
         created_by=writer,
     )

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -293,12 +293,15 @@ class Scenario:
         probe.start()
         started = time.monotonic()
         try:
+            # One DAG run: an interrupted run is cleared and run again (the same run id, so the
+            # same expansion-lease holder), as an operator clears a failed task.
+            when = datetime.now(UTC)
             if stop_after is not None:
-                self._interrupted_run(dag_id, stop_after)
+                self._interrupted_run(dag_id, stop_after, when)
             dag = self.build_dag(dag_id)
             if on_task is not None:
                 _attach_progress(dag, on_task)
-            run = self.run_dag(dag)
+            run = self.run_dag(dag, logical_date=when, run_after=when)
             states = self.task_states(run)
             summary = self.xcom(run, "report")
             # Let the probe see the restarted job's first commit.
@@ -326,14 +329,14 @@ class Scenario:
         self.outcomes.append(outcome)
         return outcome
 
-    def _interrupted_run(self, dag_id: str, stop_after: str) -> None:
+    def _interrupted_run(self, dag_id: str, stop_after: str, when: datetime) -> None:
         dag = self.build_dag(dag_id)
         if stop_after == MID_BARRIER:
             dag.task_dict["barrier"].barrier_timeout_s = 0.0
             subset = dag.partial_subset(task_ids=["barrier"], include_upstream=True)
         else:
             subset = dag.partial_subset(task_ids=[stop_after], include_upstream=True)
-        run = self.run_dag(subset)
+        run = self.run_dag(subset, logical_date=when, run_after=when)
         self.interrupted_states = self.task_states(run)
         self.log(f"interrupted run (stopped after {stop_after}): {self.interrupted_states}")
 

@@ -109,11 +109,9 @@ def test_a_second_holder_waits_then_finds_nothing_left(job):
     wait = lease_poll(store, "cli:b/2")
     assert not wait.free and wait.holder == "cli:a/1"
     assert wait.expansion_id == first.expansion_id
-    record = store.get_expansion(first.expansion_id)
-    completed = record
+    lease = take(store, "cli:a/1")
     for status in ("expanded", "barrier-passed", "job-stopped", "job-model-written", "completed"):
-        completed = completed.advance(status)
-    store.put_expansion(completed, expected_revision=record.revision, fence=take(store, "cli:a/1"))
+        records.update(store, first.expansion_id, lambda r, s=status: r.advance(s), fence=lease)
     give_up(store, "cli:a/1")
     assert lease_poll(store, "cli:b/2").free
     joined = plan(store, admin, request, "cli:b/2", joined_holder="cli:a/1")
