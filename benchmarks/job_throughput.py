@@ -229,9 +229,10 @@ def connector_jars() -> list[str]:
 
 def run_jvm_source(
     bootstrap: str, topic: str, partitions: int, records: int, workdir: str, cap: int,
-    master: str, jars: list[str],
+    master: str, jars: list[str], buckets: int,
 ) -> dict[str, Any]:  # fmt: skip
-    """The same stateful count with Spark's JVM Kafka source (jvm_kafka_source_count.py)."""
+    """The same stateful count (same state layout) with Spark's JVM Kafka source
+    (jvm_kafka_source_count.py)."""
     from datetime import datetime
 
     from airflow_samza_expand.demo.jobs import spark_submit_binary
@@ -245,7 +246,7 @@ def run_jvm_source(
         "--conf", "spark.ui.enabled=false", "--conf", "spark.cores.max=2",
         "--conf", "spark.sql.shuffle.partitions=2", "--driver-memory", "768m",
         script, bootstrap, topic, str(partitions), output,
-        os.path.join(workdir, "jvm-checkpoint"), str(cap),
+        os.path.join(workdir, "jvm-checkpoint"), str(cap), str(buckets),
     ]  # fmt: skip
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     started = time.perf_counter()
@@ -377,10 +378,12 @@ def main() -> int:
                                  layouts if name == masters[0] else layouts[-1:])  # fmt: skip
             with tempfile.TemporaryDirectory(prefix="bench-jvm-") as workdir:
                 jvm = run_jvm_source(bootstrap, topic, args.partitions, args.records, workdir,
-                                     args.max_records_per_batch, master, jars)  # fmt: skip
+                                     args.max_records_per_batch, master, jars,
+                                     layouts[-1])  # fmt: skip
             jvm_rps = jvm["steady_rps"]
-            print(f"JVM Kafka source ({name}): wall {jvm['wall_s']:.1f}s (incl. JVM start), "
-                  f"steady {jvm_rps:,.0f} rec/s over {len(jvm['batches'])} batches")  # fmt: skip
+            print(f"JVM Kafka source ({name}, {layouts[-1]} state buckets): wall "
+                  f"{jvm['wall_s']:.1f}s (incl. JVM start), steady {jvm_rps:,.0f} rec/s "
+                  f"over {len(jvm['batches'])} batches")  # fmt: skip
             if cluster is not None:
                 cluster.close()
                 cluster = None

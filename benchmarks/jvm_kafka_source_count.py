@@ -5,7 +5,10 @@ model v1 of the topic groups them), read with the JVM source instead of our Pyth
 available-now, outputs written to Kafka. Prints one JSON line with the per-batch progress.
 
     spark-submit --jars <spark-sql-kafka jars> jvm_kafka_source_count.py BOOTSTRAP TOPIC
-        PARTITIONS OUTPUT_TOPIC CHECKPOINT_DIR MAX_RECORDS_PER_BATCH
+        PARTITIONS OUTPUT_TOPIC CHECKPOINT_DIR MAX_RECORDS_PER_BATCH STATE_BUCKETS
+
+STATE_BUCKETS as the job's ``--state-buckets`` (0: one state row per key; N: keys hashed into
+N buckets per task, ``pmod(xxhash64(key), N)``), so both sides keep the same state layout.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ def main(argv: list[str]) -> int:
     from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
     from airflow_samza_expand.spark.state import OUTPUT_SCHEMA, STATE_SCHEMA, StatefulFunction
 
-    bootstrap, topic, partitions, output, checkpoint, cap = argv
+    bootstrap, topic, partitions, output, checkpoint, cap, buckets_arg = argv
+    buckets = int(buckets_arg)
     spark = SparkSession.builder.appName("samza-expand-bench-jvm-kafka-source").getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     records = (
@@ -44,8 +48,10 @@ def main(argv: list[str]) -> int:
             "timestamp",
         )  # fmt: skip
     )
-    outputs = records.groupBy("task", "key").applyInPandasWithState(
-        StatefulFunction(DEFAULT_PROCESSOR),
+    if buckets:
+        records = records.withColumn("bucket", F.pmod(F.xxhash64("key"), F.lit(buckets)))
+    outputs = records.groupBy("task", "bucket" if buckets else "key").applyInPandasWithState(
+        StatefulFunction(DEFAULT_PROCESSOR, buckets),
         OUTPUT_SCHEMA,
         STATE_SCHEMA,
         "Update",
