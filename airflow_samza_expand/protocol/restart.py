@@ -82,13 +82,7 @@ def request_stop(
 def record_stopped(
     store: CoordinatorStore, expansion_id: str | None, result: dict[str, Any], lease: Lease | None
 ) -> None:
-    if expansion_id:
-        records.update(
-            store,
-            expansion_id,
-            lambda r: records.mark(r, "stop", S.JOB_STOPPED, result=result),
-            fence=lease,
-        )
+    record_step(store, expansion_id, "stop", S.JOB_STOPPED, result, lease)
 
 
 # -- write job model vN+1 --------------------------------------------------------------------
@@ -181,13 +175,7 @@ def write_job_model(
             "that expansion before retrying"
         )
     summary = model_summary(written, written=True)
-    if expansion_id:
-        records.update(
-            store,
-            expansion_id,
-            lambda r: records.mark(r, "write", S.JOB_MODEL_WRITTEN, result=summary),
-            fence=lease,
-        )
+    record_step(store, expansion_id, "write", S.JOB_MODEL_WRITTEN, summary, lease)
     return summary
 
 
@@ -219,12 +207,7 @@ def _already_written(
     )
     summary = model_summary(latest, written=False)
     if noted is None:
-        records.update(
-            store,
-            record.expansion_id,
-            lambda r: records.mark(r, "write", S.JOB_MODEL_WRITTEN, result=summary),
-            fence=lease,
-        )
+        record_step(store, record.expansion_id, "write", S.JOB_MODEL_WRITTEN, summary, lease)
     return summary
 
 
