@@ -63,6 +63,11 @@ class KafkaAuthenticationError(ExpansionError):
     """The brokers answered but refused the client's SASL/SSL credentials (no retry helps)."""
 
 
+class KafkaAuthorizationError(ExpansionError):
+    """The brokers refused an operation for lack of an ACL (names resource, operation,
+    principal); no retry helps until an operator grants it."""
+
+
 class ConflictError(Exception):
     """Someone else changed the record first: re-read it and decide again (not a refusal)."""
 
@@ -101,6 +106,7 @@ __all__ = [
     "InvalidJobModelError",
     "InvalidTransitionError",
     "KafkaAuthenticationError",
+    "KafkaAuthorizationError",
     "LeaseHeldError",
     "LeaseLostError",
     "MaxPartitionsError",

@@ -28,6 +28,7 @@ from airflow_samza_expand.core.errors import (
     UnknownTopicError,
 )
 from airflow_samza_expand.kafka.auth import AuthWatch, watched
+from airflow_samza_expand.kafka.authz import raise_if_denied, raise_if_group_denied
 from airflow_samza_expand.kafka.config import bootstrap_of
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ def without_consumer_settings(config: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in config.items() if k not in CONSUMER_ONLY_SETTINGS}
 
 
-def kafka_error_of(exc: BaseException) -> KafkaError | None:
+def kafka_error_of(exc: BaseException | None) -> KafkaError | None:
     """The KafkaError inside a KafkaException, if any."""
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         return exc.args[0]
@@ -167,6 +168,19 @@ class KafkaAdmin:
                 raise unavailable(what, self.config, detail) from None
             raise
 
+    def _raise_if_denied(
+        self,
+        error: KafkaError | None,
+        operation: str,
+        name: str,
+        what: str,
+        resource: str = "TOPIC",
+    ) -> None:
+        """KafkaAuthorizationError (kafka.authz) if `error` is a missing ACL."""
+        raise_if_denied(
+            error, operation=operation, resource=resource, name=name, what=what, config=self.config
+        )
+
     # -- topics ----------------------------------------------------------------------------
 
     def topic_names(self) -> list[str]:
@@ -185,11 +199,21 @@ class KafkaAdmin:
             meta = metadata.topics.get(topic)
             error = getattr(meta, "error", None) if meta is not None else None
             if meta is None or (error is not None and error.code() in _UNKNOWN_TOPIC_CODES):
+                self._raise_if_hidden(topic)
                 raise self._unknown_topic(topic, metadata)
+            self._raise_if_denied(error, "DESCRIBE", topic, f"reading metadata of {topic!r}")
             if error is not None and error.code() != KafkaError.NO_ERROR:
                 raise unavailable(f"reading metadata of topic {topic!r}", self.config, error.str())
             counts[topic] = len(meta.partitions)
         return counts
+
+    def _raise_if_hidden(self, topic: str) -> None:
+        """A listing of all topics leaves out those the principal may not describe: ask for
+        `topic` by name, and refuse naming the ACL if the broker denies it (a secured broker
+        denies an unknown topic too, so the message cannot say which it is)."""
+        what = f"reading metadata of {topic!r} (it may also not exist)"
+        meta = self._metadata(what, topic=topic).topics.get(topic)
+        self._raise_if_denied(getattr(meta, "error", None), "DESCRIBE", topic, what)
 
     def _unknown_topic(self, topic: str, metadata: Any) -> UnknownTopicError:
         existing = sorted(n for n in metadata.topics if not n.startswith("__"))
@@ -232,6 +256,7 @@ class KafkaAdmin:
                 ) from None
             if code in _UNKNOWN_TOPIC_CODES:
                 raise self._unknown_topic(topic, self._metadata("listing topics")) from None
+            self._raise_if_denied(error, "ALTER", topic, what)
             raise ExpansionError(f"Kafka refused {what}: {reason}") from None
         log.info("%s %s", "validated" if validate_only else "applied", what)
 
@@ -260,6 +285,7 @@ class KafkaAdmin:
             if error is not None and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 return False
             reason = f"{error.name()}: {error.str()}" if error else str(exc)
+            self._raise_if_denied(error, "CREATE", topic, f"creating topic {topic!r}")
             raise ExpansionError(f"Kafka refused to create topic {topic!r}: {reason}") from None
         log.info("created topic %s with %d partition(s)", topic, partitions)
         return True
@@ -285,6 +311,7 @@ class KafkaAdmin:
                 error = kafka_error_of(exc)
                 if error is not None and error.code() in _UNKNOWN_TOPIC_CODES:
                     raise self._unknown_topic(tp.topic, self._metadata("listing topics")) from None
+                self._raise_if_denied(error, "DESCRIBE", tp.topic, what)
                 raise
             result[tp.topic][tp.partition] = int(info.offset)
         return result
@@ -348,13 +375,21 @@ class KafkaAdmin:
         with self._lock:
             reader = self._group_reader(group)
             try:
-                # one OffsetFetch per poll (no slices); an authentication failure is named
-                # after the call (the metadata calls before it name it at once)
-                answer = reader.committed(partitions, timeout=self.timeout_s)
+                # slices: a group the principal may not describe is reported only on the
+                # reader's queue, while committed() would wait for a coordinator until timeout
+                answer = watched(
+                    lambda step: reader.committed(partitions, timeout=step),
+                    lambda _t: raise_if_group_denied(reader, group, what, self.config),
+                    self._auth,
+                    self.timeout_s,
+                    what,
+                    self.config,
+                )
             except KafkaException as exc:
-                reader.poll(0)
+                raise_if_group_denied(reader, group, what, self.config)
                 self._auth.raise_if_failed(what, self.config)
                 error = kafka_error_of(exc)
+                self._raise_if_denied(error, "DESCRIBE", group, what, resource="GROUP")
                 if error is None or is_unavailable(error):
                     raise unavailable(what, self.config, error.str() if error else exc) from None
                 raise ExpansionError(
@@ -365,6 +400,7 @@ class KafkaAdmin:
                 reader.poll(0)  # serve queued callbacks (errors, statistics); no assignment
         for tp in answer:
             if tp.error is not None:
+                self._raise_if_denied(tp.error, "DESCRIBE", tp.topic, what)
                 if is_unavailable(tp.error):
                     raise unavailable(what, self.config, tp.error.str())
                 raise ExpansionError(

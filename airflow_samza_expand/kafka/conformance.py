@@ -22,6 +22,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from airflow_samza_expand.core.errors import PartitionerMismatchError
 from airflow_samza_expand.kafka.admin import KafkaAdmin, unavailable
+from airflow_samza_expand.kafka.authz import raise_if_denied
 from airflow_samza_expand.kafka.partitioners import PARTITIONERS
 
 log = logging.getLogger(__name__)
@@ -248,6 +249,12 @@ def sample_keyed_records(
                         if message.offset() >= pending.get(partition, 0):
                             pending.pop(partition, None)
                         continue
+                    if error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                        continue  # assign() only: the sampler needs no group ACL
+                    raise_if_denied(
+                        error, operation="READ", resource="TOPIC", name=topic,
+                        what=f"sampling topic {topic!r}", config=config,
+                    )  # fmt: skip
                     raise unavailable(f"sampling topic {topic!r}", config, error.str())
                 if partition not in pending:
                     continue

@@ -17,6 +17,7 @@ from airflow_samza_expand.kafka.admin import (
     without_consumer_settings,
 )
 from airflow_samza_expand.kafka.auth import AuthWatch, watched
+from airflow_samza_expand.kafka.authz import raise_if_denied
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,13 @@ class TopicIO:
             self._producer.flush(self.timeout_s)
             self._producer = None
 
+    def _raise_if_denied(self, error: KafkaError | None, operation: str, what: str) -> None:
+        """KafkaAuthorizationError (kafka.authz) if `error` is a missing ACL on the topic."""
+        raise_if_denied(
+            error, operation=operation, resource="TOPIC", name=self.topic, what=what,
+            config=self.config,
+        )  # fmt: skip
+
     def topic_exists(self) -> bool:
         """True if the topic exists (and has one partition); cached once it exists."""
         if self._exists:
@@ -105,6 +113,7 @@ class TopicIO:
             code = meta.error.code() if meta is not None and meta.error is not None else None
             if code in (None, KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
                 return False
+            self._raise_if_denied(meta.error, "DESCRIBE", what)
             raise unavailable(what, self.config, meta.error.str())
         if len(meta.partitions) != 1:
             raise ExpansionError(
@@ -170,6 +179,9 @@ class TopicIO:
                         if error.code() == KafkaError._PARTITION_EOF:
                             self.position = max(self.position, message.offset())
                             continue
+                        if error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                            continue  # the reader only assign()s: it needs no group ACL
+                        self._raise_if_denied(error, "READ", what)
                         if is_unavailable(error):
                             raise unavailable(what, self.config, error.str())
                         raise ExpansionError(f"cannot read {self.topic!r}: {error.str()}")
@@ -192,12 +204,21 @@ class TopicIO:
         what = f"writing to coordinator topic {self.topic!r}"
         for key, value in records:
             producer.produce(self.topic, value=value, key=key, partition=0, on_delivery=on_delivery)
-        remaining = producer.flush(self.timeout_s + 5.0)
+        try:
+            remaining = producer.flush(self.timeout_s + 5.0)
+        except (KafkaException, SystemError) as exc:
+            # a fatal idempotence error (no WRITE on any topic); confluent-kafka then runs the
+            # purged messages' callbacks with it pending and wraps it in a SystemError
+            self._raise_if_denied(
+                kafka_error_of(exc) or kafka_error_of(exc.__cause__), "WRITE", what
+            )
+            raise
         if remaining or len(outcomes) != len(records):
             raise unavailable(what, self.config, f"no acknowledgement within {self.timeout_s:g} s")
         offsets = []
         for error, offset in outcomes:
             if error is not None:
+                self._raise_if_denied(error, "WRITE", what)
                 if is_unavailable(error):
                     raise unavailable(what, self.config, error.str())
                 raise ExpansionError(f"Kafka refused a write to {self.topic!r}: {error.str()}")

@@ -19,6 +19,13 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from .apache_kafka_secured import (
+    new_password,
+    override_properties,
+    sasl_client_config,
+    scram_format_args,
+    secured_server_properties,
+)
 from .launch import (
     LaunchedProcess,
     cache_root,
@@ -109,6 +116,11 @@ class ApacheKafkaProcess(LaunchedProcess):
     broker. Stopped by pid (SIGTERM, then SIGKILL); with `exit_with_parent` (default) the JVM
     also gets SIGTERM when the starting process dies. Data lives in `data_dir` (default: a
     temporary directory removed by close()); broker output goes to `log_path`.
+
+    `secured=True`: the client listener is SASL_PLAINTEXT with SCRAM-SHA-512 and ACLs are
+    enforced (testing/apache_kafka_secured.py); `admin_user` (a super-user, password
+    `admin_password`, random by default) exists from the start. `.client_config` is the
+    librdkafka config of the admin (just `bootstrap.servers` when not secured).
     """
 
     def __init__(
@@ -123,7 +135,13 @@ class ApacheKafkaProcess(LaunchedProcess):
         group_initial_rebalance_delay_ms: int = 0,
         start_timeout_s: float = 120.0,
         exit_with_parent: bool = True,
+        secured: bool = False,
+        admin_user: str = "admin",
+        admin_password: str | None = None,
     ) -> None:
+        self.secured = secured
+        self.admin_user = admin_user
+        self.admin_password = admin_password or new_password()
         self.host = host
         self.requested_port = port
         self.heap = heap
@@ -146,6 +164,13 @@ class ApacheKafkaProcess(LaunchedProcess):
         if self.port is None:
             raise RuntimeError("Kafka not started - call start() or use it as a context manager")
         return f"{self.host}:{self.port}"
+
+    @property
+    def client_config(self) -> dict[str, str]:
+        """librdkafka settings of the admin (SASL ones only in secured mode)."""
+        if not self.secured:
+            return {"bootstrap.servers": self.bootstrap}
+        return sasl_client_config(self.bootstrap, self.admin_user, self.admin_password)
 
     @property
     def pid(self) -> int | None:
@@ -174,6 +199,11 @@ class ApacheKafkaProcess(LaunchedProcess):
                 initial_rebalance_delay_ms=self.initial_rebalance_delay_ms,
             )
         )
+        if self.secured:  # the admin's JAAS password goes into the file: owner-only
+            props.chmod(0o600)
+            props.write_text(override_properties(props.read_text(), secured_server_properties(
+                self.host, self.port, self.controller_port, self.admin_user, self.admin_password
+            )))  # fmt: skip
         (self.work / "log4j2.properties").write_text(LOG4J2.format(level=self.log_level))
         return props
 
@@ -184,8 +214,8 @@ class ApacheKafkaProcess(LaunchedProcess):
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         (self.work / "log4j2.properties").write_text(LOG4J2.format(level="WARN"))
         result = subprocess.run(
-            self._java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id,
-                       "-c", str(props)),
+            self._java(libs, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+                       "-c", str(props), *self._format_extra_args()),
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         (self.work / "log4j2.properties").write_text(LOG4J2.format(level=self.log_level))
@@ -194,6 +224,11 @@ class ApacheKafkaProcess(LaunchedProcess):
                 f"formatting KRaft storage in {self.data_dir} failed ({result.returncode}):\n"
                 f"{(result.stdout + result.stderr)[-3000:]}"
             )
+
+    def _format_extra_args(self) -> list[str]:
+        if not self.secured:
+            return []
+        return scram_format_args(self.admin_user, self.admin_password)
 
     def start(self) -> ApacheKafkaProcess:
         libs = fetch_apache_kafka()
@@ -243,7 +278,7 @@ class ApacheKafkaProcess(LaunchedProcess):
 
         quiet = logging.getLogger("samza_expand.apache_kafka.probe")
         quiet.setLevel(logging.CRITICAL)
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "logger": quiet})
+        admin = AdminClient({**self.client_config, "logger": quiet})
         try:
             return bool(admin.list_topics(timeout=5).brokers)
         except Exception:  # noqa: BLE001 - not ready yet
@@ -254,8 +289,7 @@ class ApacheKafkaProcess(LaunchedProcess):
 
         quiet = logging.getLogger("samza_expand.apache_kafka.probe")
         consumer = Consumer(
-            {"bootstrap.servers": self.bootstrap, "group.id": "samza-expand-readiness",
-             "logger": quiet}
+            {**self.client_config, "group.id": "samza-expand-readiness", "logger": quiet}
         )  # fmt: skip
         try:
             consumer.committed([TopicPartition("samza-expand-readiness", 0)], timeout=5)

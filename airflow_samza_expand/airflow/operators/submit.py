@@ -11,7 +11,9 @@ built on the provider's public API (``SparkSubmitHook(...)`` and ``hook.submit(.
 With ``job_name`` and ``expansion_id`` it keeps the expansion's books: no second launch of a
 continuous job that already runs the new model, the (redacted) handle in the record.
 Secret-looking ``conf`` values (Airflow's secrets masker decides) are masked in the task log
-and appear in no XCom, record or file.
+and appear in no XCom, record or file. With ``job_kafka_config_id`` the job gets that Kafka
+connection (its own principal, e.g. SASL) as ``--kafka-config FILE``: an owner-only (0600) file
+in the log directory (``kafka.config_file``), so no password is on the spark-submit command line.
 """
 
 from __future__ import annotations
@@ -145,6 +147,7 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
         expansion_id: str | None = None,
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = "kafka_default",
+        job_kafka_config_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         self.hook_args = {k: kwargs[k] for k in _HOOK_ARGS if k in kwargs}
@@ -157,6 +160,30 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
         self.expansion_id = expansion_id
         self.coordinator = coordinator
         self.kafka_config_id = kafka_config_id
+        self.job_kafka_config_id = job_kafka_config_id
+
+    def _log_dir(self) -> str:
+        return self.log_dir or os.path.join(tempfile.gettempdir(), "samza-expand", self.name)
+
+    def _job_kafka_config(self, conf: dict[str, Any]) -> None:
+        """``--kafka-config FILE`` (0600) from ``job_kafka_config_id``, added to the job's
+        arguments; SecretValueError if a secret of it is in the arguments or conf anyway."""
+        if not self.job_kafka_config_id:
+            return
+        from airflow.sdk.log import mask_secret
+
+        from airflow_samza_expand.airflow.hooks import SamzaExpandKafkaHook
+        from airflow_samza_expand.kafka import config_file
+
+        config = SamzaExpandKafkaHook(kafka_config_id=self.job_kafka_config_id).client_config()
+        for value in config_file.secret_items(config).values():
+            mask_secret(value)
+        path = config_file.write_config_file(config, directory=self._log_dir())
+        args = [*map(str, self.application_args or []), *config_file.job_kafka_args(path)]
+        config_file.check_free_of_secrets([*args, *map(str, conf.values())], config)
+        self.application_args = args
+        self.log.info("The job reads Kafka connection %r from %s (mode 0600).",
+                      self.job_kafka_config_id, path)  # fmt: skip
 
     def spark_hook(self, conf: dict[str, Any], env: dict[str, Any]) -> SparkSubmitHook:
         return SparkSubmitHook(
@@ -189,6 +216,8 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
         if skip is not None:
             return redact_doc({**base, **skip}, secrets)
         env = dict(self.env_vars or {})
+        with protocol_outcomes():  # a secret about to reach the command line is a refusal
+            self._job_kafka_config(conf)
         if mode == "available-now":
             self.log.info(
                 "Running the job once (available-now) on %s; the task ends with it.", master
@@ -221,7 +250,7 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
     ) -> dict[str, Any]:
         """``hook.submit`` with the detached launcher as Popen's executable: spark-submit's
         arguments reach it as ``"$@"``; it returns once the job runs."""
-        log_dir = self.log_dir or os.path.join(tempfile.gettempdir(), "samza-expand", self.name)
+        log_dir = self._log_dir()
         stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
         log_path = os.path.join(log_dir, f"spark-submit-{stamp}.log")
         launcher = detached.launcher_args(log_path, secret_keys=secret_keys)
