@@ -21,7 +21,7 @@ import os
 
 from airflow.sdk import Param
 
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+from airflow_samza_expand.dags import build_expansion_dag, stream_job_args_from_env
 
 JOB = "{{ params.job_name }}"
 RUN_MODE = os.environ.get("SAMZA_EXPAND_RUN_MODE", "continuous")
@@ -36,14 +36,7 @@ dag = build_expansion_dag(
     dry_run="{{ params.dry_run }}",
     other_jobs="{{ params.other_jobs }}",
     run_mode=RUN_MODE,
-    application_args=stream_job_args(
-        job_name=JOB,
-        bootstrap_servers=os.environ.get("SAMZA_EXPAND_BOOTSTRAP_SERVERS", "localhost:9092"),
-        checkpoint_dir=os.path.join(
-            os.environ.get("SAMZA_EXPAND_CHECKPOINT_ROOT", "/tmp/samza-expand/checkpoints"), JOB
-        ),
-        output_topic=os.environ.get("SAMZA_EXPAND_OUTPUT_TOPIC", "samza-expand-output"),
-    ),
+    application_args=stream_job_args_from_env(JOB),
     params={
         "topic": Param("orders", type="string", minLength=1, title="Input topic to expand"),
         "factor": Param(

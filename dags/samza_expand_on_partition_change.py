@@ -16,7 +16,7 @@ import os
 from airflow.sdk import Asset, AssetWatcher
 
 from airflow_samza_expand.airflow.triggers import PartitionCountChangeTrigger
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+from airflow_samza_expand.dags import build_expansion_dag, stream_job_args_from_env
 
 TOPIC = os.environ.get("SAMZA_EXPAND_WATCH_TOPIC", "orders")
 JOB = os.environ.get("SAMZA_EXPAND_JOB_NAME", "orders-counter")
@@ -40,13 +40,6 @@ dag = build_expansion_dag(
     follow_live_counts=True,
     producer_refresh_grace_s=float(os.environ.get("SAMZA_EXPAND_GRACE_SECONDS", "300")),
     run_mode=os.environ.get("SAMZA_EXPAND_RUN_MODE", "continuous"),
-    application_args=stream_job_args(
-        job_name=JOB,
-        bootstrap_servers=os.environ.get("SAMZA_EXPAND_BOOTSTRAP_SERVERS", "localhost:9092"),
-        checkpoint_dir=os.path.join(
-            os.environ.get("SAMZA_EXPAND_CHECKPOINT_ROOT", "/tmp/samza-expand/checkpoints"), JOB
-        ),
-        output_topic=os.environ.get("SAMZA_EXPAND_OUTPUT_TOPIC", "samza-expand-output"),
-    ),
+    application_args=stream_job_args_from_env(JOB),
     doc_md=__doc__,
 )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 
 from airflow_samza_expand.core.policy import GrowthPolicy
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+from airflow_samza_expand.dags import build_expansion_dag, stream_job_args_from_env
 
 TOPIC = os.environ.get("SAMZA_EXPAND_POLICY_TOPIC", "orders")
 JOB = os.environ.get("SAMZA_EXPAND_JOB_NAME", "orders-counter")
@@ -46,13 +46,6 @@ dag = build_expansion_dag(
     policy=POLICY,
     producer_refresh_grace_s=float(os.environ.get("SAMZA_EXPAND_GRACE_SECONDS", "300")),
     run_mode=os.environ.get("SAMZA_EXPAND_RUN_MODE", "continuous"),
-    application_args=stream_job_args(
-        job_name=JOB,
-        bootstrap_servers=os.environ.get("SAMZA_EXPAND_BOOTSTRAP_SERVERS", "localhost:9092"),
-        checkpoint_dir=os.path.join(
-            os.environ.get("SAMZA_EXPAND_CHECKPOINT_ROOT", "/tmp/samza-expand/checkpoints"), JOB
-        ),
-        output_topic=os.environ.get("SAMZA_EXPAND_OUTPUT_TOPIC", "samza-expand-output"),
-    ),
+    application_args=stream_job_args_from_env(JOB),
     doc_md=__doc__,
 )

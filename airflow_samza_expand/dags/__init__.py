@@ -13,9 +13,16 @@ if TYPE_CHECKING:
         build_expansion_dag,
         expansion_task_group,
         stream_job_args,
+        stream_job_args_from_env,
     )
 
-__all__ = ["ExpansionSettings", "build_expansion_dag", "expansion_task_group", "stream_job_args"]
+__all__ = [
+    "ExpansionSettings",
+    "build_expansion_dag",
+    "expansion_task_group",
+    "stream_job_args",
+    "stream_job_args_from_env",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -30,6 +30,7 @@ its steps skipped (never failed). A dry run writes nothing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -73,6 +74,19 @@ def stream_job_args(
     args += ["--checkpoint-dir", checkpoint_dir, "--output-topic", output_topic]
     args += ["--trigger", trigger, *extra]
     return args
+
+
+def stream_job_args_from_env(job_name: str) -> list[str]:
+    """`stream_job_args` from the example DAGs' environment: ``SAMZA_EXPAND_BOOTSTRAP_SERVERS``
+    (default ``localhost:9092``), ``SAMZA_EXPAND_CHECKPOINT_ROOT`` (the checkpoint is
+    ``<root>/<job name>``) and ``SAMZA_EXPAND_OUTPUT_TOPIC``."""
+    root = os.environ.get("SAMZA_EXPAND_CHECKPOINT_ROOT", "/tmp/samza-expand/checkpoints")
+    return stream_job_args(
+        job_name=job_name,
+        bootstrap_servers=os.environ.get("SAMZA_EXPAND_BOOTSTRAP_SERVERS", "localhost:9092"),
+        checkpoint_dir=os.path.join(root, job_name),
+        output_topic=os.environ.get("SAMZA_EXPAND_OUTPUT_TOPIC", "samza-expand-output"),
+    )
 
 
 def _with_trigger(args: Sequence[str], trigger: str) -> list[str]:
@@ -317,4 +331,5 @@ __all__ = [
     "build_expansion_dag",
     "expansion_task_group",
     "stream_job_args",
+    "stream_job_args_from_env",
 ]
