@@ -305,6 +305,7 @@ class Scenario:
             run = self.run_dag(dag, logical_date=when, run_after=when)
             states = self.task_states(run)
             summary = self.xcom(run, "report")
+            self._follow_restarted_job(self.xcom(run, "submit"))
             # Let the probe see the restarted job's first commit.
             if self.cfg.run_mode == "continuous" and str(run.state) == "success":
                 wait_for("the first committed batch after the restart",
@@ -330,6 +331,12 @@ class Scenario:
         self.outcomes.append(outcome)
         return outcome
 
+    def _follow_restarted_job(self, submit: Any) -> None:
+        """The job is now the one the DAG's submit step launched (a detached launch names its
+        process group): later pauses and the final stop reach it, not the stopped vN."""
+        if self.job is not None and isinstance(submit, dict) and "pgid" in submit:
+            self.job.handle = dict(submit)
+
     def _interrupted_run(self, dag_id: str, stop_after: str, when: datetime) -> None:
         dag = self.build_dag(dag_id)
         frozen = None
@@ -350,6 +357,7 @@ class Scenario:
             if frozen is not None:
                 os.killpg(frozen, signal.SIGCONT)
         self.interrupted_states = self.task_states(run)
+        self._follow_restarted_job(self.xcom(run, "submit"))
         self.log(f"interrupted run (stopped after {stop_after}): {self.interrupted_states}")
 
     # -- the end -------------------------------------------------------------------------------
