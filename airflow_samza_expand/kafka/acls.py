@@ -5,7 +5,8 @@ Actors: `airflow` (every step of the expansion DAG and the watcher: the union of
 `spark-job` (the PySpark job) and `demo` (the demo's producer, topic setup and verifier).
 Resource names are templates: `{inputs}` (each input topic of the job), `{output}` (the job's
 output topic), `{coordinator}` (the coordinator topic, default `__samza_coordinator_<job>`),
-`{job}` (the job's consumer group = the job name). Every rule is a literal name.
+`{job}` (the job's consumer group = the job name), `{lease_topic}` / `{lease_group}` (the job's
+active lease, `__samza_active_<job>` / `<job>.active`, rule 1.7). Every rule is a literal name.
 
 Read-only clients that only `assign()` partitions (the coordinator store's reader, the
 partitioner sampler, the demo's verifier) need no group ACL: they never join or commit.
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from airflow_samza_expand.kafka.membership import lease_group, lease_topic
 from airflow_samza_expand.store.protocol import coordinator_topic
 
 
@@ -75,6 +77,10 @@ ACTOR_RULES: Mapping[str, tuple[AclRule, ...]] = {
         _READ_COORD,
         AclRule("TOPIC", "{coordinator}", "WRITE", "heartbeats, job model v1, active lease"),
         _CREATE_COORD,
+        AclRule("TOPIC", "{lease_topic}", "CREATE", "create the active-lease topic on first use"),
+        AclRule("TOPIC", "{lease_topic}", "DESCRIBE", "the active-lease topic's metadata"),
+        AclRule("TOPIC", "{lease_topic}", "READ", "join the active lease (rule 1.7)"),
+        AclRule("GROUP", "{lease_group}", "READ", "the active lease's group membership"),
     ),
     "demo": (
         AclRule("TOPIC", "{inputs}", "CREATE", "create the input topic"),
@@ -104,6 +110,8 @@ def resolve(
         "{inputs}": list(inputs),
         "{output}": [output] if output else [],
         "{coordinator}": [coordinator or coordinator_topic(job)],
+        "{lease_topic}": [lease_topic(job)],
+        "{lease_group}": [lease_group(job)],
     }
     resolved = [
         (rule.resource, name, "LITERAL", rule.operation)
