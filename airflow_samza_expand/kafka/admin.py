@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -132,8 +133,17 @@ class KafkaAdmin:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _result(self, future: concurrent.futures.Future, what: str) -> Any:
-        """Wait for an admin future; translate timeouts into KafkaUnavailableError."""
+    def _result(
+        self,
+        future: concurrent.futures.Future,
+        what: str,
+        *,
+        passthrough: frozenset[int] = frozenset(),
+    ) -> Any:
+        """Wait for an admin future; translate timeouts into KafkaUnavailableError.
+
+        Errors whose code is in ``passthrough`` are re-raised as they are, for the caller.
+        """
         try:
             return watched(
                 lambda step: future.result(timeout=step),
@@ -147,7 +157,7 @@ class KafkaAdmin:
             raise unavailable(what, self.config, f"no answer within {self.timeout_s:g} s") from None
         except KafkaException as exc:
             error = kafka_error_of(exc)
-            if is_unavailable(error):
+            if is_unavailable(error) and (error is None or error.code() not in passthrough):
                 raise unavailable(what, self.config, error.str() if error else exc) from None
             raise
 
@@ -295,25 +305,40 @@ class KafkaAdmin:
     def _list_offsets(
         self, topic_partitions: Mapping[str, Iterable[int]], spec: OffsetSpec, what: str
     ) -> dict[str, dict[int, int]]:
-        request = {
+        """Offsets of many partitions; a partition whose leader is being elected is re-asked."""
+        pending = {
             TopicPartition(topic, int(p)): spec
             for topic, partitions in topic_partitions.items()
             for p in partitions
         }
         result: dict[str, dict[int, int]] = {t: {} for t in topic_partitions}
-        if not request:
-            return result
-        futures = self._client.list_offsets(request, request_timeout=self.timeout_s)
-        for tp, future in futures.items():
-            try:
-                info = self._result(future, what)
-            except KafkaException as exc:
-                error = kafka_error_of(exc)
-                if error is not None and error.code() in _UNKNOWN_TOPIC_CODES:
-                    raise self._unknown_topic(tp.topic, self._metadata("listing topics")) from None
-                self._raise_if_denied(error, "DESCRIBE", tp.topic, what)
-                raise
-            result[tp.topic][tp.partition] = int(info.offset)
+        deadline = time.monotonic() + self.timeout_s
+        pause = 0.05
+        while pending:
+            futures = self._client.list_offsets(pending, request_timeout=self.timeout_s)
+            electing: dict[TopicPartition, OffsetSpec] = {}
+            for tp, future in futures.items():
+                try:
+                    info = self._result(future, what, passthrough=_LEADER_ELECTION_CODES)
+                except KafkaException as exc:
+                    error = kafka_error_of(exc)
+                    code = error.code() if error is not None else None
+                    if code in _LEADER_ELECTION_CODES and time.monotonic() < deadline:
+                        electing[tp] = spec
+                        continue
+                    if code in _LEADER_ELECTION_CODES:
+                        raise unavailable(what, self.config, error.str()) from None
+                    if code in _UNKNOWN_TOPIC_CODES:
+                        metadata = self._metadata("listing topics")
+                        raise self._unknown_topic(tp.topic, metadata) from None
+                    self._raise_if_denied(error, "DESCRIBE", tp.topic, what)
+                    raise
+                result[tp.topic][tp.partition] = int(info.offset)
+            if electing:  # a partition created or moved a moment ago: its leader is not known yet
+                log.debug("%s: %d partition(s) wait for their leader", what, len(electing))
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+            pending = electing
         return result
 
     def high_watermarks(
@@ -445,4 +470,14 @@ class KafkaAdmin:
 
 _UNKNOWN_TOPIC_CODES = frozenset(
     {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
+)
+# a partition created or moved a moment ago answers so until its leader is known (KIP-320 epochs)
+_LEADER_ELECTION_CODES = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+    }
 )

@@ -1,0 +1,39 @@
+"""A partition whose leader is still being elected (just created, or moving) is waited for.
+
+Apache Kafka answers ListOffsets for a partition created a moment ago with
+NOT_LEADER_OR_FOLLOWER until its leader is known; librdkafka hands that answer back as is. CI
+met it on real Kafka right after a growth. The development broker injects the same answer.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
+from airflow_samza_expand.kafka.config import client_config
+
+
+@pytest.fixture
+def admin(dev_broker):
+    return KafkaAdmin(client_config(dev_broker.bootstrap), timeout_s=5)
+
+
+@pytest.mark.parametrize("error", ["NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE"])
+def test_end_offsets_wait_while_a_leader_is_elected(dev_broker, admin, unique_topic, error):
+    topic = unique_topic("orders")
+    admin.ensure_topic(topic, 2)
+    dev_broker.faults.inject("ListOffsets", "error", error=error, times=2)
+    assert admin.high_watermarks({topic: [0, 1]}) == {topic: {0: 0, 1: 0}}
+    assert dev_broker.faults.hits("ListOffsets") == 2  # the answers really said so
+
+
+def test_end_offsets_give_up_retryably_when_no_leader_comes(dev_broker, admin, unique_topic):
+    topic = unique_topic("orders")
+    admin.ensure_topic(topic, 2)
+    dev_broker.faults.inject("ListOffsets", "error", error="NOT_LEADER_OR_FOLLOWER", times=None)
+    try:
+        with pytest.raises(KafkaUnavailableError, match="reading end offsets"):
+            admin.high_watermarks({topic: [0, 1]})
+    finally:
+        dev_broker.faults.clear()
+    assert admin.high_watermarks({topic: [0, 1]}) == {topic: {0: 0, 1: 0}}
