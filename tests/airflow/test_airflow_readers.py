@@ -203,8 +203,8 @@ def test_one_job_failing_does_not_undo_the_other(
 
 
 def test_multi_job_settings_fail_at_parse_time_naming_the_fix(tmp_path):
-    with pytest.raises(ValueError, match="not supported yet"):
-        multi_job_dag("all_jobs", "all", "orders", "b:9092", str(tmp_path))
+    with pytest.raises(ValueError, match="or jobs='all'"):  # jobs="all": test_airflow_all_jobs
+        multi_job_dag("all_jobs", "al", "orders", "b:9092", str(tmp_path))
     with pytest.raises(ValueError, match="has no application_args"):
         build_expansion_dag("no_args", jobs=["a", "b"], per_job={"a": {}}, topics=["orders"])
     with pytest.raises(TypeError, match=r"per_job\['a'\]: unknown setting\(s\) \['sprak_conf'\]"):
