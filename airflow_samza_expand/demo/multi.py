@@ -14,22 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from airflow_samza_expand.demo.jobs import (
-    LOCAL_SPARK_CONF,
     StreamJob,
     caught_up,
     committed_total,
     job_args,
     running_processors,
-    spark_env,
     stop_job,
     wait_for,
 )
 from airflow_samza_expand.demo.producer import KeyedProducer
-from airflow_samza_expand.demo.scenario import ScenarioConfig
+from airflow_samza_expand.demo.scenario import ScenarioConfig, dag_fields
 from airflow_samza_expand.demo.verify import Verification, verify
 
 
@@ -143,16 +141,8 @@ class MultiJobScenario:
             topics=[self.topic],
             factor=2,
             run_mode="continuous",
-            spark_conf=LOCAL_SPARK_CONF,
-            spark_env_vars={"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
-            producer_refresh_grace_s=self.cfg.grace_s,
-            barrier_timeout_s=600,
-            poll_interval_s=self.cfg.poll_s,
-            stop_timeout_s=300,
-            ack_timeout_s=600,
-            retries=1,
-            retry_delay=timedelta(seconds=2),
             log_dir=str(self.cfg.work_dir / "dag-logs"),
+            **dag_fields(self.cfg),
         )
 
     def expand(self) -> MultiOutcome:

@@ -6,50 +6,16 @@ grown once and each job restarted; no job found is a clear failure that changes 
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
 
 import pytest
 import test_airflow_ownership
 from airflow.sdk.exceptions import AirflowFailException
 from airflow_env import task_context, task_instance_xcom, task_states
 from test_airflow_ownership import _launches
-from test_airflow_readers import second_job
-
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from test_airflow_readers import assert_grown_once_and_each_on_v2, multi_job_dag, second_job
 
 pytestmark = pytest.mark.kafka
 fake_spark = test_airflow_ownership.fake_spark  # the fake spark-submit fixture
-
-
-def all_jobs_dag(dag_id: str, topic: str, bootstrap: str, log_dir: str, **extra):
-    def own(name: str) -> dict:  # called at run time, for the jobs found
-        return {
-            "application_args": stream_job_args(
-                job_name=name,
-                bootstrap_servers=bootstrap,
-                checkpoint_dir=f"{log_dir}/{name}/checkpoint",
-                output_topic=f"{topic}-{name}-out",
-            ),
-            "spark_conf": {"spark.app.owner": name},
-        }
-
-    return build_expansion_dag(
-        dag_id,
-        jobs="all",
-        per_job=own,
-        topics=[topic],
-        producer_refresh_grace_s=0.0,
-        barrier_timeout_s=120.0,
-        poll_interval_s=0.5,
-        stop_timeout_s=60.0,
-        ack_timeout_s=120.0,
-        check_partitioner=False,
-        retries=0,
-        retry_delay=timedelta(seconds=1),
-        log_dir=log_dir,
-        **extra,
-    )
 
 
 def test_jobs_all_finds_every_reader_at_run_time_grows_once_and_restarts_each(
@@ -57,7 +23,7 @@ def test_jobs_all_finds_every_reader_at_run_time_grows_once_and_restarts_each(
 ):
     j = job(2)
     other = second_job(j, f"{j.name}-b")
-    dag = all_jobs_dag(f"all_{j.name}", j.topic, kafka_bootstrap, str(tmp_path / "logs"))
+    dag = multi_job_dag(f"all_{j.name}", "all", j.topic, kafka_bootstrap, str(tmp_path / "logs"))
     run = run_dag(dag)
 
     states = task_states(run)
@@ -66,15 +32,7 @@ def test_jobs_all_finds_every_reader_at_run_time_grows_once_and_restarts_each(
     names = sorted([j.name, other])
     rows = task_instance_xcom(run, "jobs")
     assert [r["job_name"] for r in rows] == names
-    applied = []
-    for name in names:
-        with KafkaCoordinatorStore(j.config, name) as store:
-            assert [m.version for m in store.job_model_history()] == [1, 2]
-            assert store.latest_job_model().partition_counts() == {j.topic: 4}
-            (record,) = store.expansions()
-            assert record.status == "completed"
-            applied.append(record.results["expand"][j.topic]["applied"])
-    assert sorted(applied) == [False, True]  # one growth; the other job found it grown
+    assert_grown_once_and_each_on_v2(j, names)
     launched = _launches(fake_spark)
     assert sorted(a[a.index("--job-name") + 1] for a in launched) == names
     for name in names:
@@ -90,8 +48,8 @@ def test_jobs_all_without_a_managed_reader_fails_naming_the_fix(
 ):
     topic = unique_topic("orphan")
     admin.ensure_topic(topic, 2)
-    dag = all_jobs_dag(f"all_none_{topic}".replace("-", "_"), topic, kafka_bootstrap,
-                       str(tmp_path / "logs"))  # fmt: skip
+    dag_id = f"all_none_{topic}".replace("-", "_")
+    dag = multi_job_dag(dag_id, "all", topic, kafka_bootstrap, str(tmp_path / "logs"))
     run = run_dag(dag)
     assert str(run.state) == "failed"
     assert task_states(run)["jobs"] == "failed"
