@@ -263,16 +263,8 @@ class Scenario:
             factor=2,
             run_mode=self.cfg.run_mode,
             application_args=self.args(),
-            spark_conf=LOCAL_SPARK_CONF,
-            spark_env_vars={"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
-            producer_refresh_grace_s=self.cfg.grace_s,
-            barrier_timeout_s=600,
-            poll_interval_s=self.cfg.poll_s,
-            stop_timeout_s=300,
-            ack_timeout_s=600,
-            retries=1,
-            retry_delay=timedelta(seconds=2),
             log_dir=self.log_dir,
+            **dag_fields(self.cfg),
             **writer,
         )
 
@@ -430,6 +422,22 @@ class Scenario:
         if self.store is not None:
             self.store.close()
         self.admin.close()
+
+
+def dag_fields(cfg: ScenarioConfig) -> dict[str, Any]:
+    """The expansion DAG's settings of a local scenario: Spark on this interpreter, the
+    scenario's grace and poll interval, generous timeouts, one quick retry."""
+    return {
+        "spark_conf": LOCAL_SPARK_CONF,
+        "spark_env_vars": {"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
+        "producer_refresh_grace_s": cfg.grace_s,
+        "barrier_timeout_s": 600,
+        "poll_interval_s": cfg.poll_s,
+        "stop_timeout_s": 300,
+        "ack_timeout_s": 600,
+        "retries": 1,
+        "retry_delay": timedelta(seconds=2),
+    }
 
 
 def _diff(a: float | None, b: float | None) -> float | None:
