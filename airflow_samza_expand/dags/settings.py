@@ -17,8 +17,10 @@ from airflow.sdk import BaseOperator
 
 from airflow_samza_expand.airflow.operators.submit import normalise_run_mode
 from airflow_samza_expand.airflow.operators.write_model import WriteJobModelOperator
+from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
+from airflow_samza_expand.protocol.handover import WARM, normalise_handover
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S
 
 DEFAULT_APPLICATION = os.path.join(
@@ -68,9 +70,21 @@ class ExpansionSettings:
     retries: int = 2
     retry_delay: timedelta = field(default=timedelta(seconds=30))
     log_dir: str | None = None
+    # restart of a continuous job (protocol.handover): "warm" (a vN+1 standby takes over) or "cold"
+    handover: str = WARM
+    hot_standby: bool = False  # keep a second processor of vN+1 waiting for the lease (failover)
 
     def __post_init__(self) -> None:
         normalise_run_mode(self.run_mode)  # a clear error at parse time
+        try:
+            object.__setattr__(self, "handover", normalise_handover(self.handover))
+        except ExpansionError as exc:
+            raise ValueError(str(exc)) from None
+        if self.hot_standby and normalise_run_mode(self.run_mode) != "continuous":
+            raise ValueError(
+                "hot_standby=True needs run_mode='continuous' (an available-now run ends: "
+                "there is nothing to fail over from)"
+            )
         if isinstance(self.jobs, str):
             raise ValueError(
                 f"jobs={self.jobs!r}: name the jobs to expand together, e.g. "
@@ -126,6 +140,11 @@ class ExpansionSettings:
     @property
     def mode(self) -> str:
         return normalise_run_mode(self.run_mode)
+
+    @property
+    def warm_handover(self) -> bool:
+        """The restart is a handover to a standby launched early (continuous mode only)."""
+        return self.mode == "continuous" and self.handover == WARM
 
     def topic_list(self) -> list[str]:
         return [self.topics] if isinstance(self.topics, str) else list(self.topics)
