@@ -59,6 +59,9 @@ class ExpansionSettings:
     max_partitions: int | str = DEFAULT_MAX_PARTITIONS
     policy: GrowthPolicy | Mapping[str, Any] | None = None
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
+    # restart of a continuous job (protocol.handover): "warm" (a vN+1 standby takes over) or "cold"
+    handover: str = WARM
+    hot_standby: bool = False  # keep a second processor of vN+1 waiting for the lease (failover)
     other_jobs: str = "refuse"  # other managed jobs reading the topics: include/refuse/ignore
     managed_jobs: Sequence[str] | None = None  # the jobs to check (default: discovered)
     jobs: Sequence[str] | None = None  # expand these jobs in one run: one task group each
@@ -70,21 +73,9 @@ class ExpansionSettings:
     retries: int = 2
     retry_delay: timedelta = field(default=timedelta(seconds=30))
     log_dir: str | None = None
-    # restart of a continuous job (protocol.handover): "warm" (a vN+1 standby takes over) or "cold"
-    handover: str = WARM
-    hot_standby: bool = False  # keep a second processor of vN+1 waiting for the lease (failover)
 
     def __post_init__(self) -> None:
         normalise_run_mode(self.run_mode)  # a clear error at parse time
-        try:
-            object.__setattr__(self, "handover", normalise_handover(self.handover))
-        except ExpansionError as exc:
-            raise ValueError(str(exc)) from None
-        if self.hot_standby and normalise_run_mode(self.run_mode) != "continuous":
-            raise ValueError(
-                "hot_standby=True needs run_mode='continuous' (an available-now run ends: "
-                "there is nothing to fail over from)"
-            )
         if isinstance(self.jobs, str):
             raise ValueError(
                 f"jobs={self.jobs!r}: name the jobs to expand together, e.g. "
@@ -100,6 +91,15 @@ class ExpansionSettings:
             raise ValueError("topics is empty - name the input topic(s) to expand")
         if isinstance(self.policy, Mapping):  # InvalidPolicyError at parse time names the fix
             object.__setattr__(self, "policy", GrowthPolicy.from_dict(self.policy))
+        try:
+            object.__setattr__(self, "handover", normalise_handover(self.handover))
+        except ExpansionError as exc:
+            raise ValueError(str(exc)) from None
+        if self.hot_standby and normalise_run_mode(self.run_mode) != "continuous":
+            raise ValueError(
+                "hot_standby=True needs run_mode='continuous' (an available-now run ends: "
+                "there is nothing to fail over from)"
+            )
 
     @classmethod
     def of(cls, settings: ExpansionSettings | None, fields: Mapping[str, Any]) -> ExpansionSettings:
