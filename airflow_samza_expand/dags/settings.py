@@ -17,7 +17,6 @@ from airflow.sdk import BaseOperator
 
 from airflow_samza_expand.airflow.operators.submit import normalise_run_mode
 from airflow_samza_expand.airflow.operators.write_model import WriteJobModelOperator
-from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
 from airflow_samza_expand.protocol.handover import WARM, normalise_handover
@@ -91,10 +90,7 @@ class ExpansionSettings:
             raise ValueError("topics is empty - name the input topic(s) to expand")
         if isinstance(self.policy, Mapping):  # InvalidPolicyError at parse time names the fix
             object.__setattr__(self, "policy", GrowthPolicy.from_dict(self.policy))
-        try:
-            object.__setattr__(self, "handover", normalise_handover(self.handover))
-        except ExpansionError as exc:
-            raise ValueError(str(exc)) from None
+        object.__setattr__(self, "handover", normalise_handover(self.handover, error=ValueError))
         if self.hot_standby and normalise_run_mode(self.run_mode) != "continuous":
             raise ValueError(
                 "hot_standby=True needs run_mode='continuous' (an available-now run ends: "

@@ -39,11 +39,11 @@ HANDOVER_MODES = (WARM, COLD)
 LAUNCH_STEPS = ("standby", "submit", "hot_standby")
 
 
-def normalise_handover(value: Any) -> str:
-    """``warm`` or ``cold``; a clear error naming the values otherwise."""
+def normalise_handover(value: Any, *, error: type[Exception] = ExpansionError) -> str:
+    """``warm`` or ``cold``; a clear ``error`` naming the values otherwise."""
     mode = str(value).strip().lower()
     if mode not in HANDOVER_MODES:
-        raise ExpansionError(
+        raise error(
             f"handover={value!r} is not known - use 'warm' (start the new job model's processor "
             "as a standby before the old one stops: the job is down for the switch only) or "
             "'cold' (stop, then start: down for a whole Spark start)"

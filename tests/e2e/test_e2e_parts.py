@@ -144,4 +144,3 @@ def test_demo_without_java_says_how_to_install_it(tmp_path, capsys, monkeypatch)
     assert code == 2
     assert "error: no Java found" in err and "openjdk-17" in err
     assert not (tmp_path / "out").exists()
-
