@@ -4,8 +4,9 @@ One job (2 input partitions, steady keyed traffic) on one checkpoint, processors
 separate processes (`testing.processors.JobProcess`, local[2], own JVM each):
 
 * handover (x3): vN runs; a processor for vN+1 is started with ``--standby --job-model-version
-  N+1`` and warms up; then the expansion's order of steps: stop vN (it commits its last batch
-  and releases the lease), write vN+1; the standby takes the lease and starts its query.
+  N+1`` and warms up; then the expansion's order of steps: stop vN (it commits its last batch,
+  heartbeats ``stopped`` - where the DAG's stop step returns - and releases the lease), write
+  vN+1; the standby takes the lease and starts its query.
 * cold restart (x3): stop vN, write vN+1, then launch the vN+1 processor (today's restart).
 * failover (x3): an active and a hot standby (``--standby``) of the same version; SIGKILL the
   active's process group; the standby takes over when the lease (session) expires.
@@ -94,6 +95,7 @@ class Bench:
         self.v1 = self.store.write_job_model(JobModel.initial(self.name, {self.topic: 2}))
         self.traffic = Traffic(bootstrap, self.topic, rate)
         self.procs: list[JobProcess] = []
+        self.stopped: list[JobProcess] = []
         self.count = 0
 
     def start(self, *extra: str) -> JobProcess:
@@ -125,10 +127,22 @@ class Bench:
         return dataclasses.replace(self.v1, version=latest.version + 1)
 
     def stop(self, proc: JobProcess, version: int) -> None:
+        """As the DAG's stop step (`protocol.waits.stop_poll`): request the stop and return at
+        the processor's ``stopped`` heartbeat - sent after its last committed batch, just before
+        it releases the lease - not at its process exit (checked at the end, `check_exits`)."""
         self.store.request_stop(version, "benchmark")
-        code = proc.wait(WAIT_S)
-        if code != 0:
-            raise RuntimeError(f"{proc.name} exited {code}:\n{proc.tail()}")
+        proc.expect_running = False
+        self.stopped.append(proc)
+        wait_for(f"{proc.name} stopped", lambda: self.state(proc)[0] in ("stopped", "failed"))
+        if self.state(proc)[0] == "failed":
+            raise RuntimeError(f"{proc.name} failed:\n{proc.tail()}")
+
+    def check_exits(self) -> None:
+        """Every processor stopped by a stop request exited 0."""
+        for proc in self.stopped:
+            code = proc.wait(WAIT_S)
+            if code != 0:
+                raise RuntimeError(f"{proc.name} exited {code}:\n{proc.tail()}")
 
     def handover(self, active: JobProcess) -> tuple[float, JobProcess]:
         nxt = self.next_version()
@@ -214,6 +228,7 @@ def run(bootstrap: str, work: Path, ttl_s: float, rate: float, rounds: int) -> d
             wait_for("the last records to be committed", done)
         finally:
             admin.close()
+        bench.check_exits()
         exact = check_exact(bench)
         say(f"outputs exact: {exact} ({sum(bench.traffic.seqs.values())} records)")
         say(f"all figures: {json.dumps(figures)}")

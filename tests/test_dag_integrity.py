@@ -19,6 +19,7 @@ import pytest  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 DAGS_DIR = REPO / "dags"
 CHAIN = ["plan", "expand", "barrier", "stop_job", "write_job_model", "submit", "ack", "report"]
+STANDBY_TASKS = ("submit_standby", "hot_standby")  # branches beside the chain (handover)
 EXPECTED = {
     "samza_expand": CHAIN,
     "samza_expand_on_partition_change": CHAIN,
@@ -40,7 +41,7 @@ def _downstream_chain(dag) -> list[str]:
     order, task = [], roots[0]
     while True:
         order.append(task.task_id)
-        nxt = task.downstream_list
+        nxt = [t for t in task.downstream_list if t.task_id not in STANDBY_TASKS]
         if not nxt:
             return order
         assert len(nxt) == 1, f"{task.task_id} fans out to {[t.task_id for t in nxt]}"
@@ -89,6 +90,11 @@ def test_dag_file_import_time_is_measured(path: Path) -> None:
 def test_dags_are_the_expansion_chain(dagbag, dag_id: str) -> None:
     dag = dagbag.dags[dag_id]
     assert _downstream_chain(dag) == EXPECTED[dag_id]
+    # the default restart is the handover: the vN+1 standby starts during the grace, before
+    # the stop (protocol.handover)
+    standby = dag.task_dict["submit_standby"]
+    assert standby.upstream_task_ids == {"expand"}
+    assert standby.downstream_task_ids == {"stop_job"}
     assert dag.max_active_runs == 1
     tasks = dag.task_dict
     # The spark-submit of a continuous job must not be retried (a second launch = two jobs);
@@ -231,7 +237,7 @@ def test_multi_topic_expand_and_task_group() -> None:
             ),
         )
     assert group.group_id == "grow"
-    assert {f"grow.{step}" for step in CHAIN} == set(outer.task_ids)
+    assert {f"grow.{step}" for step in (*CHAIN, "submit_standby")} == set(outer.task_ids)
     # XCom pulls name the grouped task ids.
     assert "grow.plan" in outer.task_dict["grow.barrier"].expansion_id
 

@@ -6,6 +6,12 @@ TaskGroup for a DAG of your own::
     plan -> expand -> ordering barrier -> stop job -> write job model vN+1
          -> submit restarted job (SparkSubmitOperator) -> wait for acknowledgement -> report
 
+Restart (``handover``, `dags.standby`): ``"warm"`` (default, continuous mode) also launches
+the vN+1 processor as a standby right after the expansion (``submit_standby``, in parallel
+with the barrier's producer grace); vN releases the job's active lease after its last
+committed batch, the standby takes it once vN+1 is written, and ``submit`` launches nothing.
+``"cold"``: stop, then start. ``hot_standby=True`` keeps a second vN+1 processor waiting.
+
 Run modes of the stateful job (``run_mode``):
 
 * ``"continuous"``: the job runs all the time. The barrier waits for the running job to drain
@@ -48,6 +54,7 @@ from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperato
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
 from airflow_samza_expand.dags.all_jobs import ALL_JOBS, add_all_jobs, is_mapped
 from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION, ExpansionSettings
+from airflow_samza_expand.dags.standby import standby_tasks
 
 DEFAULT_DESCRIPTION = (
     "Expand the Kafka input topics of a live stateful job (SEP-5 mapping + ordering barrier)"
@@ -212,7 +219,8 @@ def _add_chain(
     stop = StopStatefulJobOperator(
         task_id="stop_job",
         reason="partition expansion " + expansion_id,
-        poll_interval_s=min(s.poll_interval_s, 5.0),
+        # a handover: vN's stopped heartbeat is the standby's cue, so look often
+        poll_interval_s=min(s.poll_interval_s, 1.0 if s.warm_handover else 5.0),
         stop_timeout_s=s.stop_timeout_s,
         **owned,
         **retrying,
@@ -259,6 +267,7 @@ def _add_chain(
         retry_delay=s.retry_delay,
     )
     chain(plan, expand_tasks, *pre_barrier, barrier, stop, write, submit, ack, report)
+    standby_tasks(s, expand_tasks, stop, submit, report, spark, owned, application_args)
     return plan, expand_tasks, report
 
 

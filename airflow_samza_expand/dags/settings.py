@@ -19,6 +19,7 @@ from airflow_samza_expand.airflow.operators.submit import normalise_run_mode
 from airflow_samza_expand.airflow.operators.write_model import WriteJobModelOperator
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
+from airflow_samza_expand.protocol.handover import WARM, normalise_handover
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S
 
 DEFAULT_APPLICATION = os.path.join(
@@ -57,6 +58,9 @@ class ExpansionSettings:
     max_partitions: int | str = DEFAULT_MAX_PARTITIONS
     policy: GrowthPolicy | Mapping[str, Any] | None = None
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
+    # restart of a continuous job (protocol.handover): "warm" (a vN+1 standby takes over) or "cold"
+    handover: str = WARM
+    hot_standby: bool = False  # keep a second processor of vN+1 waiting for the lease (failover)
     other_jobs: str = "refuse"  # other managed jobs reading the topics: include/refuse/ignore
     managed_jobs: Sequence[str] | None = None  # the jobs to check (default: discovered)
     # expand these jobs in one run: one task group each; "all": every managed job reading the
@@ -88,6 +92,12 @@ class ExpansionSettings:
             raise ValueError("topics is empty - name the input topic(s) to expand")
         if isinstance(self.policy, Mapping):  # InvalidPolicyError at parse time names the fix
             object.__setattr__(self, "policy", GrowthPolicy.from_dict(self.policy))
+        object.__setattr__(self, "handover", normalise_handover(self.handover, error=ValueError))
+        if self.hot_standby and normalise_run_mode(self.run_mode) != "continuous":
+            raise ValueError(
+                "hot_standby=True needs run_mode='continuous' (an available-now run ends: "
+                "there is nothing to fail over from)"
+            )
 
     @classmethod
     def of(cls, settings: ExpansionSettings | None, fields: Mapping[str, Any]) -> ExpansionSettings:
@@ -128,6 +138,11 @@ class ExpansionSettings:
     @property
     def mode(self) -> str:
         return normalise_run_mode(self.run_mode)
+
+    @property
+    def warm_handover(self) -> bool:
+        """The restart is a handover to a standby launched early (continuous mode only)."""
+        return self.mode == "continuous" and self.handover == WARM
 
     def topic_list(self) -> list[str]:
         return [self.topics] if isinstance(self.topics, str) else list(self.topics)

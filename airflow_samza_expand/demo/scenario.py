@@ -63,6 +63,7 @@ class ExpansionOutcome:
     tasks: dict[str, str]
     probe: dict[str, float | None]
     wall_s: float
+    handover: bool = False  # the vN+1 standby took over (the submit step launched nothing)
 
 
 class Probe(threading.Thread):
@@ -297,7 +298,8 @@ class Scenario:
             run = self.run_dag(dag, logical_date=when, run_after=when)
             states = self.task_states(run)
             summary = self.xcom(run, "report")
-            self._follow_restarted_job(self.xcom(run, "submit"))
+            submit = self.xcom(run, "submit")
+            self._follow_restarted_job(self._launched(run, submit))
             # Let the probe see the restarted job's first commit.
             if self.cfg.run_mode == "continuous" and str(run.state) == "success":
                 wait_for("the first committed batch after the restart",
@@ -316,12 +318,22 @@ class Scenario:
                 "barrier_reached_at": probe.barrier_reached_at,
             },
             wall_s=time.monotonic() - started,
+            handover=states.get("submit_standby") == "success"
+            and bool((submit or {}).get("already_running")),
         )
         if t_expand is not None and summary is not None:
             outcome.probe["drain_s"] = _drain_s(summary, probe.barrier_reached_at, self.store,
                                                 expansion_id)  # fmt: skip
         self.outcomes.append(outcome)
         return outcome
+
+    def _launched(self, run: Any, submit: Any) -> Any:
+        """The restarted job's launch: the submit step's, or (a handover) the vN+1 standby's."""
+        if isinstance(submit, dict) and "pgid" in submit:
+            return submit
+        standby = self.xcom(run, "submit_standby")
+        launches = (standby or {}).get("launches") if isinstance(standby, dict) else None
+        return launches[0] if launches else submit
 
     def _follow_restarted_job(self, submit: Any) -> None:
         """The job is now the one the DAG's submit step launched (a detached launch names its
@@ -349,7 +361,7 @@ class Scenario:
             if frozen is not None:
                 os.killpg(frozen, signal.SIGCONT)
         self.interrupted_states = self.task_states(run)
-        self._follow_restarted_job(self.xcom(run, "submit"))
+        self._follow_restarted_job(self._launched(run, self.xcom(run, "submit")))
         self.log(f"interrupted run (stopped after {stop_after}): {self.interrupted_states}")
 
     # -- the end -------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from airflow_samza_expand.core.errors import (
     InvalidGrowthError,
 )
 from airflow_samza_expand.core.lease import Lease
-from airflow_samza_expand.core.liveness import is_alive
+from airflow_samza_expand.core.liveness import is_alive, standbys
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import plan_expansion
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
@@ -234,22 +234,38 @@ def before_submit(
     is_running: Any = None,
 ) -> SubmitDecision:
     """Whether to launch: a continuous job that already runs the newest model (a fresh
-    heartbeat, or the launch of an earlier try still alive per ``is_running(handle)``) is not
-    launched twice. Clears a stop request left for the version about to start."""
+    heartbeat, a live standby of it, or the launch of an earlier try or of the handover's
+    standby still alive per ``is_running(handle)``) is not launched twice. Clears a stop
+    request left for the version about to start."""
     latest = store.latest_job_model()
     version = latest.version if latest is not None else None
+    processors = store.processors()
     running = sorted(
         pid
-        for pid, p in store.processors().items()
+        for pid, p in processors.items()
         if p.get("job_model_version") == version
         and p.get("state") in ("starting", "running")
         and is_alive(p)
     )
+    # A live standby of the new model (the handover's, `protocol.handover`) takes over itself.
+    running += [
+        f"{pid} (standby)"
+        for pid in standbys(processors)
+        if processors[pid].get("job_model_version") == version
+    ]
     earlier: dict[str, Any] = {}
+    launched: list[Any] = []
     if expansion_id:
-        earlier = dict(records.require(store, expansion_id).results.get("submit") or {})
+        results = records.require(store, expansion_id).results
+        earlier = dict(results.get("submit") or {})
+        launched = list((results.get("standby") or {}).get("launches") or ())
     if earlier.get("detached") and is_running is not None and is_running(earlier):
         running.append(f"pid {earlier['pid']} (launched by an earlier try)")
+    running += [
+        f"pid {h['pid']} (standby launched by the handover)"
+        for h in launched
+        if is_running is not None and isinstance(h, dict) and "pid" in h and is_running(h)
+    ]
     if running and continuous:
         return SubmitDecision(
             False,

@@ -209,10 +209,8 @@ class StreamJob:
             )
 
     def start_query(self) -> Any:
-        from pyspark.sql.streaming.state import GroupStateTimeout
-
         from airflow_samza_expand.spark.source import SamzaKafkaDataSource
-        from airflow_samza_expand.spark.state import OUTPUT_SCHEMA, STATE_SCHEMA, StatefulFunction
+        from airflow_samza_expand.spark.warmup import stateful_outputs
 
         assert self.model is not None
         spark = self._spark()
@@ -227,18 +225,7 @@ class StreamJob:
             **self.kafka_options,
         }
         records = spark.readStream.format(SamzaKafkaDataSource.name()).options(**options).load()
-        buckets = self.args.state_buckets
-        if buckets:
-            from pyspark.sql import functions as F
-
-            records = records.withColumn("bucket", F.pmod(F.xxhash64("key"), F.lit(buckets)))
-        outputs = records.groupBy("task", "bucket" if buckets else "key").applyInPandasWithState(
-            StatefulFunction(self.args.processor, buckets),
-            OUTPUT_SCHEMA,
-            STATE_SCHEMA,
-            "Update",
-            GroupStateTimeout.NoTimeout,
-        )
+        outputs = stateful_outputs(records, self.args.processor, self.args.state_buckets)
         return (
             outputs.writeStream.foreachBatch(self.on_batch)
             .outputMode("update")
@@ -280,7 +267,10 @@ class StreamJob:
             if self.life.use_lease:
                 self.life.join()
                 if args.standby:
+                    from airflow_samza_expand.spark.warmup import warm_up_pipeline
+
                     took = warm_up(self._spark(), args.processor)
+                    took += warm_up_pipeline(self._spark(), args.processor, args.state_buckets)
                     log.info("standby %s warmed up in %.1f s", self.processor_id, took)
         return self.life.wait_to_process(args.job_model_version or 1)
 

@@ -174,14 +174,16 @@ class Lifecycle:
         announced: tuple[str, int] | None = None
         next_beat = 0.0
         while True:
+            # A stop first: a standby of vN that gets the lease as vN stops (a hot standby,
+            # beside the handover's vN+1 one) must not start on vN; it ends instead.
+            if self.check_stop():
+                return None
             active = not self.use_lease or self.lease.is_active()
             model = self.store.latest_job_model() if active else None
             if model is not None and model.version >= min_version:
                 self.version = model.version
                 self.epoch = self.lease.epoch if self.use_lease else 0
                 return model
-            if self.check_stop():
-                return None
             why = ("version", min_version) if active else ("lease", 0)
             if why != announced:
                 announced = why

@@ -1,7 +1,8 @@
 """A stand-in for ``spark-submit`` in the factory-DAG tests of the Airflow surface (the real
 job runs in tests/e2e): it records each launch (one JSON line in ``$FAKE_SPARK_LAUNCHES``) and
 plays the shipped job's coordinator protocol - heartbeat ``running`` on the newest job model
-until a stop request for that version (or ``$FAKE_SPARK_RUN_S``), then ``stopped``.
+until a stop request for that version (or ``$FAKE_SPARK_RUN_S``), then ``stopped``; with
+``--standby --job-model-version N`` it first heartbeats ``standby`` until job model vN exists.
 
 The test writes an executable ``spark-submit`` that runs this file with the test's Python.
 """
@@ -30,8 +31,13 @@ def main(argv: list[str]) -> int:
 
     store = open_store(_arg(argv, "--coordinator", "kafka"), job, client_config(bootstrap))
     deadline = time.monotonic() + float(os.environ.get("FAKE_SPARK_RUN_S", "120"))
-    version = store.latest_job_model().version
     pid = f"fake-{os.getpid()}"
+    wanted = int(_arg(argv, "--job-model-version", "0") or 0)
+    if "--standby" in argv:  # a standby: waits (heartbeating standby) for its job model
+        while time.monotonic() < deadline and store.latest_job_model().version < wanted:
+            store.heartbeat(pid, wanted, "standby", role="standby", ttl_s=30)
+            time.sleep(0.5)
+    version = store.latest_job_model().version
     try:
         while time.monotonic() < deadline:
             store.heartbeat(pid, version, "running")

@@ -43,6 +43,9 @@ def test_expansion_keeps_exact_counts_and_order_under_live_traffic(scenario, run
     report = outcomes[-1].summary
     assert report["counts_before"] == {s.topic: 4} and report["counts_after"] == {s.topic: 8}
     assert report["job_model_history"] == [1, 2, 3]
+    # continuous: the default restart is the handover to the vN+1 standby launched during the
+    # grace (rule 1.7; the submit step launched nothing); available-now restarts cold
+    assert [o.handover for o in outcomes] == [run_mode == "continuous"] * 2, outcomes
 
 
 def test_naive_group_by_partition_writer_fails_the_check(scenario) -> None:

@@ -73,6 +73,16 @@ def test_a_stop_for_its_version_ends_the_standby(lives):
     assert out == {"value": None}
 
 
+def test_a_standby_that_gets_the_lease_of_a_stopping_version_does_not_start(lives):
+    active = lives("active", 1)
+    assert active.wait_to_process(1) is not None
+    hot = lives("hot", 1)  # a hot standby of v1 (the handover's v2 standby waits beside it)
+    lives.store.request_stop(1, "expansion")
+    active.release()  # v1's last batch is committed: the lease moves on
+    assert hot.lease.wait_until_active(timeout_s=WAIT_S)
+    assert hot.wait_to_process(1) is None  # not v1: a stop for v1 is pending
+
+
 def test_guard_raises_once_the_lease_is_lost(lives):
     first = lives("first", 1)
     assert first.wait_to_process(1) is not None

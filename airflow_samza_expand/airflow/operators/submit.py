@@ -136,6 +136,7 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
         "expansion_id",
     )
     ui_color = "#ffe5b4"
+    keeps_books = True  # the submit step's books (`protocol.restart`); a standby keeps its own
 
     def __init__(
         self,
@@ -211,7 +212,12 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
             "deploy_mode": deploy_mode,
             "conf": redact_conf(conf, is_secret_conf_key),
         }
-        books = _Books(self.job_name, self.expansion_id, self.coordinator, self.kafka_config_id)
+        books = _Books(
+            self.job_name if self.keeps_books else None,
+            self.expansion_id,
+            self.coordinator,
+            self.kafka_config_id,
+        )
         skip = books.before(context, mode)
         if skip is not None:
             return redact_doc({**base, **skip}, secrets)

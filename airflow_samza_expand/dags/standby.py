@@ -1,0 +1,51 @@
+"""The standby tasks of the expansion chain (`protocol.handover`): ``submit_standby`` (the
+handover's vN+1 standby, launched right after the expansion, before the stop) and
+``hot_standby`` (a second vN+1 processor kept for failover, after the submit step)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+from airflow_samza_expand.airflow.operators.standby import LaunchStandbyOperator
+from airflow_samza_expand.dags.settings import ExpansionSettings
+
+
+def standby_tasks(
+    s: ExpansionSettings,
+    expand_tasks: Sequence[BaseOperator],
+    stop: BaseOperator,
+    submit: BaseOperator,
+    report: BaseOperator,
+    spark: Mapping[str, Any],
+    owned: Mapping[str, Any],
+    application_args: Sequence[str],
+) -> list[BaseOperator]:
+    """Add the standby tasks the settings ask for; return them."""
+    common = {
+        "application_args": list(application_args),
+        "log_dir": s.log_dir,
+        "retries": s.retries,
+        "retry_delay": s.retry_delay,
+        **spark,
+        **owned,
+    }
+    added: list[BaseOperator] = []
+    if s.warm_handover:
+        standby = LaunchStandbyOperator(task_id="submit_standby", step="standby", **common)
+        for task in expand_tasks:
+            task >> standby
+        standby >> stop  # the standby exists before vN stops: vN hands the lease over to it
+        added.append(standby)
+    if s.hot_standby:
+        hot = LaunchStandbyOperator(
+            task_id="hot_standby", step="hot_standby", processors=2, **common
+        )
+        submit >> hot >> report
+        added.append(hot)
+    return added
+
+
+__all__ = ["standby_tasks"]

@@ -1,0 +1,92 @@
+"""The handover restart through real Airflow (``dag.test()``) on real Kafka (rule 1.7): with
+``handover="warm"`` (the default) the factory launches the vN+1 processor as a standby right
+after the expansion, before vN is stopped, and the submit step launches nothing; ``"cold"``
+launches after the write; ``hot_standby=True`` adds a second vN+1 processor. The job is
+`fake_spark_submit.py` (it plays ``--standby --job-model-version N``); tests/e2e run the real one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import test_airflow_ownership as ownership
+from airflow_env import task_instance_xcom, task_states
+from race_dags import build
+
+from airflow_samza_expand.core.liveness import acknowledging
+from airflow_samza_expand.dags import build_expansion_dag
+
+pytestmark = pytest.mark.kafka
+HERE, _launches, _spec, _wait_for = (
+    ownership.HERE,
+    ownership._launches,
+    ownership._spec,
+    ownership._wait_for,
+)
+fake_spark = ownership.fake_spark  # the fake spark-submit on PATH (fixture)
+
+
+def _start_v1(j, tmp_path, kafka_bootstrap) -> subprocess.Popen:
+    """vN = a fake job process running job model v1 (it stops on the stop request)."""
+    args = ["--job-name", j.name, "--bootstrap-servers", kafka_bootstrap, "--coordinator", "kafka"]
+    proc = subprocess.Popen([sys.executable, str(HERE / "fake_spark_submit.py"), *args],
+                            env=dict(os.environ), cwd=tmp_path)  # fmt: skip
+    _wait_for(lambda: j.store.refresh() or acknowledging(j.store.processors(), 1), "v1 running")
+    return proc
+
+
+def test_warm_handover_starts_the_standby_before_the_stop_and_submit_launches_nothing(
+    job, fake_spark, tmp_path, kafka_bootstrap, run_dag
+):
+    j = job(2)
+    v1 = _start_v1(j, tmp_path, kafka_bootstrap)
+    try:
+        dag = build(**_spec(j, tmp_path, kafka_bootstrap, f"warm_{j.name}", hot_standby=True))
+        run = run_dag(dag)
+    finally:
+        v1.wait(60)
+    states = task_states(run)
+    assert str(run.state) == "success", states
+    assert states["submit_standby"] == states["hot_standby"] == "success"
+    launched = [a for a in _launches(fake_spark) if "--job-model-version" in a]
+    assert len(launched) == 2, launched  # the handover's standby + the hot standby, no submit
+    for argv in launched:
+        assert argv[-3:] == ["--standby", "--job-model-version", "2"], argv
+    submit = task_instance_xcom(run, "submit")
+    assert submit["already_running"], submit  # the standby of v2 takes over: no second launch
+    record = j.store.get_expansion(task_instance_xcom(run, "plan")["expansion_id"])
+    # the standby was launched while v1 still ran: before the stop step ended
+    assert record.steps["standby"].ended_at <= record.steps["stop"].ended_at
+    assert len(record.results["standby"]["launches"]) == 1
+    assert len(record.results["hot_standby"]["launches"]) == 1
+    assert task_instance_xcom(run, "ack")["running"]
+
+
+def test_cold_restart_launches_after_the_write(job, fake_spark, tmp_path, kafka_bootstrap, run_dag):
+    j = job(2)
+    run = run_dag(build(**_spec(j, tmp_path, kafka_bootstrap, f"cold_{j.name}", handover="cold")))
+    assert str(run.state) == "success", task_states(run)
+    assert "submit_standby" not in task_states(run)
+    (argv,) = _launches(fake_spark)
+    assert "--standby" not in argv
+    assert task_instance_xcom(run, "submit")["detached"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"handover": "hot"}, "handover='hot' is not known - use 'warm'"),
+        ({"hot_standby": True, "run_mode": "available-now"}, "hot_standby=True needs"),
+    ],
+)
+def test_bad_restart_settings_are_refused_at_parse_time(fields, message):
+    with pytest.raises(ValueError, match=message):
+        build_expansion_dag("bad", job_name="j", topics="t", application_args=["-x"], **fields)
+
+
+def test_available_now_restart_is_cold():
+    dag = build_expansion_dag("an", job_name="j", topics="t", run_mode="available-now")
+    assert "submit_standby" not in dag.task_ids

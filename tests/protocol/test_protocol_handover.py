@@ -1,0 +1,89 @@
+"""The handover restart (rule 1.7) in the protocol: the vN+1 standby is launched once, and the
+submit step launches nothing while a live standby of vN+1 exists (it takes over itself)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand.core.errors import ExpansionError
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
+from airflow_samza_expand.protocol import handover
+from airflow_samza_expand.protocol.restart import before_submit
+from airflow_samza_expand.store.files import FileCoordinatorStore
+
+JOB = "orders-counter"
+EXPANSION = "orders-counter~orders.2-4"
+DEAD_TTL_S = 0.001
+
+
+@pytest.fixture
+def store(tmp_path):
+    made = FileCoordinatorStore(str(tmp_path), JOB)
+    made.write_job_model(JobModel.initial(JOB, {"orders": 2}))
+    stamp = now_iso()
+    record = ExpansionRecord(
+        expansion_id=EXPANSION, job_name=JOB, base_version=1, target_version=2,
+        plan={"counts_before": {"orders": 2}, "counts_after": {"orders": 4}},
+        status=ExpansionStatus.EXPANDED, owner="test", created_at=stamp, updated_at=stamp,
+    )  # fmt: skip
+    made.put_expansion(record, expected_revision=0)
+    return made
+
+
+def test_handover_mode_is_validated():
+    assert handover.normalise_handover(" Warm ") == "warm"
+    assert handover.normalise_handover("cold") == "cold"
+    with pytest.raises(ExpansionError, match="'warm'.*'cold'"):
+        handover.normalise_handover("hot")
+
+
+def test_standby_args_name_the_new_version_once():
+    args = ["--job-name", JOB, "--standby", "--job-model-version", "1", "--trigger", "x"]
+    assert handover.standby_args(args, 2) == [
+        "--job-name", JOB, "--trigger", "x", "--standby", "--job-model-version", "2",
+    ]  # fmt: skip
+
+
+def test_standby_is_launched_once_for_the_new_version(store):
+    first = handover.before_standby(store, EXPANSION)
+    assert first.launch == 1 and first.version == 2
+    # a standby of the OLD model (a hot standby of v1) does not count for v2
+    store.heartbeat("v1-standby", 1, "standby", role="standby", ttl_s=30)
+    assert handover.before_standby(store, EXPANSION).launch == 1
+    # a launch of an earlier try that runs but does not heartbeat yet (JVM start) counts
+    handle = {"detached": True, "pid": 4242, "pgid": 4242}
+    handover.record_launches(store, EXPANSION, "standby", [handle], None)
+    running = handover.before_standby(store, EXPANSION, is_running=lambda h: h["pid"] == 4242)
+    assert running.launch == 0
+    assert handover.before_standby(store, EXPANSION, is_running=lambda h: False).launch == 1
+    store.heartbeat("v2-standby", 2, "standby", role="standby", ttl_s=30)
+    assert handover.before_standby(store, EXPANSION).launch == 0
+    # a hot standby wants a second processor of v2
+    hot = handover.before_standby(store, EXPANSION, processors=2)
+    assert hot.launch == 1 and hot.live == ["v2-standby"]
+
+
+def test_a_dead_standby_is_replaced(store):
+    store.heartbeat("v2-standby", 2, "standby", role="standby", ttl_s=DEAD_TTL_S)
+    assert handover.before_standby(store, EXPANSION).launch == 1
+
+
+def test_submit_launches_nothing_while_a_live_standby_of_the_new_model_exists(store):
+    store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
+    assert store.latest_job_model().version == 2
+    assert before_submit(store, EXPANSION, continuous=True).launch  # nobody for v2 yet
+    store.heartbeat("v2-standby", 2, "standby", role="standby", ttl_s=30)
+    decision = before_submit(store, EXPANSION, continuous=True)
+    assert not decision.launch and decision.running == ["v2-standby (standby)"]
+
+
+def test_submit_counts_the_handover_standby_launch_still_starting(store):
+    store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
+    handle = {"detached": True, "pid": 4242, "pgid": 4242}
+    handover.record_launches(store, EXPANSION, "standby", [handle], None)
+    assert not before_submit(store, EXPANSION, continuous=True, is_running=lambda h: True).launch
+    assert before_submit(store, EXPANSION, continuous=True, is_running=lambda h: False).launch
