@@ -21,11 +21,14 @@ def standby_tasks(
     report: BaseOperator,
     spark: Mapping[str, Any],
     owned: Mapping[str, Any],
-    application_args: Sequence[str],
+    application_args: Sequence[str] | Any,
 ) -> list[BaseOperator]:
-    """Add the standby tasks the settings ask for; return them."""
+    """Add the standby tasks the settings ask for; return them.
+
+    ``application_args``: a list, or (``jobs="all"``) the mapped group's argument as it is.
+    """
     common = {
-        "application_args": list(application_args),
+        "application_args": application_args,
         "log_dir": s.log_dir,
         "retries": s.retries,
         "retry_delay": s.retry_delay,
