@@ -50,6 +50,8 @@ class ScenarioConfig:
     grace_s: float = 4.0  # producer refresh grace of the barrier (>= refresh + delivery)
     poll_s: float = 1.0  # sensor poll interval
     naive: bool = False  # write job models with plain GroupByPartition (must fail the check)
+    on_stale_placement: str = "warn"  # rule 1.5: "fail" fails the report on an order at risk
+    stale_quiet_s: float | None = None  # rule 1.5 quiet window (None: min(30 s, grace))
     master: str = "local[2]"
     name: str = field(default_factory=lambda: f"demo-{uuid.uuid4().hex[:8]}")
 
@@ -273,6 +275,8 @@ class Scenario:
             retries=1,
             retry_delay=timedelta(seconds=2),
             log_dir=self.log_dir,
+            on_stale_placement=self.cfg.on_stale_placement,
+            stale_quiet_s=self.cfg.stale_quiet_s,
             **writer,
         )
 
