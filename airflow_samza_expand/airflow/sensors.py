@@ -64,6 +64,7 @@ class _WaitSensor(KafkaClients, BaseSensorOperator):
         )
 
     def poke(self, context: Any) -> PokeReturnValue | bool:
+        polled_at = time.time()  # time out only after a poll that began past the deadline
         try:
             with protocol_outcomes():
                 progress = self._trigger.poll(self.admin, self.store if self.job_name else None)
@@ -79,7 +80,7 @@ class _WaitSensor(KafkaClients, BaseSensorOperator):
         if progress is not None:
             self.log.info("%s", progress.message)
         deadline = self._trigger.deadline
-        if deadline is not None and time.time() >= deadline:
+        if deadline is not None and polled_at >= deadline:
             self.on_event(context, self._trigger.timeout_event(progress))
         return False
 

@@ -79,6 +79,7 @@ class PollingTrigger(BaseTrigger):
             reconnect = Reconnect()
             while True:
                 progress: Poll | None = None
+                polled_at = time.time()  # time out only after a poll that began past the deadline
                 try:
                     progress = await asyncio.to_thread(self.poll, admin, store)
                     reconnect.ok()
@@ -97,12 +98,14 @@ class PollingTrigger(BaseTrigger):
                         return
                 elif progress is not None:
                     self.log.info("%s", progress.message)
-                if self.deadline is not None and time.time() >= self.deadline:
+                if self.deadline is not None and polled_at >= self.deadline:
                     yield TriggerEvent(self.timeout_event(progress))
                     return
                 pause = self.poll_interval_s
                 if progress is not None and progress.sleep_s is not None:
                     pause = max(min(pause, progress.sleep_s), 0.0)
+                if self.deadline is not None:  # look once more right at the deadline
+                    pause = min(pause, max(self.deadline - time.time(), 0.0))
                 await asyncio.sleep(pause)
         except ExpansionError as exc:
             yield TriggerEvent({"status": "refused", "error": f"{type(exc).__name__}: {exc}"})

@@ -32,7 +32,7 @@ from airflow_samza_expand.core.expansion import (
     DefaultPartitionExpansionAlgorithm,
     PartitionExpansionAlgorithm,
 )
-from airflow_samza_expand.core.model import SystemStreamPartition
+from airflow_samza_expand.core.ssp import SystemStreamPartition
 
 SSP = SystemStreamPartition
 Groups = dict[str, frozenset[SystemStreamPartition]]

@@ -1,4 +1,4 @@
-"""System stream partitions and the versioned job model (SSP -> task mapping) with its JSON codec.
+"""The versioned job model (SSP -> task mapping) with its JSON codec.
 
 JSON layout of a job model (``to_json`` writes it with sorted keys and compact separators, so
 ``JobModel.from_json(text).to_json() == text`` for every text that ``to_json`` wrote)::
@@ -28,14 +28,27 @@ Broadcast SSPs are listed once under ``"broadcast"``, not under each task.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from airflow_samza_expand.core.clock import now_iso as utc_now_iso  # kept importable here
 from airflow_samza_expand.core.errors import InvalidJobModelError
+from airflow_samza_expand.core.groupers import grouper_by_name
+from airflow_samza_expand.core.ssp import (
+    StreamPartitionCounts,
+    SystemStreamPartition,
+    bad_field,
+    decode_ssp,
+    decode_streams,
+    mapping_from_groups,
+    no_duplicate_keys,
+    pretty_json,
+    require_positive_int,
+    require_str,
+    require_timestamp,
+)
 
 FORMAT_VERSION = 1
 DEFAULT_SYSTEM = "kafka"
@@ -45,7 +58,6 @@ DEFAULT_EXPANSION_ALGORITHM = (
     "airflow_samza_expand.core.expansion.DefaultPartitionExpansionAlgorithm"
 )
 
-_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
 _TOP_LEVEL_FIELDS = frozenset(
     {
         "broadcast",
@@ -60,53 +72,6 @@ _TOP_LEVEL_FIELDS = frozenset(
         "version",
     }
 )
-_STREAM_FIELDS = frozenset({"system", "stream", "current", "initial"})
-
-
-@dataclass(frozen=True, order=True, slots=True)
-class SystemStreamPartition:
-    """One partition of one stream of one system, e.g. ``[kafka, orders, 3]``."""
-
-    system: str
-    stream: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"[{self.system}, {self.stream}, {self.partition}]"
-
-
-@dataclass(frozen=True, order=True)
-class StreamPartitionCounts:
-    """A stream's partition count now (``current``) and when the job first ran (``initial``)."""
-
-    system: str
-    stream: str
-    current: int
-    initial: int
-
-
-def _bad(field_name: str, problem: str) -> InvalidJobModelError:
-    return InvalidJobModelError(f"job model field '{field_name}' {problem}")
-
-
-def _require_str(value: Any, field_name: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise _bad(field_name, f"must be a non-empty string, got {value!r}")
-    return value
-
-
-def _require_positive_int(value: Any, field_name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise _bad(field_name, f"must be a positive integer, got {value!r}")
-    return value
-
-
-def _require_timestamp(value: Any, field_name: str) -> str:
-    if not isinstance(value, str) or not _TIMESTAMP.match(value):
-        raise _bad(
-            field_name, f"must be an ISO-8601 UTC time like '2026-11-22T01:02:03Z', got {value!r}"
-        )
-    return value
 
 
 @dataclass(frozen=True)
@@ -124,12 +89,12 @@ class JobModel:
     broadcast_ssps: frozenset[SystemStreamPartition] = frozenset()
 
     def __post_init__(self) -> None:
-        _require_positive_int(self.version, "version")
-        _require_str(self.job_name, "job_name")
-        _require_str(self.grouper, "grouper")
-        _require_str(self.expansion_algorithm, "expansion_algorithm")
-        _require_timestamp(self.created_at, "created_at")
-        _require_str(self.created_by, "created_by")
+        require_positive_int(self.version, "version")
+        require_str(self.job_name, "job_name")
+        require_str(self.grouper, "grouper")
+        require_str(self.expansion_algorithm, "expansion_algorithm")
+        require_timestamp(self.created_at, "created_at")
+        require_str(self.created_by, "created_by")
         streams = tuple(sorted(self.streams))
         object.__setattr__(self, "streams", streams)
         mapping = dict(sorted(dict(self.ssp_to_task).items()))
@@ -141,41 +106,41 @@ class JobModel:
         counts: dict[tuple[str, str], int] = {}
         for i, s in enumerate(self.streams):
             if not isinstance(s, StreamPartitionCounts):
-                raise _bad(f"streams[{i}]", f"must be a StreamPartitionCounts, got {s!r}")
-            _require_str(s.system, f"streams[{i}].system")
-            _require_str(s.stream, f"streams[{i}].stream")
-            _require_positive_int(s.current, f"streams[{i}].current")
-            _require_positive_int(s.initial, f"streams[{i}].initial")
+                raise bad_field(f"streams[{i}]", f"must be a StreamPartitionCounts, got {s!r}")
+            require_str(s.system, f"streams[{i}].system")
+            require_str(s.stream, f"streams[{i}].stream")
+            require_positive_int(s.current, f"streams[{i}].current")
+            require_positive_int(s.initial, f"streams[{i}].initial")
             if s.current < s.initial or s.current % s.initial:
-                raise _bad(
+                raise bad_field(
                     f"streams[{i}].current",
                     f"({s.current}) of stream '{s.stream}' must be a multiple of its initial "
                     f"count ({s.initial}): partition counts only grow by multiples",
                 )
             if any(name == s.stream for _, name in counts):
-                raise _bad(
+                raise bad_field(
                     f"streams[{i}]",
                     f"repeats stream name '{s.stream}': stream names must be unique in a job",
                 )
             counts[(s.system, s.stream)] = s.current
         if not self.ssp_to_task:
-            raise _bad("tasks", "must map at least one SSP to a task")
+            raise bad_field("tasks", "must map at least one SSP to a task")
         seen: set[SystemStreamPartition] = set()
         for ssp, task in self.ssp_to_task.items():
             self._check_ssp(ssp, counts, "tasks")
-            _require_str(task, f"tasks (task of {ssp})")
+            require_str(task, f"tasks (task of {ssp})")
             seen.add(ssp)
         for ssp in self.broadcast_ssps:
             self._check_ssp(ssp, counts, "broadcast")
             if ssp in seen:
-                raise _bad("broadcast", f"lists {ssp}, which is also in a task; give it once")
+                raise bad_field("broadcast", f"lists {ssp}, which is also in a task; give it once")
             seen.add(ssp)
         for (system, stream), current in counts.items():
             missing = [
                 p for p in range(current) if SystemStreamPartition(system, stream, p) not in seen
             ]
             if missing:
-                raise _bad(
+                raise bad_field(
                     "tasks",
                     f"leaves partitions {missing[:10]} of stream '{stream}' (count {current}) "
                     "without a task: map every partition to a task or to 'broadcast'",
@@ -184,10 +149,10 @@ class JobModel:
     @staticmethod
     def _check_ssp(ssp: Any, counts: Mapping[tuple[str, str], int], field_name: str) -> None:
         if not isinstance(ssp, SystemStreamPartition):
-            raise _bad(field_name, f"must hold SystemStreamPartitions, got {ssp!r}")
+            raise bad_field(field_name, f"must hold SystemStreamPartitions, got {ssp!r}")
         current = counts.get((ssp.system, ssp.stream))
         if current is None:
-            raise _bad(
+            raise bad_field(
                 field_name,
                 f"names {ssp} of stream '{ssp.stream}', which is not in 'streams': "
                 "add the stream with its partition counts",
@@ -197,7 +162,7 @@ class JobModel:
             or not isinstance(ssp.partition, int)
             or not 0 <= ssp.partition < current
         ):
-            raise _bad(
+            raise bad_field(
                 field_name,
                 f"names partition {ssp.partition!r} of stream '{ssp.stream}', beyond its "
                 f"partition count {current} (valid: 0..{current - 1})",
@@ -284,28 +249,28 @@ class JobModel:
             raise InvalidJobModelError(f"job model must be a JSON object, got {type(doc).__name__}")
         missing = sorted(_TOP_LEVEL_FIELDS - {"broadcast"} - doc.keys())
         if missing:
-            raise _bad(missing[0], "is missing")
+            raise bad_field(missing[0], "is missing")
         unknown = sorted(doc.keys() - _TOP_LEVEL_FIELDS)
         if unknown:
-            raise _bad(unknown[0], "is not a job model field (remove it)")
+            raise bad_field(unknown[0], "is not a job model field (remove it)")
         if doc["format"] != FORMAT_VERSION or isinstance(doc["format"], bool):
-            raise _bad(
+            raise bad_field(
                 "format", f"must be {FORMAT_VERSION}, got {doc['format']!r} (unsupported layout)"
             )
-        streams = _decode_streams(doc["streams"])
+        streams = decode_streams(doc["streams"])
         tasks = doc["tasks"]
         if not isinstance(tasks, dict):
-            raise _bad("tasks", f"must be an object of task name -> SSP list, got {tasks!r}")
+            raise bad_field("tasks", f"must be an object of task name -> SSP list, got {tasks!r}")
         ssp_to_task: dict[SystemStreamPartition, str] = {}
         for task, ssps in tasks.items():
             where = f"tasks[{task!r}]"
-            _require_str(task, where)
+            require_str(task, where)
             if not isinstance(ssps, list) or not ssps:
-                raise _bad(where, f"must be a non-empty list of SSPs, got {ssps!r}")
+                raise bad_field(where, f"must be a non-empty list of SSPs, got {ssps!r}")
             for j, raw in enumerate(ssps):
-                ssp = _decode_ssp(raw, f"{where}[{j}]")
+                ssp = decode_ssp(raw, f"{where}[{j}]")
                 if ssp in ssp_to_task:
-                    raise _bad(
+                    raise bad_field(
                         f"{where}[{j}]",
                         f"repeats {ssp}, already in task '{ssp_to_task[ssp]}': "
                         "an SSP belongs to exactly one task",
@@ -313,19 +278,19 @@ class JobModel:
                 ssp_to_task[ssp] = task
         raw_broadcast = doc.get("broadcast", [])
         if not isinstance(raw_broadcast, list):
-            raise _bad("broadcast", f"must be a list of SSPs, got {raw_broadcast!r}")
-        broadcast = [_decode_ssp(raw, f"broadcast[{j}]") for j, raw in enumerate(raw_broadcast)]
+            raise bad_field("broadcast", f"must be a list of SSPs, got {raw_broadcast!r}")
+        broadcast = [decode_ssp(raw, f"broadcast[{j}]") for j, raw in enumerate(raw_broadcast)]
         if len(set(broadcast)) != len(broadcast):
-            raise _bad("broadcast", "repeats an SSP")
+            raise bad_field("broadcast", "repeats an SSP")
         return cls(
-            version=_require_positive_int(doc["version"], "version"),
-            job_name=_require_str(doc["job_name"], "job_name"),
+            version=require_positive_int(doc["version"], "version"),
+            job_name=require_str(doc["job_name"], "job_name"),
             streams=streams,
             ssp_to_task=ssp_to_task,
-            grouper=_require_str(doc["grouper"], "grouper"),
-            expansion_algorithm=_require_str(doc["expansion_algorithm"], "expansion_algorithm"),
-            created_at=_require_timestamp(doc["created_at"], "created_at"),
-            created_by=_require_str(doc["created_by"], "created_by"),
+            grouper=require_str(doc["grouper"], "grouper"),
+            expansion_algorithm=require_str(doc["expansion_algorithm"], "expansion_algorithm"),
+            created_at=require_timestamp(doc["created_at"], "created_at"),
+            created_by=require_str(doc["created_by"], "created_by"),
             broadcast_ssps=frozenset(broadcast),
         )
 
@@ -338,7 +303,7 @@ class JobModel:
             except UnicodeDecodeError as exc:
                 raise InvalidJobModelError(f"job model is not UTF-8 text: {exc}") from None
         try:
-            doc = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+            doc = json.loads(text, object_pairs_hook=no_duplicate_keys)
         except json.JSONDecodeError as exc:
             raise InvalidJobModelError(
                 f"job model is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
@@ -360,16 +325,14 @@ class JobModel:
         expansion_algorithm: str = DEFAULT_EXPANSION_ALGORITHM,
     ) -> JobModel:
         """Version 1 of a job reading ``partition_counts`` (stream -> count) of one system."""
-        from airflow_samza_expand.core.groupers import grouper_by_name
-
         if not partition_counts:
             raise InvalidJobModelError(
                 f"job '{job_name}' needs at least one input stream - give stream=count"
             )
         streams = []
         for name, count in sorted(partition_counts.items()):
-            _require_str(name, "streams[].stream")
-            _require_positive_int(count, f"streams[{name!r}].current")
+            require_str(name, "streams[].stream")
+            require_positive_int(count, f"streams[{name!r}].current")
             streams.append(StreamPartitionCounts(system, name, count, count))
         ssps = [
             SystemStreamPartition(s.system, s.stream, p) for s in streams for p in range(s.current)
@@ -385,79 +348,6 @@ class JobModel:
             created_at=created_at or utc_now_iso(),
             created_by=created_by,
         )
-
-
-_SSP_TRIPLE = re.compile(r'\[\s*("(?:[^"\\]|\\.)*"),\s*("(?:[^"\\]|\\.)*"),\s*(\d+)\s*\]')
-
-
-def pretty_json(doc: Any) -> str:
-    """Indented JSON with sorted keys and each ``[system, stream, partition]`` on one line."""
-    text = json.dumps(doc, sort_keys=True, indent=2)
-    return _SSP_TRIPLE.sub(r"[\1, \2, \3]", text)
-
-
-def mapping_from_groups(
-    groups: Mapping[str, Iterable[SystemStreamPartition]],
-    broadcast: Iterable[SystemStreamPartition] = (),
-) -> dict[SystemStreamPartition, str]:
-    """Invert task -> SSPs into SSP -> task, leaving out broadcast SSPs (they are in every task)."""
-    skip = frozenset(broadcast)
-    mapping: dict[SystemStreamPartition, str] = {}
-    for task, ssps in groups.items():
-        for ssp in ssps:
-            if ssp in skip:
-                continue
-            if ssp in mapping:
-                raise InvalidJobModelError(
-                    f"SSP {ssp} is in tasks '{mapping[ssp]}' and '{task}': "
-                    "an SSP belongs to exactly one task (or is broadcast)"
-                )
-            mapping[ssp] = task
-    return mapping
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _bad(key, "appears twice in one JSON object; keep one")
-        result[key] = value
-    return result
-
-
-def _decode_ssp(raw: Any, where: str) -> SystemStreamPartition:
-    if not isinstance(raw, list) or len(raw) != 3:
-        raise _bad(where, f"must be [system, stream, partition], got {raw!r}")
-    system, stream, partition = raw
-    _require_str(system, f"{where}[0]")
-    _require_str(stream, f"{where}[1]")
-    if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
-        raise _bad(f"{where}[2]", f"must be a partition number >= 0, got {partition!r}")
-    return SystemStreamPartition(system, stream, partition)
-
-
-def _decode_streams(raw: Any) -> tuple[StreamPartitionCounts, ...]:
-    if not isinstance(raw, list) or not raw:
-        raise _bad("streams", f"must be a non-empty list of stream objects, got {raw!r}")
-    streams = []
-    for i, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise _bad(f"streams[{i}]", f"must be an object, got {item!r}")
-        missing = sorted(_STREAM_FIELDS - item.keys())
-        if missing:
-            raise _bad(f"streams[{i}].{missing[0]}", "is missing")
-        unknown = sorted(item.keys() - _STREAM_FIELDS)
-        if unknown:
-            raise _bad(f"streams[{i}].{unknown[0]}", "is not a stream field (remove it)")
-        streams.append(
-            StreamPartitionCounts(
-                system=_require_str(item["system"], f"streams[{i}].system"),
-                stream=_require_str(item["stream"], f"streams[{i}].stream"),
-                current=_require_positive_int(item["current"], f"streams[{i}].current"),
-                initial=_require_positive_int(item["initial"], f"streams[{i}].initial"),
-            )
-        )
-    return tuple(streams)
 
 
 __all__ = [

@@ -41,13 +41,14 @@ def redact(config: Mapping[str, Any]) -> dict[str, Any]:
 def secret_paths(doc: Any, path: str = "") -> list[str]:
     """Paths (``a.b[2].c``) of values under secret-looking keys in a JSON-like document.
 
-    A value that is `REDACTED`, empty or None is no secret.
+    Only text is a secret: a value that is `REDACTED` or empty is none, and numbers or maps
+    under such a key are not either - topic names are keys too (``{"password-resets": 4}``).
     """
     found: list[str] = []
     if isinstance(doc, Mapping):
         for key, value in doc.items():
             where = f"{path}.{key}" if path else str(key)
-            if is_secret_key(str(key)) and value not in (REDACTED, "", None):
+            if is_secret_key(str(key)) and _is_text(value) and value not in (REDACTED, ""):
                 found.append(where)
             else:
                 found.extend(secret_paths(value, where))
@@ -55,6 +56,10 @@ def secret_paths(doc: Any, path: str = "") -> list[str]:
         for index, value in enumerate(doc):
             found.extend(secret_paths(value, f"{path}[{index}]"))
     return found
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str | bytes)
 
 
 def refuse_secrets(doc: Any, what: str) -> None:

@@ -46,6 +46,7 @@ from airflow_samza_expand.airflow.operators.jobs_report import JobsReportOperato
 from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
 from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
+from airflow_samza_expand.dags.all_jobs import ALL_JOBS, add_all_jobs, is_mapped
 from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION, ExpansionSettings
 
 DEFAULT_DESCRIPTION = (
@@ -104,8 +105,9 @@ def _is_template(value: Any) -> bool:
     return isinstance(value, str) and "{{" in value
 
 
-def _pull(task_id: str, path: str) -> str:
-    return "{{ ti.xcom_pull(task_ids='" + task_id + "')" + path + " }}"
+def _pull(task_id: str, path: str, mapped: bool = False) -> str:
+    index = ", map_indexes=ti.map_index" if mapped else ""  # one job of a mapped group (jobs="all")
+    return "{{ ti.xcom_pull(task_ids='" + task_id + "'" + index + ")" + path + " }}"
 
 
 def _add_chain(
@@ -113,23 +115,25 @@ def _add_chain(
 ) -> tuple[BaseOperator, list[BaseOperator], BaseOperator]:
     """The chain's tasks (ids as created; a TaskGroup adds ``prefix`` itself, XComs name it)."""
     mode = s.mode
-    application_args, drain_args = list(s.application_args), s.drain_application_args
-    if mode == "available-now" and s.application == DEFAULT_APPLICATION:
+    mapped = is_mapped(s.job_name)  # jobs="all": fields resolved per job at run time
+    application_args = s.application_args if mapped else list(s.application_args)
+    drain_args = s.drain_application_args
+    if mode == "available-now" and s.application == DEFAULT_APPLICATION and not mapped:
         application_args = _with_trigger(application_args, "available-now")
         if drain_args is not None:
             drain_args = _with_trigger(drain_args, "available-now")
     ids = {step: f"{prefix}{step}" for step in (*STEP_TASK_IDS, "barrier_snapshot", "report")}
-    expansion_id = _pull(ids["plan"], "['expansion_id']")
+    expansion_id = _pull(ids["plan"], "['expansion_id']", mapped)
     common = {"coordinator": s.coordinator, "kafka_config_id": s.kafka_conn_id}
     retrying = {"retries": s.retries, "retry_delay": s.retry_delay}
     owned = {"job_name": s.job_name, "expansion_id": expansion_id, **common}
     spark = {
         "conn_id": s.spark_conn_id,
         "application": s.application,
-        "conf": dict(s.spark_conf or {}),
+        "conf": s.spark_conf if mapped else dict(s.spark_conf or {}),
         "env_vars": dict(s.spark_env_vars or {}),
         "name": f"samza-expand-{s.job_name}"
-        if not _is_template(s.job_name)
+        if not (_is_template(s.job_name) or mapped)
         else "samza-expand-job",
         **dict(s.spark_submit_kwargs or {}),
     }
@@ -158,7 +162,11 @@ def _add_chain(
         if s.targets and topic in s.targets:
             size: dict[str, Any] = {"target_partitions": s.targets[topic]}
         elif not _is_template(topic):
-            size = {"target_partitions": _pull(ids["plan"], f"['plan']['counts_after']['{topic}']")}
+            size = {
+                "target_partitions": _pull(
+                    ids["plan"], f"['plan']['counts_after']['{topic}']", mapped
+                )
+            }
         else:
             size = {"factor": s.factor}
         expand_tasks.append(
@@ -192,7 +200,9 @@ def _add_chain(
         drain = SubmitStreamJobOperator(
             task_id="drain",
             run_mode="available-now",
-            application_args=list(drain_args or application_args),
+            application_args=(drain_args or application_args)
+            if mapped
+            else list(drain_args or application_args),
             **spark,
             **retrying,
         )
@@ -224,7 +234,7 @@ def _add_chain(
     )
     ack = JobModelAckSensor(
         task_id="ack",
-        version=_pull(ids["write_job_model"], "['version']"),
+        version=_pull(ids["write_job_model"], "['version']", mapped),
         accept_stopped=mode == "available-now",
         poke_interval=min(s.poll_interval_s, 5.0),
         timeout=s.ack_timeout_s,
@@ -236,7 +246,8 @@ def _add_chain(
         job_name=s.job_name,
         expansion_id="{{ (ti.xcom_pull(task_ids='"
         + ids["plan"]
-        + "') or {}).get('expansion_id') }}",
+        + ("', map_indexes=ti.map_index" if mapped else "'")
+        + ") or {}).get('expansion_id') }}",
         **common,
         run_mode=mode,
         on_stale_placement=s.on_stale_placement,
@@ -262,6 +273,9 @@ def _add_jobs(s: ExpansionSettings, prefix: str) -> None:
     planned before any topic grows (each plan also feeds the others' expand steps: a refusal
     grows nothing); the first expand step grows the topic, the others find it grown. Then
     `JobsReportOperator` ("report") shows each job's outcome."""
+    if s.jobs == ALL_JOBS:
+        add_all_jobs(s, prefix, _add_chain)
+        return
     if not s.jobs:
         _add_chain(s, prefix)
         return

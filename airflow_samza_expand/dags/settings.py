@@ -60,7 +60,9 @@ class ExpansionSettings:
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
     other_jobs: str = "refuse"  # other managed jobs reading the topics: include/refuse/ignore
     managed_jobs: Sequence[str] | None = None  # the jobs to check (default: discovered)
-    jobs: Sequence[str] | None = None  # expand these jobs in one run: one task group each
+    # expand these jobs in one run: one task group each; "all": every managed job reading the
+    # topics, found at run time (one mapped task group instance each)
+    jobs: Sequence[str] | str | None = None
     # each job's own fields (application_args, spark_conf, consumer_group, ...): a mapping
     # {job: {field: value}} or a function job -> {field: value}
     per_job: Mapping[str, Mapping[str, Any]] | Callable[[str], Mapping[str, Any]] | None = None
@@ -77,16 +79,16 @@ class ExpansionSettings:
     def __post_init__(self) -> None:
         normalise_run_mode(self.run_mode)  # a clear error at parse time
         check_order_settings(self.on_stale_placement, self.stale_quiet_s)
-        if isinstance(self.jobs, str):
+        if isinstance(self.jobs, str) and self.jobs != "all":
             raise ValueError(
                 f"jobs={self.jobs!r}: name the jobs to expand together, e.g. "
-                "jobs=['orders-counter', 'orders-audit'] (jobs='all', found at run time, is "
-                "not supported yet)"
+                "jobs=['orders-counter', 'orders-audit'], or jobs='all' (every managed job "
+                "reading the topics, found when the run starts)"
             )
-        if self.jobs is not None:
+        if self.jobs is not None and not isinstance(self.jobs, str):
             if len(set(self.jobs)) != len(self.jobs) or not self.jobs:
                 raise ValueError(f"jobs={list(self.jobs)!r}: name each job once")
-        elif not self.job_name:
+        elif self.jobs is None and not self.job_name:
             raise ValueError("job_name is empty - name the stateful job (or pass jobs=[...])")
         if not self.topic_list():
             raise ValueError("topics is empty - name the input topic(s) to expand")

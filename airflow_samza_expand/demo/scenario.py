@@ -265,18 +265,8 @@ class Scenario:
             factor=2,
             run_mode=self.cfg.run_mode,
             application_args=self.args(),
-            spark_conf=LOCAL_SPARK_CONF,
-            spark_env_vars={"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
-            producer_refresh_grace_s=self.cfg.grace_s,
-            barrier_timeout_s=600,
-            poll_interval_s=self.cfg.poll_s,
-            stop_timeout_s=300,
-            ack_timeout_s=600,
-            retries=1,
-            retry_delay=timedelta(seconds=2),
             log_dir=self.log_dir,
-            on_stale_placement=self.cfg.on_stale_placement,
-            stale_quiet_s=self.cfg.stale_quiet_s,
+            **dag_fields(self.cfg),
             **writer,
         )
 
@@ -434,6 +424,25 @@ class Scenario:
         if self.store is not None:
             self.store.close()
         self.admin.close()
+
+
+def dag_fields(cfg: ScenarioConfig) -> dict[str, Any]:
+    """The expansion DAG's settings of a local scenario: Spark on this interpreter, the
+    scenario's grace, poll interval and rule-1.5 settings, generous timeouts, one quick
+    retry."""
+    return {
+        "spark_conf": LOCAL_SPARK_CONF,
+        "spark_env_vars": {"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
+        "producer_refresh_grace_s": cfg.grace_s,
+        "barrier_timeout_s": 600,
+        "poll_interval_s": cfg.poll_s,
+        "stop_timeout_s": 300,
+        "ack_timeout_s": 600,
+        "retries": 1,
+        "retry_delay": timedelta(seconds=2),
+        "on_stale_placement": cfg.on_stale_placement,  # rule 1.5
+        "stale_quiet_s": cfg.stale_quiet_s,
+    }
 
 
 def _diff(a: float | None, b: float | None) -> float | None:

@@ -31,86 +31,22 @@ from airflow_samza_expand.core.errors import (
 from airflow_samza_expand.kafka.auth import AuthWatch, watched
 from airflow_samza_expand.kafka.authz import raise_if_denied, raise_if_group_denied
 from airflow_samza_expand.kafka.config import bootstrap_of
+from airflow_samza_expand.kafka.errors import (  # noqa: F401 - re-exported: the layer's names
+    CONSUMER_ONLY_SETTINGS,
+    LEADER_ELECTION_CODES,
+    NO_OFFSET,
+    UNAVAILABLE_CODES,
+    UNKNOWN_TOPIC_CODES,
+    KafkaUnavailableError,
+    is_unavailable,
+    kafka_error_of,
+    unavailable,
+    without_consumer_settings,
+)
 
 log = logging.getLogger(__name__)
 
-# Consumer-only settings that an AdminClient/Producer would warn about.
-CONSUMER_ONLY_SETTINGS = frozenset(
-    {
-        "group.id",
-        "group.instance.id",
-        "enable.auto.commit",
-        "auto.commit.interval.ms",
-        "auto.offset.reset",
-        "enable.partition.eof",
-        "isolation.level",
-        "session.timeout.ms",
-        "max.poll.interval.ms",
-        "fetch.min.bytes",
-        "fetch.max.bytes",
-        "fetch.wait.max.ms",
-        "max.partition.fetch.bytes",
-        "partition.assignment.strategy",
-    }
-)
-
-# Error codes that mean "the broker did not answer in time / cannot be reached".
-UNAVAILABLE_CODES = frozenset(
-    {
-        KafkaError._TIMED_OUT,
-        KafkaError._TIMED_OUT_QUEUE,
-        KafkaError._TRANSPORT,
-        KafkaError._ALL_BROKERS_DOWN,
-        KafkaError._MSG_TIMED_OUT,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError.NOT_CONTROLLER,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-    }
-)
-
-# Offset value librdkafka reports for "no committed offset".
-_NO_OFFSET = -1001
-
-
-class KafkaUnavailableError(Exception):
-    """The broker could not be reached or did not answer in time; retrying may help.
-
-    A broker that answers but refuses the credentials raises `KafkaAuthenticationError` (an
-    `ExpansionError`: not retried) instead."""
-
-
 __all__ = ["KafkaAdmin", "KafkaAuthenticationError", "KafkaUnavailableError"]
-
-
-def without_consumer_settings(config: Mapping[str, str]) -> dict[str, str]:
-    """`config` minus consumer-only settings (for AdminClient and Producer)."""
-    return {k: v for k, v in config.items() if k not in CONSUMER_ONLY_SETTINGS}
-
-
-def kafka_error_of(exc: BaseException | None) -> KafkaError | None:
-    """The KafkaError inside a KafkaException, if any."""
-    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
-        return exc.args[0]
-    return None
-
-
-def is_unavailable(error: KafkaError | None) -> bool:
-    """True for timeouts, transport failures and other retriable broker states."""
-    if error is None:
-        return False
-    return error.code() in UNAVAILABLE_CODES or bool(error.retriable())
-
-
-def unavailable(what: str, config: Mapping[str, Any], detail: object) -> KafkaUnavailableError:
-    """A KafkaUnavailableError naming the operation and the bootstrap servers."""
-    return KafkaUnavailableError(
-        f"Kafka at {bootstrap_of(config)} did not complete {what}: {detail} - "
-        "check that the brokers are reachable and retry"
-    )
 
 
 class KafkaAdmin:
@@ -208,7 +144,7 @@ class KafkaAdmin:
         for topic in wanted:
             meta = metadata.topics.get(topic)
             error = getattr(meta, "error", None) if meta is not None else None
-            if meta is None or (error is not None and error.code() in _UNKNOWN_TOPIC_CODES):
+            if meta is None or (error is not None and error.code() in UNKNOWN_TOPIC_CODES):
                 self._raise_if_hidden(topic)
                 raise self._unknown_topic(topic, metadata)
             self._raise_if_denied(error, "DESCRIBE", topic, f"reading metadata of {topic!r}")
@@ -264,7 +200,7 @@ class KafkaAdmin:
                     f"Kafka refused {what}: {reason} - partitions can only be added; "
                     "pass a count larger than the current one"
                 ) from None
-            if code in _UNKNOWN_TOPIC_CODES:
+            if code in UNKNOWN_TOPIC_CODES:
                 raise self._unknown_topic(topic, self._metadata("listing topics")) from None
             self._raise_if_denied(error, "ALTER", topic, what)
             raise ExpansionError(f"Kafka refused {what}: {reason}") from None
@@ -305,7 +241,8 @@ class KafkaAdmin:
     def _list_offsets(
         self, topic_partitions: Mapping[str, Iterable[int]], spec: OffsetSpec, what: str
     ) -> dict[str, dict[int, int]]:
-        """Offsets of many partitions; a partition whose leader is being elected is re-asked."""
+        """Offsets of many partitions. A partition whose leader is being elected, or that this
+        client does not know yet (added since its metadata was cached), is asked again."""
         pending = {
             TopicPartition(topic, int(p)): spec
             for topic, partitions in topic_partitions.items()
@@ -316,30 +253,47 @@ class KafkaAdmin:
         pause = 0.05
         while pending:
             futures = self._client.list_offsets(pending, request_timeout=self.timeout_s)
-            electing: dict[TopicPartition, OffsetSpec] = {}
+            again: dict[TopicPartition, OffsetSpec] = {}
             for tp, future in futures.items():
                 try:
-                    info = self._result(future, what, passthrough=_LEADER_ELECTION_CODES)
+                    info = self._result(future, what, passthrough=LEADER_ELECTION_CODES)
                 except KafkaException as exc:
-                    error = kafka_error_of(exc)
-                    code = error.code() if error is not None else None
-                    if code in _LEADER_ELECTION_CODES and time.monotonic() < deadline:
-                        electing[tp] = spec
-                        continue
-                    if code in _LEADER_ELECTION_CODES:
-                        raise unavailable(what, self.config, error.str()) from None
-                    if code in _UNKNOWN_TOPIC_CODES:
-                        metadata = self._metadata("listing topics")
-                        raise self._unknown_topic(tp.topic, metadata) from None
-                    self._raise_if_denied(error, "DESCRIBE", tp.topic, what)
-                    raise
+                    self._raise_unless_transient(tp, exc, deadline, what)
+                    again[tp] = spec
+                    continue
                 result[tp.topic][tp.partition] = int(info.offset)
-            if electing:  # a partition created or moved a moment ago: its leader is not known yet
-                log.debug("%s: %d partition(s) wait for their leader", what, len(electing))
+            if again:
+                log.debug("%s: %d partition(s) not ready yet, asking again", what, len(again))
                 time.sleep(pause)
                 pause = min(pause * 2, 1.0)
-            pending = electing
+            pending = again
         return result
+
+    def _raise_unless_transient(
+        self, tp: TopicPartition, exc: KafkaException, deadline: float, what: str
+    ) -> None:
+        """Return when ``tp`` is worth asking again (before ``deadline``); raise otherwise."""
+        error = kafka_error_of(exc)
+        code = error.code() if error is not None else None
+        if code in LEADER_ELECTION_CODES:
+            if time.monotonic() < deadline:
+                return  # created or moved a moment ago: its leader is not known yet
+            raise unavailable(what, self.config, error.str() if error else code)
+        if code in UNKNOWN_TOPIC_CODES:
+            metadata = self._metadata("listing topics")  # also refreshes the client's cache
+            topic = metadata.topics.get(tp.topic)
+            if topic is None or topic.error is not None:
+                raise self._unknown_topic(tp.topic, metadata)
+            if tp.partition not in topic.partitions:
+                raise ExpansionError(
+                    f"topic {tp.topic!r} has no partition {tp.partition} (it has "
+                    f"{len(topic.partitions)}) - ask for partitions 0..{len(topic.partitions) - 1}"
+                )
+            if time.monotonic() < deadline:
+                return  # added since this client cached its metadata
+            raise unavailable(what, self.config, error.str() if error else code)
+        self._raise_if_denied(error, "DESCRIBE", tp.topic, what)
+        raise exc
 
     def high_watermarks(
         self, topic_partitions: Mapping[str, Iterable[int]]
@@ -466,18 +420,3 @@ class KafkaAdmin:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-_UNKNOWN_TOPIC_CODES = frozenset(
-    {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
-)
-# a partition created or moved a moment ago answers so until its leader is known (KIP-320 epochs)
-_LEADER_ELECTION_CODES = frozenset(
-    {
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.FENCED_LEADER_EPOCH,
-        KafkaError.UNKNOWN_LEADER_EPOCH,
-        KafkaError.OFFSET_NOT_AVAILABLE,
-    }
-)

@@ -92,7 +92,10 @@ def measure_topic(
     started = clock()
     log.info(
         "measuring %s (%d partitions) and group %r for %.0f s to compare with the growth policy",
-        topic, len(partitions), group, window_s,
+        topic,
+        len(partitions),
+        group,
+        window_s,
     )
     while (left := window_s - (clock() - started)) > 0:
         sleep(min(left, PROGRESS_EVERY_S))
@@ -123,9 +126,7 @@ def measure_topic(
     )
 
 
-def _lag(
-    ends: Mapping[int, tuple[int, int]], commits: Mapping[int, int | None]
-) -> int | None:
+def _lag(ends: Mapping[int, tuple[int, int]], commits: Mapping[int, int | None]) -> int | None:
     """Total lag of the group (None when it committed nothing on any partition)."""
     if all(c is None for c in commits.values()):
         return None

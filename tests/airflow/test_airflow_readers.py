@@ -108,8 +108,8 @@ def test_an_unmanaged_group_is_a_warning_in_the_plan_xcom_record_and_report(
     assert record.results["plan"]["readers"]["groups"] == [outsider]
 
 
-def multi_job_dag(dag_id: str, jobs: list[str], topic: str, bootstrap: str, log_dir: str):
-    def own(name: str) -> dict:
+def multi_job_dag(dag_id: str, jobs: list[str] | str, topic: str, bootstrap: str, log_dir: str):
+    def own(name: str) -> dict:  # per_job as a function: also for jobs="all" (run time)
         return {
             "application_args": stream_job_args(
                 job_name=name,
@@ -123,7 +123,7 @@ def multi_job_dag(dag_id: str, jobs: list[str], topic: str, bootstrap: str, log_
     return build_expansion_dag(
         dag_id,
         jobs=jobs,
-        per_job={name: own(name) for name in jobs},
+        per_job=own,
         topics=[topic],
         producer_refresh_grace_s=0.0,
         barrier_timeout_s=120.0,
@@ -135,6 +135,19 @@ def multi_job_dag(dag_id: str, jobs: list[str], topic: str, bootstrap: str, log_
         retry_delay=timedelta(seconds=1),
         log_dir=log_dir,
     )
+
+
+def assert_grown_once_and_each_on_v2(j, names: list[str]) -> None:
+    """Each job completed its expansion on v2 (topic at 4); only one of them grew the topic."""
+    applied = []
+    for name in names:
+        with KafkaCoordinatorStore(j.config, name) as store:
+            assert [m.version for m in store.job_model_history()] == [1, 2]
+            assert store.latest_job_model().partition_counts() == {j.topic: 4}
+            (record,) = store.expansions()
+            assert record.status == "completed"
+            applied.append(record.results["expand"][j.topic]["applied"])
+    assert sorted(applied) == [False, True]  # one growth; the other job found it grown
 
 
 def test_two_jobs_one_run_grow_the_topic_once_and_restart_each_job(
@@ -152,18 +165,11 @@ def test_two_jobs_one_run_grow_the_topic_once_and_restart_each_job(
     states = task_states(run)
     assert str(run.state) == "success", states
     assert admin.partition_counts([j.topic]) == {j.topic: 4}
-    applied = []
+    assert_grown_once_and_each_on_v2(j, [j.name, other])
     for name in (j.name, other):
-        with KafkaCoordinatorStore(j.config, name) as store:
-            assert [m.version for m in store.job_model_history()] == [1, 2]
-            assert store.latest_job_model().partition_counts() == {j.topic: 4}
-            (record,) = store.expansions()
-            assert record.status == "completed"
-            applied.append(record.results["expand"][j.topic]["applied"])
         plan = task_instance_xcom(run, f"{name}.plan")
         assert plan["readers"]["managed_jobs"] == {j.topic: sorted([j.name, other])}
         assert plan["unmanaged_groups"] == [outsider]
-    assert sorted(applied) == [False, True]  # one growth; the other job found it grown
     launched = [argv[argv.index("--job-name") + 1] for argv in _launches(fake_spark)]
     assert sorted(launched) == sorted([j.name, other])
     for name in (j.name, other):
@@ -203,8 +209,8 @@ def test_one_job_failing_does_not_undo_the_other(
 
 
 def test_multi_job_settings_fail_at_parse_time_naming_the_fix(tmp_path):
-    with pytest.raises(ValueError, match="not supported yet"):
-        multi_job_dag("all_jobs", "all", "orders", "b:9092", str(tmp_path))
+    with pytest.raises(ValueError, match="or jobs='all'"):  # jobs="all": test_airflow_all_jobs
+        multi_job_dag("all_jobs", "al", "orders", "b:9092", str(tmp_path))
     with pytest.raises(ValueError, match="has no application_args"):
         build_expansion_dag("no_args", jobs=["a", "b"], per_job={"a": {}}, topics=["orders"])
     with pytest.raises(TypeError, match=r"per_job\['a'\]: unknown setting\(s\) \['sprak_conf'\]"):

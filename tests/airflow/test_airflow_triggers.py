@@ -229,3 +229,33 @@ def test_triggers_never_block_the_event_loop(job, dev_broker, monkeypatch):
     assert events[1].payload["running"] == ["p-1"]
     assert {name for name, _ in threads} == {"count", "ack", "admin", "store"}
     assert [name for name, ident in threads if ident == loop_thread] == []
+
+
+def test_a_trigger_times_out_only_after_a_poll_begun_past_its_deadline(monkeypatch):
+    """A poll that began before the deadline answers for that moment; if the deadline passes
+    while it runs, the trigger looks once more (the barrier may snapshot and hold right at the
+    end of its grace) instead of timing out on the stale answer. The slow poll is a clock race
+    a real broker cannot produce on demand, so the poll is replaced here."""
+    from airflow_samza_expand.protocol.waits import Poll
+
+    deadline = time.time() + 0.3
+    polls: list[float] = []
+
+    def poll(self, admin, store):
+        polls.append(time.time())
+        if len(polls) == 1:
+            time.sleep(0.6)  # began before the deadline, answers after it
+            return Poll(False, "waiting (as of the poll's start)", sleep_s=30.0)
+        return Poll(True, "holds", result={"status": "holds"})
+
+    async def no_clients(self):
+        return None, None
+
+    monkeypatch.setattr(OrderingBarrierTrigger, "poll", poll)
+    monkeypatch.setattr(OrderingBarrierTrigger, "_open", no_clients)
+    trigger = OrderingBarrierTrigger(
+        job_name="job", expansion_id="job~orders.2-4", deadline=deadline, poll_interval_s=30.0
+    )
+    event = asyncio.run(first_event(trigger, 20))
+    assert event.payload.get("status") != "timeout", event.payload
+    assert len(polls) == 2 and polls[1] >= deadline

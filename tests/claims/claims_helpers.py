@@ -40,10 +40,19 @@ def expansion_dag(job: SimpleNamespace, dag_id: str | None = None, **overrides: 
     )
 
 
-def run_until(dag: Any, task_id: str) -> Any:
-    """Run ``dag`` up to ``task_id`` (and its upstream) with ``dag.test()``; the DagRun."""
+def run_until(dag: Any, task_id: str, *, rerun_of: Any = None) -> Any:
+    """Run ``dag`` up to ``task_id`` (and its upstream) with ``dag.test()``; the DagRun.
+
+    ``rerun_of``: a DagRun of the same DAG to run again under its run id, as clearing it in
+    the UI does (``dag.test()`` replaces the run of the same logical date).
+    """
     subset = dag.partial_subset(task_ids=[task_id], include_upstream=True)
-    return airflow_env.run_dag_test(subset)
+    same_run = (
+        {"logical_date": rerun_of.logical_date, "run_after": rerun_of.run_after}
+        if rerun_of is not None
+        else {}
+    )
+    return airflow_env.run_dag_test(subset, **same_run)
 
 
 def tries(dag_run: Any) -> dict[str, tuple[str, int]]:

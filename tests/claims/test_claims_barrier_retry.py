@@ -17,11 +17,6 @@ from airflow_samza_expand.kafka.admin import KafkaAdmin
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(180)]
 
 
-@pytest.mark.skip(
-    reason="open (issues 13/16): since the barrier holds its snapshot for a quiet window without "
-    "stale placements (rule 1.5), the rerun with an hour of grace waits instead of reusing a "
-    "snapshot; the claim needs re-deriving against the new snapshot rule"
-)
 def test_barrier_timeout_changes_nothing_and_a_cleared_barrier_reuses_its_snapshot(
     kafka_default, make_job
 ) -> None:
@@ -31,7 +26,7 @@ def test_barrier_timeout_changes_nothing_and_a_cleared_barrier_reuses_its_snapsh
         highs = admin.high_watermarks({job.topic: [0, 1]})[job.topic]
     assert all(highs[p] > 0 for p in (0, 1))  # the job (nobody) has records to drain
 
-    # 1. the barrier gives up at once after a 1 s grace: nobody committed anything
+    # 1. the barrier snapshots after its 0.5 s grace, then gives up at once: nobody committed
     first = run_until(expansion_dag(job, barrier_timeout_s=0.0), "stop_job")
     states = tries(first)
     assert states["expand"] == ("success", 1), states
@@ -42,11 +37,15 @@ def test_barrier_timeout_changes_nothing_and_a_cleared_barrier_reuses_its_snapsh
     with KafkaAdmin(job.config, timeout_s=15) as admin:
         assert admin.partition_counts([job.topic]) == {job.topic: 4}  # grown, job still on v1
 
-    # 2. the job catches up to the snapshot; the barrier is run again with an hour of grace:
-    # its grace is over (it counts from the expansion, and the snapshot exists), so it holds
-    # at its first check. A barrier that waited the grace again would hit the test's timeout.
+    # 2. the job catches up to the snapshot; the run is cleared (same run id: the same owner of
+    # the expansion lease) and its barrier runs again with an hour of grace: its grace is over
+    # (it counts from the expansion, and the snapshot exists), so it holds at its first check.
+    # A barrier that waited the grace again would hit the test's timeout.
     commit_offsets(job.config, job.name, job.topic, highs)
-    again = run_until(expansion_dag(job, producer_refresh_grace_s=3600.0), "barrier")
+    again = run_until(
+        expansion_dag(job, producer_refresh_grace_s=3600.0), "barrier", rerun_of=first
+    )
+    assert again.run_id == first.run_id
     states = tries(again)
     assert states["barrier"] == ("success", 1), states
     assert [m.version for m in job.store.job_model_history()] == [1]

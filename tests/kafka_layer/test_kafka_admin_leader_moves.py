@@ -37,3 +37,16 @@ def test_end_offsets_give_up_retryably_when_no_leader_comes(dev_broker, admin, u
     finally:
         dev_broker.faults.clear()
     assert admin.high_watermarks({topic: [0, 1]}) == {topic: {0: 0, 1: 0}}
+
+
+def test_a_long_lived_admin_sees_partitions_added_by_someone_else(kafka_bootstrap, unique_topic):
+    """The sensors keep one admin for hours; a growth done by another client must not make
+    its offset reads fail until something refreshes its metadata."""
+    config = client_config(kafka_bootstrap)
+    topic = unique_topic("orders")
+    with KafkaAdmin(config, timeout_s=15) as long_lived, KafkaAdmin(config, timeout_s=15) as other:
+        long_lived.ensure_topic(topic, 2)
+        assert long_lived.high_watermarks({topic: [0, 1]}) == {topic: {0: 0, 1: 0}}
+        other.create_partitions(topic, 4)
+        assert long_lived.high_watermarks({topic: [0, 1, 2, 3]})[topic] == {0: 0, 1: 0, 2: 0, 3: 0}
+        assert long_lived.low_watermarks({topic: [2, 3]})[topic] == {2: 0, 3: 0}

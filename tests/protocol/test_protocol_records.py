@@ -125,3 +125,34 @@ def test_dry_run_plan_writes_nothing_and_takes_no_lease(job):
     outcome = plan(store, admin, request, cli_holder())
     assert outcome.plan["counts_after"] == {topic: 4}
     assert store.expansions() == [] and store.get_lease("expansion") is None
+
+
+@pytest.mark.parametrize("name", ["password-resets", "user.tokens", "client_secrets"])
+def test_a_topic_named_like_a_secret_is_no_secret(kafka_bootstrap, unique_topic, name):
+    """Topic names are keys of the record's maps (counts, barrier offsets, scan positions):
+    a topic called ``password-resets`` is expanded like any other, its counts kept."""
+    from airflow_samza_expand.protocol import waits
+
+    config = client_config(kafka_bootstrap)
+    job_name = f"job-{uuid.uuid4().hex[:10]}"
+    topic = unique_topic(name)
+    with (
+        KafkaAdmin(config, timeout_s=15) as admin,
+        KafkaCoordinatorStore(config, job_name) as store,
+    ):
+        admin.ensure_topic(topic, 2)
+        store.write_job_model(JobModel.initial(job_name, {topic: 2}))
+        holder = cli_holder()
+        request = PlanRequest(job_name=job_name, topics=(topic,), check_partitioner=False)
+        planned = plan(store, admin, request, holder)
+        expand(
+            admin, store, ExpandRequest(topic=topic, target=4), expansion_id=planned.expansion_id
+        )
+        snapshot = waits.snapshot_poll(
+            admin, store, expansion_id=planned.expansion_id, group=job_name, grace_ends=0.0,
+            stale_quiet_s=0.0,
+        )  # fmt: skip
+        assert snapshot.done, snapshot.message
+        record = store.get_expansion(planned.expansion_id)
+        assert record.plan["counts_before"] == {topic: 2}
+        assert record.barrier == {topic: {0: 0, 1: 0}}

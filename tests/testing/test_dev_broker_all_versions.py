@@ -251,7 +251,7 @@ def _all(got: list, check: Callable[[Any], bool]) -> None:
 # top-level error field, and the injected error answer lists no partitions, so it carries no
 # error at all - a client reads "nothing committed". The fix: the code in every requested
 # partition (handlers_group.offset_fetch_error). Strict: this case fails once it is fixed.
-KNOWN_BROKER_DEFECTS = {("OffsetFetch", 1): "injected error answer of OffsetFetch v1 says none"}
+KNOWN_BROKER_DEFECTS: dict[tuple[str, int], str] = {}  # (api, version) -> why it fails
 PARAMS = [
     pytest.param(
         api,

@@ -83,7 +83,11 @@ class JobsReportOperator(BaseOperator):
             report = ti.xcom_pull(task_ids=f"{prefix}report")
             own = {k[len(prefix) :]: v for k, v in states.items() if k.startswith(prefix)}
             jobs[job] = job_outcome(report, own)
-            row = jobs[job]
+        return self.conclude(ti, jobs)
+
+    def conclude(self, ti: Any, jobs: dict[str, Any]) -> dict[str, Any]:
+        """Log each job's outcome; fail (after pushing the XCom) when one job failed."""
+        for job, row in jobs.items():
             where = f" at {row['failed_step']}" if row["failed_step"] else ""
             self.log.info("Job %s: %s%s", job, row["outcome"], where)
         bad: Sequence[str] = [j for j, row in jobs.items() if row["outcome"] == "failed"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator
@@ -67,6 +67,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         "dry_run",
         "max_partitions",
         "other_jobs",
+        "co_jobs",
     )
     template_fields_renderers = {"targets": "json"}
     ui_color = "#efe3ff"
@@ -123,7 +124,8 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         if "{{" not in str(other_jobs):
             normalise_other_jobs(other_jobs)  # a bad choice fails at parse time
         self.other_jobs = other_jobs
-        self.co_jobs = list(co_jobs)
+        # a list, or (jobs="all") the mapped task group's argument, resolved when rendered
+        self.co_jobs = list(co_jobs) if isinstance(co_jobs, Iterable) else co_jobs
         self.managed_jobs = list(managed_jobs) if managed_jobs is not None else None
         self.lease_ttl_s = lease_ttl_s
         self.poll_interval_s = poll_interval_s

@@ -72,7 +72,9 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         check_setting(self.on_stale_placement)  # rendered: a bad value fails before anything
         ti = context["ti"]
-        xcoms = {step: ti.xcom_pull(task_ids=task_id) for step, task_id in self.task_ids.items()}
+        index = getattr(ti, "map_index", -1)  # >= 0: one job of a mapped group (jobs="all")
+        same = {"map_indexes": index} if isinstance(index, int) and index >= 0 else {}
+        xcoms = {step: ti.xcom_pull(task_ids=t, **same) for step, t in self.task_ids.items()}
         if not xcoms.get("plan"):
             raise AirflowSkipException("the plan step did not plan an expansion: nothing to report")
         dry_run = bool(xcoms["plan"].get("dry_run")) or (

@@ -143,6 +143,19 @@ def offset_fetch_error(req: Request, code: int) -> dict[str, Any]:
         return {
             "groups": [{"group_id": g.group_id, "error_code": code, "topics": ()} for g in groups]
         }
+    if req.api_version < 2:  # no group-level error before v2: each asked partition says it
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p, "committed_offset": -1, "metadata": ""}
+                    | {"error_code": code}
+                    for p in t.partition_indexes
+                ],
+            }
+            for t in req.body.topics or ()
+        ]
+        return {"error_code": code, "topics": topics}
     return {"error_code": code, "topics": ()}
 
 
