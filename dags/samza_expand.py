@@ -1,12 +1,14 @@
 """Example: expand the input topic of a live stateful PySpark job from the Airflow trigger form.
 
 Trigger ``samza_expand`` with the form (topic, factor 2/4/8/16, job name, grace seconds, barrier
-timeout, dry run, other jobs). *Other jobs*: when another stateful job managed by this provider
-reads the topic, ``refuse`` (default) fails the plan naming every such job (expand them together
-with ``build_expansion_dag(jobs=[...])``); ``ignore`` grows the topic for this job anyway, with a
-warning. Consumer groups outside the provider that read the topic are warnings in the plan and
-the report either way. The job is the shipped PySpark job (``airflow_samza_expand/spark/job.py``)
-running continuously; its settings come from environment variables of the Airflow workers:
+timeout, dry run, other jobs, on stale placement: ``warn`` or ``fail`` when a producer kept the
+old partition count after the barrier snapshot, rule 1.5). *Other jobs*: when another stateful
+job managed by this provider reads the topic, ``refuse`` (default) fails the plan naming every
+such job (expand them together with ``build_expansion_dag(jobs=[...])``); ``ignore`` grows the
+topic for this job anyway, with a warning. Consumer groups outside the provider that read the
+topic are warnings in the plan and the report either way. The job is the shipped PySpark job
+(``airflow_samza_expand/spark/job.py``) running continuously; its settings come from environment
+variables of the Airflow workers:
 
 * ``SAMZA_EXPAND_BOOTSTRAP_SERVERS`` - Kafka bootstrap servers the job reads (default
   ``localhost:9092``; the DAG's own Kafka clients use the ``kafka_default`` connection);
@@ -35,6 +37,7 @@ dag = build_expansion_dag(
     barrier_timeout_s="{{ params.barrier_timeout_seconds }}",
     dry_run="{{ params.dry_run }}",
     other_jobs="{{ params.other_jobs }}",
+    on_stale_placement="{{ params.on_stale_placement }}",
     run_mode=RUN_MODE,
     application_args=stream_job_args_from_env(JOB),
     params={
@@ -77,6 +80,15 @@ dag = build_expansion_dag(
             title="Other managed jobs reading the topic",
             description="refuse: fail the plan naming them (expand them together with "
             "build_expansion_dag(jobs=[...])); ignore: grow for this job anyway, with a warning.",
+        ),
+        "on_stale_placement": Param(
+            "warn",
+            type="string",
+            enum=["warn", "fail"],
+            title="On a stale placement after the barrier",
+            description="A producer that kept the old partition count after the barrier "
+            "snapshot puts its keys' order at risk. warn: count, log and report them; fail: "
+            "also fail the report step naming the keys and stop the job.",
         ),
     },
     doc_md=__doc__,

@@ -119,6 +119,7 @@ def test_trigger_form_params(dagbag) -> None:
         "barrier_timeout_seconds",
         "dry_run",
         "other_jobs",
+        "on_stale_placement",
     }
     factor = params.get_param("factor")
     assert factor.schema["enum"] == [2, 4, 8, 16]
@@ -135,11 +136,18 @@ def test_trigger_form_params(dagbag) -> None:
         "barrier_timeout_seconds": 3600,
         "dry_run": False,
         "other_jobs": "refuse",
+        "on_stale_placement": "warn",
     }
     # Params reach the steps through templates (grace and timeout included).
     barrier = dag.task_dict["barrier"]
     assert barrier.producer_refresh_grace_s == "{{ params.grace_seconds }}"
     assert "producer_refresh_grace_s" in barrier.template_fields
+    # rule 1.5: the form's choice reaches the job's flags (submit) and the report's verdict
+    assert params.get_param("on_stale_placement").schema["enum"] == ["warn", "fail"]
+    for step in ("submit", "report"):
+        task = dag.task_dict[step]
+        assert task.on_stale_placement == "{{ params.on_stale_placement }}"
+        assert "on_stale_placement" in task.template_fields
 
 
 def test_event_driven_dag_is_scheduled_by_a_partition_count_watcher(dagbag) -> None:

@@ -108,6 +108,11 @@ class OrderingBarrierSensor(_WaitSensor):
     3. wait until the job's consumer group (default: the job name) has committed offsets
        ``>=`` the snapshot on every old partition. Each poll logs the lag per partition.
 
+    Rule 1.5: the snapshot waits, after the grace, for ``stale_quiet_s`` (None: the protocol's
+    default, min(30 s, grace)) without a stale placement in the old partitions; stale
+    placements still arriving at the deadline (grace end + ``barrier_timeout_s``) fail it with a
+    ``BarrierTimeoutError`` naming them.
+
     ``snapshot_only`` (available-now mode) returns once the snapshot is taken. Returns
     ``{barrier_offsets, seconds_waited, lag_drained, snapshot_at, passed_at, ...}``. Not passed
     within ``barrier_timeout_s`` after the grace: ``AirflowFailException``
@@ -121,6 +126,7 @@ class OrderingBarrierSensor(_WaitSensor):
         "coordinator",
         "producer_refresh_grace_s",
         "barrier_timeout_s",
+        "stale_quiet_s",
     )
     ui_color = "#fff3c9"
 
@@ -138,11 +144,13 @@ class OrderingBarrierSensor(_WaitSensor):
         kafka_config_id: str = DEFAULT_CONN_ID,
         request_timeout_s: float = 30.0,
         poke_interval: float = 10.0,
+        stale_quiet_s: float | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(poke_interval=poke_interval, **kwargs)
         self.job_name = job_name
         self.expansion_id = expansion_id
+        self.stale_quiet_s = stale_quiet_s
         self.consumer_group = consumer_group
         self.producer_refresh_grace_s = producer_refresh_grace_s
         self.barrier_timeout_s = barrier_timeout_s
@@ -167,6 +175,7 @@ class OrderingBarrierSensor(_WaitSensor):
             expansion_id=self.expansion_id,
             consumer_group=self.consumer_group or self.job_name,
             producer_refresh_grace_s=grace,
+            stale_quiet_s=self._quiet_s(),
             deadline=max(started, grace_ends) + float(self.barrier_timeout_s),
             poll_interval_s=self.poke_interval,
             holder=holder,
@@ -190,9 +199,20 @@ class OrderingBarrierSensor(_WaitSensor):
                 expansion_id=self.expansion_id,
                 group=self.consumer_group or self.job_name,
                 grace_ends=grace_ends,
+                stale_quiet_s=self._quiet_s(),
+                deadline=grace_ends + float(self.barrier_timeout_s) if grace_ends else None,
             )
         self.log.info("%s", progress.message)
         return PokeReturnValue(True, progress.result) if progress.done else False
+
+    def _quiet_s(self) -> float | None:
+        """``stale_quiet_s`` rendered: None (or "None", "") = the barrier's default."""
+        if self.stale_quiet_s in (None, "", "None"):
+            return None
+        quiet = float(self.stale_quiet_s)  # type: ignore[arg-type]
+        if quiet < 0:
+            raise AirflowFailException(f"stale_quiet_s must be >= 0, got {quiet}")
+        return quiet
 
     def on_event(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
         event = super().on_event(context, event)

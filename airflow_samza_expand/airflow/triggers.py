@@ -126,7 +126,8 @@ class OrderingBarrierTrigger(PollingTrigger):
     """Waits out the producer refresh grace, snapshots the old partitions' high watermarks
     (stored in the expansion record, so a rerun reuses them) and waits until the job's consumer
     group has committed offsets ``>=`` the snapshot on every old partition; renews ``holder``'s
-    expansion lease on every poll.
+    expansion lease on every poll. Rule 1.5: the snapshot also waits ``stale_quiet_s`` without
+    a stale placement; stale placements still arriving at ``deadline`` refuse the barrier.
 
     Fires ``{"status": "holds", "result": {...}}`` or, past ``deadline`` (epoch seconds),
     ``{"status": "timeout", ...}`` with the lag still left per partition.
@@ -136,6 +137,7 @@ class OrderingBarrierTrigger(PollingTrigger):
     expansion_id: str
     consumer_group: str | None = None
     producer_refresh_grace_s: float = waits.DEFAULT_PRODUCER_REFRESH_GRACE_S
+    stale_quiet_s: float | None = None  # rule 1.5 quiet window (None: the protocol default)
     deadline: float | None = None
     poll_interval_s: float = 10.0
     holder: str | None = None
@@ -158,6 +160,8 @@ class OrderingBarrierTrigger(PollingTrigger):
             group=str(self.consumer_group),
             grace_ends=grace_ends,
             lease=lease,
+            stale_quiet_s=self.stale_quiet_s,
+            deadline=self.deadline,
         )
 
     def event(self, poll: Poll) -> dict[str, Any]:

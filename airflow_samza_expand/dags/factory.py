@@ -192,6 +192,7 @@ def _add_chain(
         "producer_refresh_grace_s": s.producer_refresh_grace_s,
         "barrier_timeout_s": s.barrier_timeout_s,
         "poke_interval": s.poll_interval_s,
+        "stale_quiet_s": s.stale_quiet_s,
         **owned,
     }
     pre_barrier: list[BaseOperator] = []
@@ -231,6 +232,9 @@ def _add_chain(
         run_mode=mode,
         application_args=application_args,
         log_dir=s.log_dir,
+        # rule 1.5: the shipped job checks what it reads beyond the barrier (a job of your own
+        # gets the flags in its application_args if it supports them)
+        on_stale_placement=s.on_stale_placement if s.application == DEFAULT_APPLICATION else None,
         retries=0 if mode == "continuous" else s.retries,  # a second launch would run it twice
         retry_delay=s.retry_delay,
         **spark,
@@ -254,6 +258,7 @@ def _add_chain(
         + ") or {}).get('expansion_id') }}",
         **common,
         run_mode=mode,
+        on_stale_placement=s.on_stale_placement,
         task_ids={
             "plan": ids["plan"],
             "barrier": ids["barrier"],

@@ -17,6 +17,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_samza_expand.airflow.operators.submit import normalise_run_mode
 from airflow_samza_expand.airflow.operators.write_model import WriteJobModelOperator
+from airflow_samza_expand.airflow.order import check_order_settings
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
 from airflow_samza_expand.protocol.handover import WARM, normalise_handover
@@ -74,9 +75,14 @@ class ExpansionSettings:
     retries: int = 2
     retry_delay: timedelta = field(default=timedelta(seconds=30))
     log_dir: str | None = None
+    # rule 1.5: "warn" counts and reports stale placements after the snapshot, "fail" also
+    # fails the report step and stops the job; stale_quiet_s None: the barrier's default
+    on_stale_placement: str = "warn"
+    stale_quiet_s: float | str | None = None
 
     def __post_init__(self) -> None:
         normalise_run_mode(self.run_mode)  # a clear error at parse time
+        check_order_settings(self.on_stale_placement, self.stale_quiet_s)
         if isinstance(self.jobs, str) and self.jobs != "all":
             raise ValueError(
                 f"jobs={self.jobs!r}: name the jobs to expand together, e.g. "

@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from airflow_samza_expand.core.clock import parse_iso
 from airflow_samza_expand.core.expansion import load_expansion_algorithm
 from airflow_samza_expand.core.model import JobModel, SystemStreamPartition
+from airflow_samza_expand.core.order import DEFAULT_STALE_QUIET_S
 from airflow_samza_expand.core.render import natural_key, render_diagram, render_mapping_table
 
 DOWNTIME_TARGET_RATIO = 1.5  # a cold restart (stop, then start)
@@ -20,26 +22,53 @@ def _max(values: Sequence[float | None]) -> float | None:
     return max(present) if present else None
 
 
+def last_stale_s(record: Any) -> float | None:
+    """Seconds from the expansion (end of the expand step) to the last stale placement the
+    barrier saw (rule 1.5), from the expansion record; None when it saw none."""
+    evidence = getattr(record, "stale_placements", None) or {}
+    expand = record.steps.get("expand") if record is not None else None
+    if not evidence.get("last_stale_at") or expand is None or not expand.ended_at:
+        return None
+    return parse_iso(evidence["last_stale_at"]).timestamp() - parse_iso(expand.ended_at).timestamp()
+
+
+def snapshot_bound_s(grace_s: float, quiet_s: float, last_stale: float | None) -> float:
+    """Seconds after the expansion at which the barrier may snapshot (rule 1.5): the end of
+    the grace, or of the quiet window after the last stale placement when that is later."""
+    return max(grace_s, max(last_stale or 0.0, 0.0) + quiet_s)
+
+
 def build_report(
     *,
     scenario: Any,
     verification: Any,
     total_s: float,
     step_seconds: dict[str, float],
+    records: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
-    """report.json content."""
+    """report.json content. ``records``: the expansion records of ``scenario.outcomes``
+    (default: read from its store)."""
     cfg = scenario.cfg
+    if records is None:
+        from airflow_samza_expand.demo.stale import expansion_records
+
+        records = expansion_records(scenario)
+    quiet = cfg.stale_quiet_s
+    if quiet is None:
+        quiet = min(DEFAULT_STALE_QUIET_S, cfg.grace_s)
     expansions = []
-    for o in scenario.outcomes:
+    for o, record in zip(scenario.outcomes, records, strict=True):
         steps = (o.summary or {}).get("seconds_per_step") or {}
         grace, drain = cfg.grace_s, o.probe.get("drain_s")
+        stale_s = last_stale_s(record)
+        snapshot_s = snapshot_bound_s(grace, quiet, stale_s)
         barrier_wait = None
         if (
             steps.get("producer_refresh_grace") is not None
             and steps.get("barrier_drain") is not None
         ):
             barrier_wait = round(steps["producer_refresh_grace"] + steps["barrier_drain"], 3)
-        bound = None if drain is None else round(grace + drain + cfg.poll_s, 3)
+        bound = None if drain is None else round(snapshot_s + drain + cfg.poll_s, 3)
         expansions.append(
             {
                 "partitions": {"before": o.counts[0], "after": o.counts[1]},
@@ -52,6 +81,9 @@ def build_report(
                 if barrier_wait is None or bound is None
                 else barrier_wait <= bound,
                 "grace_s": grace,
+                "stale_quiet_s": quiet,
+                "last_stale_s": None if stale_s is None else round(stale_s, 3),
+                "snapshot_bound_s": round(snapshot_s, 3),
                 "drain_s": drain,
                 "poll_interval_s": cfg.poll_s,
                 "downtime_s": o.probe.get("downtime_s"),
@@ -170,10 +202,16 @@ def figure_lines(report: dict[str, Any]) -> list[str]:
     for e in report["expansions"]:
         if e["barrier_wait_s"] is None or e["drain_s"] is None:
             continue
+        snapshot = f"grace {e['grace_s']:.2f}s"
+        if e.get("snapshot_bound_s", e["grace_s"]) > e["grace_s"]:
+            snapshot = (
+                f"max(grace {e['grace_s']:.2f}s, last stale placement {e['last_stale_s']:.2f}s "
+                f"+ quiet {e['stale_quiet_s']:.2f}s)"
+            )
         lines.append(
             f"Barrier {e['partitions']['before']}->{e['partitions']['after']}: waited "
-            f"{e['barrier_wait_s']:.2f}s vs grace {e['grace_s']:.2f}s + drain "
-            f"{e['drain_s']:.2f}s + poll {e['poll_interval_s']:.2f}s = {e['barrier_bound_s']:.2f}s"
+            f"{e['barrier_wait_s']:.2f}s vs {snapshot} + drain {e['drain_s']:.2f}s + poll "
+            f"{e['poll_interval_s']:.2f}s = {e['barrier_bound_s']:.2f}s"
             f" ({'OK' if e['barrier_within_bound'] else 'ABOVE BOUND'})"
         )
     lines.append(

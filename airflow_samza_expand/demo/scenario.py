@@ -50,6 +50,8 @@ class ScenarioConfig:
     grace_s: float = 4.0  # producer refresh grace of the barrier (>= refresh + delivery)
     poll_s: float = 1.0  # sensor poll interval
     naive: bool = False  # write job models with plain GroupByPartition (must fail the check)
+    on_stale_placement: str = "warn"  # rule 1.5: "fail" fails the report on an order at risk
+    stale_quiet_s: float | None = None  # rule 1.5 quiet window (None: min(30 s, grace))
     master: str = "local[2]"
     name: str = field(default_factory=lambda: f"demo-{uuid.uuid4().hex[:8]}")
 
@@ -438,7 +440,8 @@ class Scenario:
 
 def dag_fields(cfg: ScenarioConfig) -> dict[str, Any]:
     """The expansion DAG's settings of a local scenario: Spark on this interpreter, the
-    scenario's grace and poll interval, generous timeouts, one quick retry."""
+    scenario's grace, poll interval and rule-1.5 settings, generous timeouts, one quick
+    retry."""
     return {
         "spark_conf": LOCAL_SPARK_CONF,
         "spark_env_vars": {"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
@@ -449,6 +452,8 @@ def dag_fields(cfg: ScenarioConfig) -> dict[str, Any]:
         "ack_timeout_s": 600,
         "retries": 1,
         "retry_delay": timedelta(seconds=2),
+        "on_stale_placement": cfg.on_stale_placement,  # rule 1.5
+        "stale_quiet_s": cfg.stale_quiet_s,
     }
 
 

@@ -113,7 +113,7 @@ def _offsets_at(config: Mapping[str, Any], topic: str, count: int, at_s: float) 
         consumer.close()
 
 
-def _records(scenario: Any) -> list[Any]:
+def expansion_records(scenario: Any) -> list[Any]:
     """The expansion record of each of the scenario's expansions, in order."""
     try:  # issue 11 moves it to the protocol layer
         from airflow_samza_expand.protocol.records import expansion_id_for
@@ -139,7 +139,7 @@ def order_counts(
 
     topic = scenario.topic
     spans = []
-    for record in _records(scenario) if records is None else records:
+    for record in expansion_records(scenario) if records is None else records:
         barrier, before, after, at = _fields(record)
         spans.append((before, after, barrier, _offsets_at(scenario.config, topic, before, at)))
     total_before, total_after = StaleSummary(), StaleSummary()
@@ -160,4 +160,4 @@ def order_counts(
     return {**order_report(total_before, total_after), "expansions": rows}
 
 
-__all__ = ["Producers", "add_stale_producer", "order_counts"]
+__all__ = ["Producers", "add_stale_producer", "expansion_records", "order_counts"]

@@ -12,7 +12,8 @@ restarted job and the report step. No Airflow import.
   ``--partitioner`` and ``--on-stale-placement``.
 * `job_publisher` / `record_job_placements` - the restarted job: its counts of stale
   placements read beyond the barrier go into the record.
-* `order_summary` - the report step: ``order: proven ...`` / ``order: at risk ...`` and counts.
+* `scan_after_snapshot` / `order_summary` - the report step: its own scan of the old
+  partitions beyond the barrier, then ``order: proven ...`` / ``order: at risk ...`` and counts.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from airflow_samza_expand.store import CoordinatorStore
 log = logging.getLogger(__name__)
 
 MAX_LOGGED_PER_POLL = 20
+REPORT_SCAN_MAX_POLLS = 20  # x StaleScanner's 10,000 records per poll
 
 
 def _update(
@@ -253,10 +255,52 @@ def stale_counts(record: ExpansionRecord) -> dict[str, int]:
     }
 
 
-def order_summary(record: ExpansionRecord) -> dict[str, Any]:
-    """The report step's ``order`` (its ``line`` is the report's ``order:`` line)."""
+def scan_after_snapshot(
+    admin: KafkaAdmin, record: ExpansionRecord, *, max_polls: int = REPORT_SCAN_MAX_POLLS
+) -> StaleSummary | None:
+    """The report step's own look: stale placements in the old partitions from the barrier
+    snapshot up to their end offsets now - records the restarted job reads (or already read)
+    beyond the barrier, whether or not its check has reached them yet. None without a
+    snapshot; bounded (``max_polls`` scanner polls; a scan not caught up counts what it read,
+    logged)."""
+    if not record.barrier:
+        return None
+    barrier = {t: {int(p): int(o) for p, o in ps.items()} for t, ps in record.barrier.items()}
+    until = snapshot_barrier(admin, old_counts(record))
+    partitioners = detected_partitioners(record) or list(_evidence(record).partitioner) or None
+    found: list[StalePlacement] = []
+    positions: Mapping[str, Mapping[int, int]] = barrier
+    with StaleScanner(admin.config, growths(record), partitioners, admin=admin) as scanner:
+        for _ in range(max_polls):
+            result = scanner.poll(positions, until=until)
+            found.extend(result.placements)
+            positions = result.positions
+            if result.caught_up:
+                break
+        else:
+            log.warning(
+                "expansion %s: the report's stale-placement scan stopped after %d polls at %s "
+                "(end offsets %s); the restarted job's own check covers the rest",
+                record.expansion_id, max_polls, dict(positions), until,
+            )  # fmt: skip
+    for placement in found[:MAX_LOGGED_PER_POLL]:
+        log.warning(
+            "expansion %s: %s (after the snapshot: order at risk)",
+            record.expansion_id,
+            placement.describe(),
+        )
+    return StaleSummary().add(found)
+
+
+def order_summary(record: ExpansionRecord, scanned: StaleSummary | None = None) -> dict[str, Any]:
+    """The report step's ``order`` (its ``line`` is the report's ``order:`` line): after the
+    snapshot, the larger of the restarted job's published count and ``scanned``
+    (`scan_after_snapshot`: the same range up to the report)."""
     evidence = _evidence(record)
-    return order_report(evidence.before_snapshot, evidence.after_snapshot)
+    after = evidence.after_snapshot
+    if scanned is not None and scanned.records > after.records:
+        after = scanned
+    return order_report(evidence.before_snapshot, after)
 
 
 __all__ = [
@@ -268,5 +312,6 @@ __all__ = [
     "order_summary",
     "record_job_placements",
     "record_scan_start",
+    "scan_after_snapshot",
     "stale_counts",
 ]

@@ -2,7 +2,8 @@
 the expansion DAG run with dag.test(). A keyed producer runs the whole time; the job starts on
 job model v1 (2 partitions); the DAG grows the topic 2 -> 4, then 4 -> 8. The verifier then
 reads the output and coordinator topics: exact per-key counts, no sequence violation, no count
-ever went back, partitions 2..7 consumed, job model history v1..v3. The naive mapping writer
+ever went back, partitions 2..7 consumed, job model history v1..v3, each report's
+``order: proven`` (producers refresh within the grace; rule 1.5). The naive mapping writer
 (plain GroupByPartition) must fail the same check."""
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ def test_expansion_keeps_exact_counts_and_order_under_live_traffic(scenario, run
     for outcome in outcomes:
         assert outcome.state == "success", outcome.tasks
         assert {t for t, st in outcome.tasks.items() if st == "success"} >= CHAIN_OK
+        # rule 1.5: producers refreshing within the grace -> nothing stale after the snapshot
+        order = outcome.summary["order"]
+        assert order["order"] == "proven", order["line"]
+        assert order["line"].startswith("order: proven (0 stale placements after the snapshot")
     result = s.finish(expected_versions=[1, 2, 3])
     print(f"[e2e] {run_mode}: {result.describe()}")
     assert result.ok, result.describe()

@@ -6,16 +6,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
+from airflow_samza_expand.airflow.order import check_setting, order_refusal
 from airflow_samza_expand.airflow.shell import (
     DEFAULT_CONN_ID,
     KafkaClients,
     holder_of,
     protocol_outcomes,
 )
-from airflow_samza_expand.protocol import restart
+from airflow_samza_expand.protocol import order, restart
 from airflow_samza_expand.protocol.ownership import give_up, take
 from airflow_samza_expand.protocol.report import build_summary, render_summary
 
@@ -29,9 +30,20 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
     (stop -> acknowledgement of the restarted job), run mode and submit handle. A dry run
     (nothing written) reports the plan only; a run whose plan was skipped (another run owned
     the expansion) is skipped too.
+
+    Rule 1.5: the summary's ``order`` (and the last log line) says ``order: proven ...`` or
+    ``order: at risk ...``, from the restarted job's count and the step's own scan of the old
+    partitions beyond the barrier. With ``on_stale_placement="fail"`` an order at risk fails
+    the task (AirflowFailException naming the keys) after the record is completed.
     """
 
-    template_fields: Sequence[str] = ("job_name", "expansion_id", "coordinator", "run_mode")
+    template_fields: Sequence[str] = (
+        "job_name",
+        "expansion_id",
+        "coordinator",
+        "run_mode",
+        "on_stale_placement",
+    )
     ui_color = "#e0e0e0"
 
     def __init__(
@@ -44,9 +56,11 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = DEFAULT_CONN_ID,
         request_timeout_s: float = 30.0,
+        on_stale_placement: str = "warn",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.on_stale_placement = on_stale_placement
         self.job_name = job_name
         self.expansion_id = expansion_id
         self.run_mode = run_mode
@@ -56,6 +70,7 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
         self.request_timeout_s = request_timeout_s
 
     def execute(self, context: Any) -> dict[str, Any]:
+        check_setting(self.on_stale_placement)  # rendered: a bad value fails before anything
         ti = context["ti"]
         index = getattr(ti, "map_index", -1)  # >= 0: one job of a mapped group (jobs="all")
         same = {"map_indexes": index} if isinstance(index, int) and index >= 0 else {}
@@ -76,6 +91,9 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
                 summary = build_summary(
                     record, xcoms, run_mode=self.run_mode, history=history, dry_run=dry_run
                 )
+                if not dry_run and record is not None and record.barrier:
+                    scanned = order.scan_after_snapshot(self.admin, record)
+                    summary["order"] = order.order_summary(record, scanned)
                 if not dry_run and record is not None:
                     lease = take(store, holder)
                     times = {k: summary[k] for k in ("seconds_per_step", "downtime_s")}
@@ -85,4 +103,8 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
             self.close_clients()
         for line in render_summary(summary).splitlines():
             self.log.info("%s", line)
+        refusal = order_refusal(summary.get("order"), self.on_stale_placement)
+        if refusal is not None:  # the summary stays readable (XCom "summary") for the UI
+            ti.xcom_push(key="summary", value=summary)
+            raise AirflowFailException(f"order at risk: {refusal}")
         return summary

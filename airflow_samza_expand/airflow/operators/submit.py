@@ -33,6 +33,7 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
+from airflow_samza_expand.airflow.order import with_order_check
 from airflow_samza_expand.airflow.shell import KafkaClients, holder_of, protocol_outcomes
 from airflow_samza_expand.core.secrets import is_secret_key
 from airflow_samza_expand.dags import detached
@@ -124,8 +125,10 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
     Extra arguments: ``run_mode`` (templated), ``log_dir`` for detached launches (default
     ``<tmp>/samza-expand/<name>``), ``startup_check_s`` (a detached job that exits within this
     time fails the task with its log tail), ``job_name``/``expansion_id``/``coordinator``/
-    ``kafka_config_id`` (the expansion's books). Returns (XCom) ``{mode, master, deploy_mode,
-    conf (redacted), ...}`` plus the detached handle or the cluster submission's result.
+    ``kafka_config_id`` (the expansion's books), ``on_stale_placement`` (``warn``/``fail``,
+    templated: turns on the shipped job's order check, `airflow.order.with_order_check`).
+    Returns (XCom) ``{mode, master, deploy_mode, conf (redacted), ...}`` plus the detached
+    handle or the cluster submission's result.
     """
 
     template_fields: Sequence[str] = (
@@ -134,6 +137,7 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
         "log_dir",
         "job_name",
         "expansion_id",
+        "on_stale_placement",
     )
     ui_color = "#ffe5b4"
     keeps_books = True  # the submit step's books (`protocol.restart`); a standby keeps its own
@@ -149,6 +153,7 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = "kafka_default",
         job_kafka_config_id: str | None = None,
+        on_stale_placement: str | None = None,
         **kwargs: Any,
     ) -> None:
         self.hook_args = {k: kwargs[k] for k in _HOOK_ARGS if k in kwargs}
@@ -162,6 +167,7 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
         self.coordinator = coordinator
         self.kafka_config_id = kafka_config_id
         self.job_kafka_config_id = job_kafka_config_id
+        self.on_stale_placement = on_stale_placement  # rule 1.5: the job's order check
 
     def _log_dir(self) -> str:
         return self.log_dir or os.path.join(tempfile.gettempdir(), "samza-expand", self.name)
@@ -198,6 +204,10 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         mode = normalise_run_mode(self.run_mode)
+        if self.on_stale_placement is not None:
+            self.application_args = with_order_check(
+                self.application_args or [], self.on_stale_placement
+            )
         conf = detached_conf(self.conf) if mode == "continuous" else dict(self.conf or {})
         secret_keys = [k for k in conf if is_secret_conf_key(str(k))]
         secrets = secret_values(conf, is_secret_conf_key)
