@@ -10,7 +10,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from airflow_samza_expand.airflow.operators.standby import LaunchStandbyOperator
-from airflow_samza_expand.dags.settings import ExpansionSettings
+from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION, ExpansionSettings
 
 
 def standby_tasks(
@@ -30,6 +30,10 @@ def standby_tasks(
     common = {
         "application_args": application_args,
         "log_dir": s.log_dir,
+        # the standby becomes the restarted job: the same order check as the submit step's
+        "on_stale_placement": (
+            s.on_stale_placement if s.application == DEFAULT_APPLICATION else None
+        ),
         "retries": s.retries,
         "retry_delay": s.retry_delay,
         **spark,

@@ -87,6 +87,12 @@ def test_the_factory_wires_the_order_check_into_submit_barrier_and_report() -> N
     )  # fmt: skip
     assert dag.task_dict["submit"].on_stale_placement == "fail"
     assert dag.task_dict["submit"].application_args == ARGS  # the user's args untouched
+    # in the (default) warm handover the standby becomes the restarted job: same check
+    assert dag.task_dict["submit_standby"].on_stale_placement == "fail"
+    hot = build_expansion_dag(
+        "d4", job_name="j", topics="t", application_args=ARGS, hot_standby=True
+    )
+    assert hot.task_dict["hot_standby"].on_stale_placement == "warn"
     assert dag.task_dict["barrier"].stale_quiet_s == "{{ params.quiet }}"
     assert dag.task_dict["report"].on_stale_placement == "fail"
     default = build_expansion_dag("d2", job_name="j", topics="t", application_args=ARGS)
