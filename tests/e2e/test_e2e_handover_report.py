@@ -14,7 +14,9 @@ def test_demo_downtime_line_names_the_handover_and_its_target() -> None:
         probe={"downtime_s": 2.0, "barrier_reached_at": None}, handover=True,
     )  # fmt: skip
     scenario = SimpleNamespace(
-        cfg=SimpleNamespace(run_mode="continuous", naive=False, grace_s=4.0, poll_s=1.0),
+        cfg=SimpleNamespace(
+            run_mode="continuous", naive=False, grace_s=4.0, poll_s=1.0, stale_quiet_s=None
+        ),
         outcomes=[outcome], plain_restart_s=20.0, job_name="j", topic="t", models=[],
     )  # fmt: skip
     verification = SimpleNamespace(
@@ -22,8 +24,8 @@ def test_demo_downtime_line_names_the_handover_and_its_target() -> None:
         order_violations=[], count_resets=[], partitions_consumed=[0], problems=[],
         job_model_versions=[1, 2],
     )  # fmt: skip
-    report = build_report(
-        scenario=scenario, verification=verification, total_s=1.0, step_seconds={}
+    report = build_report(  # records: no expansion record, so no stale placement
+        scenario=scenario, verification=verification, total_s=1.0, step_seconds={}, records=[None]
     )
     assert report["timings"]["restart"] == "handover"
     assert report["timings"]["downtime_target_ratio"] == HANDOVER_TARGET_RATIO
