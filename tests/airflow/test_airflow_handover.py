@@ -54,7 +54,10 @@ def test_warm_handover_starts_the_standby_before_the_stop_and_submit_launches_no
     launched = [a for a in _launches(fake_spark) if "--job-model-version" in a]
     assert len(launched) == 2, launched  # the handover's standby + the hot standby, no submit
     for argv in launched:
-        assert argv[-3:] == ["--standby", "--job-model-version", "2"], argv
+        tail = argv[argv.index("--standby") :]
+        assert tail[:3] == ["--standby", "--job-model-version", "2"], argv
+        # the standby becomes the restarted job: it checks the order too (rule 1.5)
+        assert "--barrier-offsets" in tail and "--on-stale-placement" in tail, argv
     submit = task_instance_xcom(run, "submit")
     assert submit["already_running"], submit  # the standby of v2 takes over: no second launch
     record = j.store.get_expansion(task_instance_xcom(run, "plan")["expansion_id"])

@@ -108,7 +108,9 @@ def test_an_unmanaged_group_is_a_warning_in_the_plan_xcom_record_and_report(
     assert record.results["plan"]["readers"]["groups"] == [outsider]
 
 
-def multi_job_dag(dag_id: str, jobs: list[str] | str, topic: str, bootstrap: str, log_dir: str):
+def multi_job_dag(
+    dag_id: str, jobs: list[str] | str, topic: str, bootstrap: str, log_dir: str, **settings
+):
     def own(name: str) -> dict:  # per_job as a function: also for jobs="all" (run time)
         return {
             "application_args": stream_job_args(
@@ -134,6 +136,7 @@ def multi_job_dag(dag_id: str, jobs: list[str] | str, topic: str, bootstrap: str
         retries=0,
         retry_delay=timedelta(seconds=1),
         log_dir=log_dir,
+        **settings,
     )
 
 
@@ -183,25 +186,28 @@ def test_two_jobs_one_run_grow_the_topic_once_and_restart_each_job(
     assert report[other]["job_model_version"] == {"before": 1, "after": 2}
 
 
+@pytest.mark.parametrize(("handover", "launcher"), [("cold", "submit"), ("warm", "submit_standby")])
 def test_one_job_failing_does_not_undo_the_other(
-    job, admin, fake_spark, tmp_path, kafka_bootstrap, run_dag
+    job, admin, fake_spark, tmp_path, kafka_bootstrap, run_dag, handover, launcher
 ):
     j = job(2)
     other = second_job(j, f"{j.name}-b")
     dag = multi_job_dag(
-        f"one_fails_{j.name}", [j.name, other], j.topic, kafka_bootstrap, str(tmp_path / "logs")
-    )
-    # the second job's restarted job exits at once (no bootstrap servers): its submit fails
-    submit = dag.get_task(f"{other}.submit")
-    submit.application_args = [a for a in submit.application_args if a != kafka_bootstrap]
-    submit.application_args.remove("--bootstrap-servers")
+        f"one_fails_{j.name}", [j.name, other], j.topic, kafka_bootstrap, str(tmp_path / "logs"),
+        handover=handover,
+    )  # fmt: skip
+    # the second job's restarted job exits at once (no bootstrap servers): the step that
+    # launches it (the submit, or in a warm handover the standby launch) fails
+    launch = dag.get_task(f"{other}.{launcher}")
+    launch.application_args = [a for a in launch.application_args if a != kafka_bootstrap]
+    launch.application_args.remove("--bootstrap-servers")
     dag.get_task(f"{other}.ack").timeout = 3
     run = run_dag(dag)
 
     assert str(run.state) == "failed"
     report = task_instance_xcom(run, "report")["jobs"]
     assert report[j.name]["outcome"] == "completed"
-    assert report[other]["outcome"] == "failed" and report[other]["failed_step"] == "submit"
+    assert report[other]["outcome"] == "failed" and report[other]["failed_step"] == launcher
     assert report[other]["states"]["ack"] == "upstream_failed"
     with KafkaCoordinatorStore(j.config, j.name) as store:
         assert [m.version for m in store.job_model_history()] == [1, 2]

@@ -12,12 +12,14 @@ from airflow.sdk.exceptions import AirflowFailException
 STEP_ORDER = (
     "plan",
     "expand",
+    "submit_standby",
     "barrier_snapshot",
     "drain",
     "barrier",
     "stop_job",
     "write_job_model",
     "submit",
+    "hot_standby",
     "ack",
     "report",
 )
