@@ -26,7 +26,7 @@ from airflow_samza_expand.demo.jobs import (
     stop_job,
     wait_for,
 )
-from airflow_samza_expand.demo.producer import KeyedProducer
+from airflow_samza_expand.demo.producer import KeyedProducer, start_scenario_producer
 from airflow_samza_expand.demo.scenario import ScenarioConfig, dag_fields
 from airflow_samza_expand.demo.verify import Verification, verify
 
@@ -110,13 +110,7 @@ class MultiJobScenario:
             self.log(f"job {name}: processor {processor}, output {side.output_topic}, v1 written")
 
     def start_producer(self) -> None:
-        self.producer = KeyedProducer(
-            self.config,
-            self.topic,
-            keys=self.cfg.keys,
-            rate=self.cfg.rate,
-            refresh_ms=self.cfg.refresh_ms,
-        ).start()
+        self.producer = start_scenario_producer(self.config, self.topic, self.cfg)
 
     def start_jobs(self) -> None:
         """Launch every job on v1 (at once), then wait for each one's first committed batch."""

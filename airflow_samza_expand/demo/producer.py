@@ -148,3 +148,10 @@ class KeyedProducer:
         """Records acknowledged per key so far."""
         with self._lock:
             return dict(self.produced)
+
+
+def start_scenario_producer(config: Mapping[str, str], topic: str, cfg: Any) -> KeyedProducer:
+    """The scenarios' keyed producer (``cfg.keys``, ``cfg.rate``, ``cfg.refresh_ms``), started."""
+    return KeyedProducer(
+        config, topic, keys=cfg.keys, rate=cfg.rate, refresh_ms=cfg.refresh_ms
+    ).start()

@@ -33,7 +33,7 @@ from airflow_samza_expand.demo.jobs import (
     stop_job,
     wait_for,
 )
-from airflow_samza_expand.demo.producer import KeyedProducer
+from airflow_samza_expand.demo.producer import KeyedProducer, start_scenario_producer
 from airflow_samza_expand.demo.verify import Verification, verify, wait_for_outputs
 
 MID_BARRIER = "mid-barrier"
@@ -191,13 +191,7 @@ class Scenario:
         )
 
     def start_producer(self) -> None:
-        self.producer = KeyedProducer(
-            self.config,
-            self.topic,
-            keys=self.cfg.keys,
-            rate=self.cfg.rate,
-            refresh_ms=self.cfg.refresh_ms,
-        ).start()
+        self.producer = start_scenario_producer(self.config, self.topic, self.cfg)
         self.log(
             f"producer: {self.cfg.keys} keys, {self.cfg.rate:.0f} records/s, librdkafka "
             f"default partitioner, metadata refresh {self.cfg.refresh_ms} ms"
