@@ -34,8 +34,6 @@ from airflow_samza_expand.kafka.config import bootstrap_of
 from airflow_samza_expand.kafka.errors import (  # noqa: F401 - re-exported: the layer's names
     CONSUMER_ONLY_SETTINGS,
     LEADER_ELECTION_CODES,
-    NO_OFFSET,
-    UNAVAILABLE_CODES,
     UNKNOWN_TOPIC_CODES,
     KafkaUnavailableError,
     is_unavailable,

@@ -48,9 +48,6 @@ UNAVAILABLE_CODES = frozenset(
     }
 )
 
-# Offset value librdkafka reports for "no committed offset".
-NO_OFFSET = -1001
-
 
 class KafkaUnavailableError(Exception):
     """The broker could not be reached or did not answer in time; retrying may help.
