@@ -16,12 +16,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="samza-expand-airflow-home-"))
 BUNDLE_NAME = "dags-folder"
@@ -111,6 +114,25 @@ def task_states(dag_run: Any) -> dict[str, str]:
 
     with create_session() as session:
         return {ti.task_id: str(ti.state) for ti in dag_run.get_task_instances(session=session)}
+
+
+_ERROR_LINE = re.compile(r"\[error\s*\]|^\w[\w.]*(Error|Exception|Exit)\b.*: ")
+
+
+def assert_run_succeeded(dag_run: Any, capfd: Any = None, limit: int = 8) -> None:
+    """Fail unless ``dag_run`` succeeded, saying which task failed and why in one screen: the
+    task states and (with pytest's ``capfd``) the run's last error lines, as the tasks of
+    ``dag.test()`` log to stdout. The captured output is written back, for later reads."""
+    if str(dag_run.state) == "success":
+        return
+    lines = [f"run {dag_run.run_id} {dag_run.state}; tasks {task_states(dag_run)}"]
+    if capfd is not None:
+        out, err = capfd.readouterr()
+        sys.stdout.write(out)
+        sys.stderr.write(err)
+        errors = [x for x in (out + err).splitlines() if _ERROR_LINE.search(x)]
+        lines += ["  " + x[:300] for x in errors[-limit:]]
+    pytest.fail("\n".join(lines), pytrace=False)
 
 
 def task_instance_xcom(dag_run: Any, task_id: str, key: str = "return_value") -> Any:

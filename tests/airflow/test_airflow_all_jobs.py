@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 import test_airflow_ownership
 from airflow.sdk.exceptions import AirflowFailException
-from airflow_env import task_context, task_instance_xcom, task_states
+from airflow_env import assert_run_succeeded, task_context, task_instance_xcom, task_states
 from test_airflow_ownership import _launches
 from test_airflow_readers import assert_grown_once_and_each_on_v2, multi_job_dag, second_job
 
@@ -19,15 +19,14 @@ fake_spark = test_airflow_ownership.fake_spark  # the fake spark-submit fixture
 
 
 def test_jobs_all_finds_every_reader_at_run_time_grows_once_and_restarts_each(
-    job, admin, fake_spark, tmp_path, kafka_bootstrap, run_dag
+    job, admin, fake_spark, tmp_path, kafka_bootstrap, run_dag, capfd
 ):
     j = job(2)
     other = second_job(j, f"{j.name}-b")
     dag = multi_job_dag(f"all_{j.name}", "all", j.topic, kafka_bootstrap, str(tmp_path / "logs"))
     run = run_dag(dag)
 
-    states = task_states(run)
-    assert str(run.state) == "success", states
+    assert_run_succeeded(run, capfd)
     assert admin.partition_counts([j.topic]) == {j.topic: 4}
     names = sorted([j.name, other])
     rows = task_instance_xcom(run, "jobs")

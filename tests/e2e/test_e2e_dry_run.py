@@ -29,7 +29,7 @@ def _example_dag():
 
 
 def test_example_dag_dry_run_from_the_trigger_form_changes_nothing(
-    e2e_airflow, kafka_bootstrap, unique_topic
+    e2e_airflow, kafka_bootstrap, unique_topic, capfd
 ) -> None:
     config = client_config(kafka_bootstrap)
     topic = unique_topic("orders")
@@ -47,7 +47,7 @@ def test_example_dag_dry_run_from_the_trigger_form_changes_nothing(
         for step in ("barrier", "stop_job", "write_job_model", "submit", "ack"):
             assert states[step] == "skipped", (step, states)
         assert states["report"] == "success"
-        assert str(run.state) == "success"
+        airflow_env.assert_run_succeeded(run, capfd)
         plan = airflow_env.task_instance_xcom(run, "plan")
         assert plan["plan"]["counts_after"] == {topic: 8}  # factor 4 from the form
         validated = airflow_env.task_instance_xcom(run, "expand", key="dry_run")

@@ -7,6 +7,7 @@ import pytest
 from airflow_samza_expand.core.liveness import dead_processors, is_alive
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.kafka.coordinator import FileCoordinatorStore, KafkaCoordinatorStore
+from airflow_samza_expand.testing.liveness import heartbeat_dead
 
 
 @pytest.fixture(params=["files", "kafka"])
@@ -40,7 +41,7 @@ def test_bad_role_or_ttl_changes_nothing(store):
 
 
 def test_dead_processor_record_is_tombstoned(store):
-    store.heartbeat("dead", 1, "running", role="active", ttl_s=0.001)
+    heartbeat_dead(store, "dead", 1)
     store.heartbeat("live", 1, "running", role="active", ttl_s=60)
     dead = dead_processors(store.processors())
     assert sorted(dead) == ["dead"]

@@ -14,10 +14,10 @@ from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.protocol import handover
 from airflow_samza_expand.protocol.restart import before_submit
 from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.testing.liveness import heartbeat_dead
 
 JOB = "orders-counter"
 EXPANSION = "orders-counter~orders.2-4"
-DEAD_TTL_S = 0.001
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def test_standby_is_launched_once_for_the_new_version(store):
 
 
 def test_a_dead_standby_is_replaced(store):
-    store.heartbeat("v2-standby", 2, "standby", role="standby", ttl_s=DEAD_TTL_S)
+    heartbeat_dead(store, "v2-standby", 2, "standby", role="standby")
     assert handover.before_standby(store, EXPANSION).launch == 1
 
 

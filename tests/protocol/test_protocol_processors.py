@@ -8,9 +8,9 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.protocol import waits
 from airflow_samza_expand.protocol.restart import before_submit
 from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.testing.liveness import heartbeat_dead
 
 JOB = "orders-counter"
-DEAD_TTL_S = 0.001  # its heartbeat is older than its TTL as soon as it is read
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def store(tmp_path):
 
 
 def test_dead_processor_is_not_acknowledged(store):
-    store.heartbeat("dead", 1, "running", role="active", ttl_s=DEAD_TTL_S)
+    heartbeat_dead(store, "dead", 1)
     store.heartbeat("standby", 1, "standby", role="standby", ttl_s=30)
     poll = waits.ack_poll(store, 1)
     assert not poll.done and poll.detail["running"] == []
@@ -31,7 +31,7 @@ def test_dead_processor_is_not_acknowledged(store):
 
 
 def test_dead_processor_does_not_block_the_stop_and_is_removed(store):
-    store.heartbeat("dead", 1, "running", role="active", ttl_s=DEAD_TTL_S)
+    heartbeat_dead(store, "dead", 1)
     store.heartbeat("live", 1, "running", role="active", ttl_s=30)
     poll = waits.stop_poll(store, 1)
     assert not poll.done and "live" in poll.message and "dead" in poll.message
@@ -43,7 +43,7 @@ def test_dead_processor_does_not_block_the_stop_and_is_removed(store):
 def test_stop_request_ignores_a_dead_processor_and_submit_launches(store):
     from airflow_samza_expand.protocol.restart import request_stop
 
-    store.heartbeat("dead", 1, "running", role="active", ttl_s=DEAD_TTL_S)
+    heartbeat_dead(store, "dead", 1)
     decision = request_stop(store, "test")
     assert "nothing to stop" in decision.message
     assert before_submit(store, None, continuous=True).launch

@@ -129,7 +129,7 @@ def test_secured_expansion_end_to_end_with_least_privilege(
         )  # fmt: skip
         run = airflow_env.run_dag_test(dag)
         states = airflow_env.task_states(run)
-        assert str(run.state) == "success", states
+        airflow_env.assert_run_succeeded(run, capfd)
         assert {t for t, s in states.items() if s == "success"} >= CHAIN_OK, states
         assert store.latest_job_model().partition_counts() == {topic: 4}
         wait_for("v2 commits on the new partitions", lambda: all(

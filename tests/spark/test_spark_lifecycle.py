@@ -11,6 +11,7 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.kafka.coordinator import FileCoordinatorStore
 from airflow_samza_expand.spark.lifecycle import LeaseLostError, Lifecycle
+from airflow_samza_expand.testing.liveness import heartbeat_dead
 
 pytestmark = [pytest.mark.kafka]
 
@@ -95,7 +96,7 @@ def test_guard_raises_once_the_lease_is_lost(lives):
 
 
 def test_dead_records_are_reaped_on_start(lives):
-    lives.store.heartbeat("ghost", 1, "running", role="active", ttl_s=0.001)
+    heartbeat_dead(lives.store, "ghost", 1)
     life = lives("fresh", 1)
     assert life.reap_dead() == ["ghost"]
     assert "ghost" not in lives.store.processors()

@@ -197,7 +197,11 @@ def stop_job(store: Any, version: int, handle: Any | None) -> None:
 
 @pytest.mark.parametrize("run_mode", ["continuous", "available-now"])
 def test_example_dag_expands_live_job_on_real_cluster(
-    run_mode: str, kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    run_mode: str,
+    kafka_bootstrap: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     bootstrap = kafka_bootstrap  # KAFKA_BOOTSTRAP_SERVERS, else the development broker
     checkpoint_root = os.environ.get("CHECKPOINT_ROOT")
@@ -284,7 +288,7 @@ def test_example_dag_expands_live_job_on_real_cluster(
         assert not producer.errors, producer.errors[:3]
 
         states = airflow_env.task_states(dag_run)
-        assert str(dag_run.state) == "success", states
+        airflow_env.assert_run_succeeded(dag_run, capfd)
         assert set(states.values()) == {"success"}, states
 
         history = store.job_model_history()
