@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from airflow_samza_expand.core.errors import PartitionerMismatchError
 from airflow_samza_expand.kafka.admin import KafkaAdmin, unavailable
 from airflow_samza_expand.kafka.authz import raise_if_denied
+from airflow_samza_expand.kafka.errors import ignored_by_assign_only
 from airflow_samza_expand.kafka.partitioners import PARTITIONERS
 
 log = logging.getLogger(__name__)
@@ -249,8 +250,8 @@ def sample_keyed_records(
                         if message.offset() >= pending.get(partition, 0):
                             pending.pop(partition, None)
                         continue
-                    if error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
-                        continue  # assign() only: the sampler needs no group ACL
+                    if ignored_by_assign_only(error):
+                        continue
                     raise_if_denied(
                         error, operation="READ", resource="TOPIC", name=topic,
                         what=f"sampling topic {topic!r}", config=config,

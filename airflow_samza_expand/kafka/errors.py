@@ -68,6 +68,15 @@ def kafka_error_of(exc: BaseException | None) -> KafkaError | None:
     return None
 
 
+def ignored_by_assign_only(error: KafkaError | None) -> bool:
+    """True for the consumer error an ``assign()``-only reader reads past: librdkafka looks up
+    the coordinator of its ``group.id`` (FindCoordinator) although it never joins or commits,
+    and reports a missing group ACL as GROUP_AUTHORIZATION_FAILED at whichever poll the answer
+    arrives. Such readers (coordinator store, partitioner sampler, stale scan) hold no group
+    ACL by design (`kafka.acls`)."""
+    return error is not None and error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+
 def is_unavailable(error: KafkaError | None) -> bool:
     """True for timeouts, transport failures and other retriable broker states."""
     if error is None:

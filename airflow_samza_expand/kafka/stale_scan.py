@@ -37,6 +37,8 @@ from airflow_samza_expand.kafka.admin import (
     KafkaAdmin,
     unavailable,
 )
+from airflow_samza_expand.kafka.authz import raise_if_denied
+from airflow_samza_expand.kafka.errors import ignored_by_assign_only
 from airflow_samza_expand.kafka.partitioners import PARTITIONERS
 
 Offsets = dict[str, dict[int, int]]
@@ -221,9 +223,14 @@ class StaleScanner:
                     positions[topic][partition] = max(positions[topic][partition], offset)
                     pending.pop(where)
                 return 0
-            raise unavailable(
-                "scanning old partitions for stale placements", self.config, error.str()
+            if ignored_by_assign_only(error):
+                return 0
+            what = "scanning old partitions for stale placements"
+            name = topic or ", ".join(self.growths)
+            raise_if_denied(
+                error, operation="READ", resource="TOPIC", name=name, what=what, config=self.config
             )
+            raise unavailable(what, self.config, error.str())
         if where not in pending or offset < positions[topic][partition]:
             return 0
         if offset >= pending[where]:

@@ -18,6 +18,7 @@ from airflow_samza_expand.kafka.admin import (
 )
 from airflow_samza_expand.kafka.auth import AuthWatch, watched
 from airflow_samza_expand.kafka.authz import raise_if_denied
+from airflow_samza_expand.kafka.errors import ignored_by_assign_only
 
 log = logging.getLogger(__name__)
 
@@ -179,8 +180,8 @@ class TopicIO:
                         if error.code() == KafkaError._PARTITION_EOF:
                             self.position = max(self.position, message.offset())
                             continue
-                        if error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
-                            continue  # the reader only assign()s: it needs no group ACL
+                        if ignored_by_assign_only(error):
+                            continue
                         self._raise_if_denied(error, "READ", what)
                         if is_unavailable(error):
                             raise unavailable(what, self.config, error.str())
