@@ -52,6 +52,8 @@ class ExpansionSettings:
     producer_refresh_grace_s: float | str = 300.0
     barrier_timeout_s: float | str = 3600.0
     stop_timeout_s: float = 600.0
+    # warm handover: the stop step first waits this long for the vN+1 standby to be warm
+    standby_warm_timeout_s: float = 600.0
     ack_timeout_s: float = 1800.0
     poll_interval_s: float = 10.0
     dry_run: bool | str = False

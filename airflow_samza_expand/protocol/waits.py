@@ -17,7 +17,12 @@ from typing import Any
 from airflow_samza_expand.core.clock import now_iso, parse_iso
 from airflow_samza_expand.core.errors import BarrierTimeoutError, ExpansionError, UnknownTopicError
 from airflow_samza_expand.core.lease import Lease
-from airflow_samza_expand.core.liveness import acknowledging, blocking_stop, dead_processors
+from airflow_samza_expand.core.liveness import (
+    acknowledging,
+    blocking_stop,
+    dead_processors,
+    statuses,
+)
 from airflow_samza_expand.core.order import DEFAULT_STALE_QUIET_S
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
@@ -312,6 +317,32 @@ def stop_poll(store: CoordinatorStore, version: int | None) -> Poll:
     )
 
 
+WARM_STATES = frozenset({"standby", "running"})
+
+
+def standby_poll(store: CoordinatorStore, version: int) -> Poll:
+    """Done once a live processor of job model `version` is warm: it heartbeats ``standby``
+    (JVM, SparkSession and Python workers up, waiting for the lease) or already ``running``.
+    The handover's stop step waits for it, so that the running version stops only when the
+    switch is short; a standby still ``starting`` (warming up) is named while it waits."""
+    processors = store.processors()
+    live = {
+        pid: s
+        for pid, s in statuses(processors).items()
+        if s.job_model_version == version and s.alive()
+    }
+    warm = sorted(pid for pid, s in live.items() if s.state in WARM_STATES)
+    if warm:
+        return Poll(True, f"job {store.job_name} v{version} has a warm processor: {warm}",
+                    {"warm": warm})  # fmt: skip
+    who = describe_processors({p: processors[p] for p in live}) if live else "none heartbeating"
+    return Poll(
+        False,
+        f"waiting for the standby of job {store.job_name} v{version} to warm up (JVM, "
+        f"SparkSession, Python workers) before the running version stops: {who}",
+    )
+
+
 def ack_poll(
     store: CoordinatorStore, version: int, min_processors: int = 1, *, accept_stopped: bool = False
 ) -> Poll:
@@ -380,6 +411,7 @@ __all__ = [
     "active_processors",
     "barrier_poll",
     "snapshot_poll",
+    "standby_poll",
     "describe_lag",
     "grace_until",
     "partition_count_or_zero",

@@ -5,9 +5,10 @@ Run it as ``python -m airflow_samza_expand.spark.job ...`` or give this file to 
 
 1. read the newest job model from the coordinator store (refuse to start without one);
 2. refuse a checkpoint written under an incompatible task set (`state.check_task_set`);
-3. join the job's active lease group and wait as a standby (heartbeat ``standby``, warmed up)
-   until it holds the lease and the newest job model is >= ``--job-model-version``
-   (`spark.lifecycle`; ``--no-lease`` skips the lease);
+3. join the job's active lease group and wait as a standby (heartbeat ``standby``, warmed up;
+   a ``--standby`` heartbeats ``starting``, role standby, while it warms up) until it holds the
+   lease and the newest job model is >= ``--job-model-version`` (`spark.lifecycle`;
+   ``--no-lease`` skips the lease);
 4. heartbeat ``starting``, then ``running`` with the job model version after every micro-batch;
 5. after each micro-batch (the lease confirmed) commit its end offsets for the group ``<job>``;
 6. on a ``stop`` control record for its version (or a newer one): admit no more data, let the
@@ -36,6 +37,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from airflow_samza_expand.core.errors import ExpansionError  # noqa: E402
+from airflow_samza_expand.core.liveness import ROLE_STANDBY  # noqa: E402
 from airflow_samza_expand.core.model import JobModel  # noqa: E402
 from airflow_samza_expand.spark.args import (  # noqa: E402
     UsageError,
@@ -261,7 +263,11 @@ class StreamJob:
             )
         self.life.version = args.job_model_version or newest.version  # type: ignore[union-attr]
         self.life.reap_dead()
-        with self.life.beating("standby" if self.life.use_lease else "starting"):
+        # a launched standby heartbeats ``starting`` until it is warm, then ``standby``: the
+        # handover's stop step waits for that before it stops the running version
+        warming = bool(args.standby and self.life.use_lease)
+        state = "starting" if warming or not self.life.use_lease else "standby"
+        with self.life.beating(state, ROLE_STANDBY if warming else None):
             if newest is not None:
                 self._check_topics(newest)  # Kafka metadata warm (bad input refused early)
             if self.life.use_lease:

@@ -83,22 +83,23 @@ class Lifecycle:
 
     # heartbeats and records -------------------------------------------------------------------
 
-    def heartbeat(self, state: str) -> None:
-        """Heartbeat ``state``; the role is ``standby`` while waiting, else ``active``; with the
-        input partitions the job model does not cover, when there are any (spark.coverage)."""
+    def heartbeat(self, state: str, role: str | None = None) -> None:
+        """Heartbeat ``state``; the role (default) is ``standby`` while waiting, else ``active``;
+        with the input partitions the job model does not cover, when there are any
+        (spark.coverage). A standby warming up heartbeats ``starting`` as role ``standby``."""
         uncovered = self.coverage.poll() if self.coverage is not None else {}
         with self.store_lock:
             self.store.heartbeat(
                 self.processor_id,
                 self.version,
                 state,
-                role=ROLE_STANDBY if state == "standby" else ROLE_ACTIVE,
+                role=role or (ROLE_STANDBY if state == "standby" else ROLE_ACTIVE),
                 ttl_s=self.ttl_s,
                 uncovered=uncovered or None,
             )
 
     @contextlib.contextmanager
-    def beating(self, state: str) -> Iterator[None]:
+    def beating(self, state: str, role: str | None = None) -> Iterator[None]:
         """Heartbeat ``state`` from a background thread while a long step (JVM start, warm-up,
         query start) keeps the main thread busy, so the processor never looks dead."""
         done = threading.Event()
@@ -106,11 +107,11 @@ class Lifecycle:
         def beat() -> None:
             while not done.wait(heartbeat_interval(self.ttl_s)):
                 try:
-                    self.heartbeat(state)
+                    self.heartbeat(state, role)
                 except Exception as exc:  # noqa: BLE001 - the next beat tries again
                     log.warning("heartbeat failed: %s", exc)
 
-        self.heartbeat(state)
+        self.heartbeat(state, role)
         thread = threading.Thread(target=beat, name=f"heartbeat-{state}", daemon=True)
         thread.start()
         try:

@@ -2,7 +2,9 @@
 job runs in tests/e2e): it records each launch (one JSON line in ``$FAKE_SPARK_LAUNCHES``) and
 plays the shipped job's coordinator protocol - heartbeat ``running`` on the newest job model
 until a stop request for that version (or ``$FAKE_SPARK_RUN_S``), then ``stopped``; with
-``--standby --job-model-version N`` it first heartbeats ``standby`` until job model vN exists.
+``--standby --job-model-version N`` it first heartbeats ``starting`` (role standby) for
+``$FAKE_SPARK_WARM_S`` (its warm-up; the time it ended goes to ``$FAKE_SPARK_LAUNCHES.warm``),
+then ``standby`` until job model vN exists.
 
 The test writes an executable ``spark-submit`` that runs this file with the test's Python.
 """
@@ -33,7 +35,13 @@ def main(argv: list[str]) -> int:
     deadline = time.monotonic() + float(os.environ.get("FAKE_SPARK_RUN_S", "120"))
     pid = f"fake-{os.getpid()}"
     wanted = int(_arg(argv, "--job-model-version", "0") or 0)
-    if "--standby" in argv:  # a standby: waits (heartbeating standby) for its job model
+    if "--standby" in argv:  # a standby: warms up ($FAKE_SPARK_WARM_S), then waits for vN
+        warm_until = time.monotonic() + float(os.environ.get("FAKE_SPARK_WARM_S", "0"))
+        while time.monotonic() < warm_until:
+            store.heartbeat(pid, wanted, "starting", role="standby", ttl_s=30)
+            time.sleep(0.5)
+        with open(os.environ["FAKE_SPARK_LAUNCHES"] + ".warm", "a", encoding="utf-8") as out:
+            out.write(json.dumps({"pid": os.getpid(), "warm_at": time.time()}) + "\n")
         while time.monotonic() < deadline and store.latest_job_model().version < wanted:
             store.heartbeat(pid, wanted, "standby", role="standby", ttl_s=30)
             time.sleep(0.5)

@@ -7,15 +7,18 @@ launches after the write; ``hot_standby=True`` adds a second vN+1 processor. The
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import test_airflow_ownership as ownership
 from airflow_env import task_instance_xcom, task_states
 from race_dags import build
 
+from airflow_samza_expand.core.clock import parse_iso
 from airflow_samza_expand.core.liveness import acknowledging
 from airflow_samza_expand.dags import build_expansion_dag
 
@@ -66,6 +69,27 @@ def test_warm_handover_starts_the_standby_before_the_stop_and_submit_launches_no
     assert len(record.results["standby"]["launches"]) == 1
     assert len(record.results["hot_standby"]["launches"]) == 1
     assert task_instance_xcom(run, "ack")["running"]
+
+
+def test_warm_handover_stops_vn_only_once_the_standby_is_warm(
+    job, fake_spark, tmp_path, kafka_bootstrap, run_dag, monkeypatch
+):
+    """The standby warms up longer than the barrier takes: the stop step waits for its
+    ``standby`` heartbeat before it asks v1 to stop (else the job is down for the warm-up)."""
+    monkeypatch.setenv("FAKE_SPARK_WARM_S", "15")
+    j = job(2)
+    v1 = _start_v1(j, tmp_path, kafka_bootstrap)
+    try:
+        run = run_dag(build(**_spec(j, tmp_path, kafka_bootstrap, f"warmwait_{j.name}")))
+    finally:
+        v1.wait(60)
+    assert str(run.state) == "success", task_states(run)
+    (warm,) = [json.loads(line) for line in Path(f"{fake_spark}.warm").read_text().splitlines()]
+    stop = j.store.stop_request()
+    assert stop["version"] == 1, stop
+    assert parse_iso(stop["requested_at"]).timestamp() >= warm["warm_at"] - 0.01, (stop, warm)
+    result = task_instance_xcom(run, "stop_job")
+    assert result["requested"] and result["standby_waited_s"] > 0, result
 
 
 def test_cold_restart_launches_after_the_write(job, fake_spark, tmp_path, kafka_bootstrap, run_dag):

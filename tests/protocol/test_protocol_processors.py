@@ -47,3 +47,19 @@ def test_stop_request_ignores_a_dead_processor_and_submit_launches(store):
     decision = request_stop(store, "test")
     assert "nothing to stop" in decision.message
     assert before_submit(store, None, continuous=True).launch
+
+
+def test_standby_poll_waits_while_the_new_version_warms_up(store):
+    """The warm handover's stop waits for a warm vN+1: a standby still ``starting`` (JVM,
+    SparkSession, workers) or a dead one does not count; ``standby`` or ``running`` does."""
+    assert not waits.standby_poll(store, 2).done  # nothing heartbeats v2 yet
+    store.heartbeat("v3", 3, "standby", role="standby", ttl_s=30)  # another version
+    heartbeat_dead(store, "gone", 2, state="standby", role="standby")
+    store.heartbeat("warming", 2, "starting", role="standby", ttl_s=30)
+    poll = waits.stop_poll(store, 1)  # a warming v2 never blocks v1's stop
+    assert poll.done
+    poll = waits.standby_poll(store, 2)
+    assert not poll.done and "warming (starting" in poll.message
+    store.heartbeat("warming", 2, "standby", role="standby", ttl_s=30)
+    poll = waits.standby_poll(store, 2)
+    assert poll.done and poll.result == {"warm": ["warming"]}

@@ -15,7 +15,7 @@ from airflow_samza_expand.airflow.shell import (
     holder_of,
     protocol_outcomes,
 )
-from airflow_samza_expand.protocol import restart, waits
+from airflow_samza_expand.protocol import records, restart, waits
 from airflow_samza_expand.protocol.ownership import take
 
 
@@ -31,7 +31,12 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
     processor active, or (with ``expansion_id``) the expansion's vN+1 already written: nothing
     to stop, success without a control record. Each poll logs which processors it still waits
     for. Not all stopped within ``stop_timeout_s``: a retryable error.
-    Returns ``{version, stopped: [processor ids], waited_s, requested}``.
+
+    ``standby_warm_timeout_s`` (the warm handover, with ``expansion_id``): first wait until the
+    vN+1 standby is warm (`protocol.waits.standby_poll`), so that vN stops only when the switch
+    is short; after that long without one, stop anyway (logged: the job is then down until the
+    standby has started).
+    Returns ``{version, stopped: [processor ids], waited_s, requested, standby_waited_s}``.
     """
 
     template_fields: Sequence[str] = ("job_name", "reason", "expansion_id", "coordinator")
@@ -47,6 +52,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         kafka_config_id: str = DEFAULT_CONN_ID,
         poll_interval_s: float = 5.0,
         stop_timeout_s: float = 600.0,
+        standby_warm_timeout_s: float | None = None,
         request_timeout_s: float = 30.0,
         **kwargs: Any,
     ) -> None:
@@ -58,6 +64,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         self.kafka_config_id = kafka_config_id
         self.poll_interval_s = poll_interval_s
         self.stop_timeout_s = stop_timeout_s
+        self.standby_warm_timeout_s = standby_warm_timeout_s
         self.request_timeout_s = request_timeout_s
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -70,6 +77,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
     def _stop(self, context: Any) -> dict[str, Any]:
         store = self.store
         lease = take(store, holder_of(context)) if self.expansion_id else None
+        standby_waited = self._wait_for_warm_standby(store)
         decision = restart.request_stop(store, self.reason, expansion_id=self.expansion_id)
         self.log.info("%s.", decision.message)
         result: dict[str, Any] = {
@@ -77,6 +85,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
             "stopped": [],
             "waited_s": 0.0,
             "requested": False,
+            "standby_waited_s": standby_waited,
         }
         if decision.requested:
             started = time.monotonic()
@@ -99,3 +108,31 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         if self.expansion_id:
             restart.record_stopped(store, self.expansion_id, result, lease)
         return result
+
+    def _wait_for_warm_standby(self, store: Any) -> float | None:
+        """Seconds waited for a warm vN+1 standby; None when not waiting (no warm handover, or
+        vN+1 already written: a rerun)."""
+        if self.standby_warm_timeout_s is None or not self.expansion_id:
+            return None
+        version = records.require(store, self.expansion_id).target_version
+        latest = store.latest_job_model()
+        if latest is not None and latest.version >= version:
+            return None
+        started = time.monotonic()
+        while True:
+            progress = waits.standby_poll(store, version)
+            waited = time.monotonic() - started
+            if progress.done:
+                self.log.info("%s: stopping the running version now.", progress.message)
+                return round(waited, 3)
+            if waited >= self.standby_warm_timeout_s:
+                self.log.warning(
+                    "%s - none after %.0f s (standby_warm_timeout_s): stopping the running "
+                    "version anyway; the job is down until the standby has started (see its "
+                    "log in the submit_standby task's log_dir)",
+                    progress.message,
+                    waited,
+                )
+                return round(waited, 3)
+            self.log.info("%s (%.0f s so far).", progress.message, waited)
+            time.sleep(min(self.poll_interval_s, 1.0))
