@@ -111,7 +111,16 @@ def test_handover_standby_for_next_version_never_processes_the_older_one(job):
     a = start(job, "a")
     wait_for(lambda: job.committed_total() == 200, "v1 to commit 200 records", procs=(a,))
     b = start(job, "b", "--standby", "--job-model-version", "2")
-    wait_for(lambda: role_of(job, "b") == ("standby", "standby", 2), "b standby", procs=(a, b))
+    seen_roles: list[tuple] = []
+
+    def warm() -> bool:  # b heartbeats starting (role standby) while warming up, then standby
+        role = role_of(job, "b")
+        if role[0] and (not seen_roles or seen_roles[-1] != role):
+            seen_roles.append(role)
+        return role == ("standby", "standby", 2)
+
+    wait_for(warm, "b standby", procs=(a, b))
+    assert seen_roles[0] == ("starting", "standby", 2), seen_roles  # the stop step waits on it
     # The race: v1 lets go of the lease before v2 is written.
     job.store.request_stop(v1.version, "test: handover")
     assert a.wait() == 0, a.tail()
