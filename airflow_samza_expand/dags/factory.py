@@ -221,7 +221,7 @@ def _add_chain(
         task_id="stop_job",
         reason="partition expansion " + expansion_id,
         # a handover: vN's stopped heartbeat is the standby's cue, so look often
-        poll_interval_s=min(s.poll_interval_s, 1.0 if s.warm_handover else 5.0),
+        poll_interval_s=min(s.poll_interval_s, 0.5 if s.warm_handover else 5.0),
         stop_timeout_s=s.stop_timeout_s,
         standby_warm_timeout_s=s.standby_warm_timeout_s if s.warm_handover else None,
         **owned,

@@ -41,6 +41,8 @@ log = logging.getLogger("airflow_samza_expand.spark.lifecycle")
 EXIT_LEASE_LOST = 3
 MAX_IDLE_HEARTBEAT_S = 10.0
 VERSION_POLL_S = 0.5
+# holding the lease, waiting for vN+1 (the handover): the write is the go signal, look often
+LEASED_VERSION_POLL_S = 0.1
 
 
 class LeaseLostError(Exception):
@@ -212,7 +214,7 @@ class Lifecycle:
             if self.use_lease and not active:
                 self.lease.wait_until_active(timeout_s=min(interval, VERSION_POLL_S * 2))
             else:
-                time.sleep(VERSION_POLL_S)
+                time.sleep(LEASED_VERSION_POLL_S if self.use_lease else VERSION_POLL_S)
 
     def guard(self, what: str) -> None:
         """Raise LeaseLostError unless the broker confirms this processor's lease (same epoch)."""
