@@ -7,7 +7,9 @@ read, so of two racing writers exactly one wins):
 
 * **acquire** (holder H, ttl): free (never held, released) or expired -> H holds it with
   ``epoch + 1``; already held by H and not expired -> renewed, same epoch; held by another
-  holder and not expired -> `LeaseHeldError` naming the holder.
+  holder and not expired -> `LeaseHeldError` naming the holder. Without a ttl, H keeps the
+  ttl of its own last hold (the plan chooses it, later steps renew it), and a new holder gets
+  the lease's default (`DEFAULT_TTLS`).
 * **renew**: only the current holder at the current epoch; else `LeaseLostError`. An expired
   lease that nobody took is still the holder's: renewing it keeps the epoch.
 * **release**: the current holder marks it released (epoch kept, so the next holder gets
@@ -34,6 +36,8 @@ EXPANSION_LEASE = "expansion"
 ACTIVE_LEASE = "active"
 LEASE_NAMES = frozenset({EXPANSION_LEASE, ACTIVE_LEASE})
 DEFAULT_TTL_S = 60.0
+# a new hold taken without a ttl: an expansion spans minutes of waits between its steps
+DEFAULT_TTLS = {EXPANSION_LEASE: 600.0, ACTIVE_LEASE: DEFAULT_TTL_S}
 
 
 @dataclass(frozen=True)
@@ -111,10 +115,24 @@ def check_lease_args(name: str, holder: str, ttl_s: float) -> None:
         raise ValueError(f"lease ttl_s must be a positive number of seconds, got {ttl_s!r}")
 
 
+def hold_ttl(current: Lease | None, name: str, holder: str, ttl_s: float | None) -> float:
+    """`ttl_s`, else the ttl of `holder`'s own last hold of `name`, else the lease's default."""
+    if ttl_s is not None:
+        return ttl_s
+    if current is not None and current.holder == holder:
+        return current.ttl_s
+    return DEFAULT_TTLS.get(name, DEFAULT_TTL_S)
+
+
 def decide_acquire(
-    current: Lease | None, name: str, holder: str, ttl_s: float, now: datetime | None = None
+    current: Lease | None,
+    name: str,
+    holder: str,
+    ttl_s: float | None,
+    now: datetime | None = None,
 ) -> Lease:
     """The lease record to write for `holder` acquiring `name`, or LeaseHeldError."""
+    ttl_s = hold_ttl(current, name, holder, ttl_s)
     check_lease_args(name, holder, ttl_s)
     moment = now or utc_now()
     stamp = to_iso(moment)
@@ -174,6 +192,7 @@ def decide_release(
 
 __all__ = [
     "ACTIVE_LEASE",
+    "DEFAULT_TTLS",
     "DEFAULT_TTL_S",
     "EXPANSION_LEASE",
     "LEASE_NAMES",

@@ -14,11 +14,11 @@ import os
 import socket
 from dataclasses import dataclass
 
-from airflow_samza_expand.core.lease import EXPANSION_LEASE, Lease
+from airflow_samza_expand.core.lease import DEFAULT_TTLS, EXPANSION_LEASE, Lease
 from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.store import CoordinatorStore
 
-DEFAULT_LEASE_TTL_S = 600.0
+DEFAULT_LEASE_TTL_S = DEFAULT_TTLS[EXPANSION_LEASE]
 
 
 def airflow_holder(dag_id: str, run_id: str) -> str:
@@ -31,9 +31,12 @@ def cli_holder() -> str:
     return f"cli:{socket.gethostname()}/{os.getpid()}"
 
 
-def take(store: CoordinatorStore, holder: str, ttl_s: float = DEFAULT_LEASE_TTL_S) -> Lease:
-    """Acquire (or, for its holder, renew) the job's expansion lease; LeaseHeldError otherwise."""
-    return store.acquire_lease(EXPANSION_LEASE, holder, float(ttl_s))
+def take(store: CoordinatorStore, holder: str, ttl_s: float | None = None) -> Lease:
+    """Acquire (or, for its holder, renew) the job's expansion lease; LeaseHeldError otherwise.
+
+    The plan passes the run's ``lease_ttl_s``; every later step and wait passes none and so
+    renews with the ttl the plan chose (a new holder without one gets the 600 s default)."""
+    return store.acquire_lease(EXPANSION_LEASE, holder, None if ttl_s is None else float(ttl_s))
 
 
 def give_up(store: CoordinatorStore, holder: str) -> None:

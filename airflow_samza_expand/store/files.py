@@ -203,7 +203,7 @@ class FileCoordinatorStore:
             return dataclasses.replace(lease, revision=expected_revision + 1)
         return None
 
-    def acquire_lease(self, name: str, holder: str, ttl_s: float) -> Lease:
+    def acquire_lease(self, name: str, holder: str, ttl_s: float | None = None) -> Lease:
         return leases.acquire(self, name, holder, ttl_s)
 
     def renew_lease(self, lease: Lease) -> Lease:

@@ -316,7 +316,7 @@ class KafkaCoordinatorStore:
                 return dataclasses.replace(lease, revision=revision)
             return None
 
-    def acquire_lease(self, name: str, holder: str, ttl_s: float) -> Lease:
+    def acquire_lease(self, name: str, holder: str, ttl_s: float | None = None) -> Lease:
         return leases.acquire(self, name, holder, ttl_s)
 
     def renew_lease(self, lease: Lease) -> Lease:

@@ -30,8 +30,9 @@ def _revision(lease: Lease | None) -> int:
     return 0 if lease is None else lease.revision
 
 
-def acquire(io: LeaseIO, name: str, holder: str, ttl_s: float) -> Lease:
-    """Hold `name` for `holder` (renews when it already does); LeaseHeldError otherwise."""
+def acquire(io: LeaseIO, name: str, holder: str, ttl_s: float | None) -> Lease:
+    """Hold `name` for `holder` (renews when it already does); LeaseHeldError otherwise.
+    `ttl_s` None: the holder's own last ttl (core.lease.hold_ttl)."""
     current = None
     for _ in range(ATTEMPTS):
         current = io.get_lease(name)

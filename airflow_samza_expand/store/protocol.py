@@ -85,8 +85,9 @@ class CoordinatorStore(Protocol):
         SecretValueError for a record holding a secret."""
         ...
 
-    def acquire_lease(self, name: str, holder: str, ttl_s: float) -> Lease:
-        """Hold lease `name` (core.lease rules); LeaseHeldError naming the current holder."""
+    def acquire_lease(self, name: str, holder: str, ttl_s: float | None = None) -> Lease:
+        """Hold lease `name` (core.lease rules); LeaseHeldError naming the current holder.
+        Without `ttl_s` the holder keeps the ttl of its own last hold (or the lease's default)."""
         ...
 
     def renew_lease(self, lease: Lease) -> Lease:

@@ -123,3 +123,22 @@ def test_a_fenced_write_racing_a_takeover(make_store, clock, store_kind):
         current.advance("expanded"), expected_revision=current.revision, fence=taken[0]
     )
     assert make_store().get_expansion("exp-1") == moved
+
+
+def test_a_later_step_renews_with_the_ttl_the_plan_chose(make_store, clock):
+    """The plan takes the expansion lease with the DAG's ``lease_ttl_s``; the later steps and
+    waits renew it with ``take(store, holder)`` and keep that TTL (they used to reset it to the
+    600 s default, so a short TTL lasted one step and a long one was cut to 600 s)."""
+    from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S, take
+
+    store = make_store()
+    holder = "airflow:dag/run-a"
+    assert take(store, holder, 45).ttl_s == 45  # the plan
+    assert take(store, holder).ttl_s == 45  # expand, barrier, stop, write ... renew it
+    clock.advance(45 + 2 * CLOCK_SKEW_S)  # expired, nobody took it: the holder takes it back
+    assert take(store, holder).ttl_s == 45
+    assert take(store, holder, 90).ttl_s == 90  # an explicit TTL still wins
+    held = store.get_lease(EXPANSION_LEASE)
+    store.release_lease(held)
+    fresh = take(make_store(), "airflow:dag/run-b")  # a new holder without a TTL: the default
+    assert fresh.ttl_s == DEFAULT_LEASE_TTL_S and fresh.epoch == held.epoch + 1
