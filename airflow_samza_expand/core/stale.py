@@ -188,6 +188,14 @@ class StaleSummary:
         """``"3"`` or ``"at least 100"`` (when only a sample of the keys was kept)."""
         return f"at least {len(self.keys)}" if self.keys_truncated else str(len(self.keys))
 
+    def counts(self) -> dict[str, object]:
+        """Records and records per key (no examples or offsets): a processor's heartbeat."""
+        return {
+            "records": self.records,
+            "keys": [[k, n] for k, n in sorted(self.keys.items())],
+            "keys_truncated": self.keys_truncated,
+        }
+
     def to_dict(self) -> dict[str, object]:
         return {
             "records": self.records,

@@ -311,6 +311,7 @@ class StreamJob:
 
         try:
             self.order_check = order_check_from_args(args, model, self._kafka_config())
+            life.order_check = self.order_check  # its counts go into the heartbeat
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         layout = state_layout(args.state_buckets)

@@ -75,6 +75,7 @@ class Lifecycle:
         self.use_lease = use_lease
         self.lease: Any = None
         self.coverage: Any = None  # spark.coverage.CoverageWatch once the job model is known
+        self.order_check: Any = None  # spark.stale.OrderCheck with --barrier-offsets (rule 1.5)
         self.epoch = 0
         self.version = 0
         self.store_lock = threading.Lock()
@@ -87,9 +88,11 @@ class Lifecycle:
 
     def heartbeat(self, state: str, role: str | None = None) -> None:
         """Heartbeat ``state``; the role (default) is ``standby`` while waiting, else ``active``;
-        with the input partitions the job model does not cover, when there are any
-        (spark.coverage). A standby warming up heartbeats ``starting`` as role ``standby``."""
+        with the input partitions the job model does not cover (spark.coverage) and the stale
+        placements its order check counted (per key), when there are any. A standby warming up
+        heartbeats ``starting`` as role ``standby``."""
         uncovered = self.coverage.poll() if self.coverage is not None else {}
+        summary = self.order_check.summary if self.order_check is not None else None
         with self.store_lock:
             self.store.heartbeat(
                 self.processor_id,
@@ -98,6 +101,7 @@ class Lifecycle:
                 role=role or (ROLE_STANDBY if state == "standby" else ROLE_ACTIVE),
                 ttl_s=self.ttl_s,
                 uncovered=uncovered or None,
+                stale_placements=summary.counts() if summary and summary.records else None,
             )
 
     @contextlib.contextmanager

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.lease import Lease, check_current
@@ -239,8 +240,11 @@ class FileCoordinatorStore:
         role: str | None = None,
         ttl_s: float | None = None,
         uncovered: Mapping[str, Sequence[int]] | None = None,
+        stale_placements: Mapping[str, Any] | None = None,
     ) -> None:
-        value = heartbeat_value(job_model_version, state, role, ttl_s, uncovered)
+        value = heartbeat_value(
+            job_model_version, state, role, ttl_s, uncovered, stale_placements
+        )
         self._files.replace(value, PROCESSOR, file_name(check_id("processor_id", processor_id)))
 
     def remove_processor(self, processor_id: str) -> None:

@@ -20,6 +20,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
@@ -344,8 +345,11 @@ class KafkaCoordinatorStore:
         role: str | None = None,
         ttl_s: float | None = None,
         uncovered: Mapping[str, Sequence[int]] | None = None,
+        stale_placements: Mapping[str, Any] | None = None,
     ) -> None:
-        value = heartbeat_value(job_model_version, state, role, ttl_s, uncovered)
+        value = heartbeat_value(
+            job_model_version, state, role, ttl_s, uncovered, stale_placements
+        )
         with self._lock:
             self._produce(encode_key(PROCESSOR, check_id("processor_id", processor_id)), value)
 

@@ -14,7 +14,7 @@ exclusive create) and rejects the others with `StaleRevisionError` / `LeaseHeldE
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.model import JobModel
@@ -123,10 +123,12 @@ class CoordinatorStore(Protocol):
         role: str | None = None,
         ttl_s: float | None = None,
         uncovered: Mapping[str, Sequence[int]] | None = None,
+        stale_placements: Mapping[str, Any] | None = None,
     ) -> None:
         """Record that processor `processor_id` is alive (state: PROCESSOR_STATES; role
         ``active``/``standby`` and its liveness TTL in seconds, and the input partitions its job
-        model does not cover, {topic: [partition]}: each stored only when given)."""
+        model does not cover, {topic: [partition]}, and its order check's stale-placement
+        counts (core.stale.StaleSummary.counts): each stored only when given)."""
         ...
 
     def remove_processor(self, processor_id: str) -> None:

@@ -105,9 +105,11 @@ def heartbeat_value(
     role: str | None = None,
     ttl_s: float | None = None,
     uncovered: Mapping[str, Sequence[int]] | None = None,
+    stale_placements: Mapping[str, Any] | None = None,
 ) -> bytes:
-    """The processor record; ``role`` and ``ttl`` (seconds, rule 1.7) and ``uncovered``
-    ({topic: [partition]}, spark.coverage) only when given."""
+    """The processor record; ``role`` and ``ttl`` (seconds, rule 1.7), ``uncovered``
+    ({topic: [partition]}, spark.coverage) and ``stale_placements`` (the order check's
+    counts, core.stale.StaleSummary.counts, rule 1.5) only when given."""
     if state not in PROCESSOR_STATES:
         raise ValueError(
             f"processor state {state!r} is not one of {sorted(PROCESSOR_STATES)} - use one of them"
@@ -129,6 +131,8 @@ def heartbeat_value(
         doc["ttl"] = float(ttl_s)
     if uncovered:
         doc["uncovered"] = {str(t): sorted(int(p) for p in ps) for t, ps in uncovered.items()}
+    if stale_placements:
+        doc["stale_placements"] = dict(stale_placements)
     return encode_json("heartbeat", doc)
 
 

@@ -193,3 +193,29 @@ def test_auto_takes_the_barrier_and_partitioner_from_the_record(kafka_bootstrap,
         assert check.after_commit(_end(barrier, topic, {p: 1})).keys == {key: 1}
     finally:
         check.close()
+
+
+def test_the_heartbeat_counts_the_stale_placements_per_key(kafka_bootstrap, grown, tmp_path):
+    """Rule 1.5: the processor's heartbeat carries its order check's counts per key, so the ack
+    step and the UI see the order at risk while the job runs (not only in the record)."""
+    from airflow_samza_expand.spark.lifecycle import Lifecycle
+    from airflow_samza_expand.store.files import FileCoordinatorStore
+
+    topic, barrier, scanner = grown
+    store = FileCoordinatorStore(str(tmp_path / "store"), "job")
+    config = {"bootstrap.servers": kafka_bootstrap}
+    life = Lifecycle(store, "job", "proc-1", config, use_lease=False)
+    check = OrderCheck(scanner, barrier)
+    life.order_check = check
+    life.heartbeat("running")
+    assert "stale_placements" not in store.processors()["proc-1"]  # none found: no field
+    key = moved_keys(1)[0]
+    p = crc32_partition(key.encode(), 2)
+    produce_raw(kafka_bootstrap, topic, [(p, key, {}), (p, key, {})])
+    check.after_commit(_end(barrier, topic, {p: 2}))
+    life.heartbeat("running")
+    assert store.processors()["proc-1"]["stale_placements"] == {
+        "records": 2,
+        "keys": [[key, 2]],
+        "keys_truncated": False,
+    }

@@ -122,3 +122,32 @@ def test_kafka_faults_are_named_without_secrets(monkeypatch, dev_broker, bootstr
 
     assert (problem.value.status, problem.value.title) == (503, title)
     assert SECRET not in problem.value.message
+
+
+def test_a_processor_reading_too_few_partitions_or_stale_placements_is_flagged(tmp_path):
+    """The processors table names the partitions a processor's job model does not cover
+    (rule 1.4: a topic grown outside the expansion) and the stale placements its order check
+    counted (rule 1.5), from its heartbeat; in the page and in the JSON."""
+    from airflow_samza_expand.airflow.ui.html import job_page
+    from airflow_samza_expand.airflow.ui.views import snapshot_json
+
+    store, _ = _grown(tmp_path)
+    store.heartbeat("old", 1, "running", role="active", ttl_s=30, uncovered={"orders": [2, 3]})
+    counts = {"records": 3, "keys": [["key-7", 2], ["key-9", 1]], "keys_truncated": False}
+    store.heartbeat("new", 2, "running", role="active", ttl_s=30, stale_placements=counts)
+    store.heartbeat("fine", 2, "standby", role="standby", ttl_s=30)
+
+    snap = read_job(_settings(tmp_path), JOB)
+
+    by_id = {p.processor_id: p for p in snap.processors}
+    assert by_id["old"].uncovered == {"orders": [2, 3]} and by_id["old"].stale_placements is None
+    assert by_id["new"].stale_placements == counts and by_id["new"].uncovered == {}
+    assert by_id["fine"].warnings() == []
+    assert by_id["old"].warnings() == ["does not read orders partitions [2, 3]"]
+    assert by_id["new"].warnings() == ["order at risk: 3 stale placements, 2 keys (key-7, key-9)"]
+    html = job_page(snap, "/samza-expand", "")
+    assert "does not read orders partitions [2, 3]" in html
+    assert "order at risk: 3 stale placements, 2 keys (key-7, key-9)" in html
+    doc = {p["processor_id"]: p for p in snapshot_json(snap)["processors"]}
+    assert doc["new"]["stale_placements"] == counts
+    assert doc["old"]["uncovered"] == {"orders": [2, 3]}

@@ -245,6 +245,8 @@ def _processors(store: Any, settings: UiSettings) -> list[Processor]:
                 heartbeat_at=record.get("heartbeat_at"),
                 heartbeat_age_s=age,
                 alive=age is not None and age <= ttl and state not in DEAD_STATES,
+                uncovered=dict(record.get("uncovered") or {}),
+                stale_placements=record.get("stale_placements") or None,
             )
         )
     return rows

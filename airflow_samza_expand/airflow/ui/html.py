@@ -231,12 +231,11 @@ def _processors_section(snap: JobSnapshot) -> str:
                 _e(p.heartbeat_at),
                 _seconds(p.heartbeat_age_s),
                 alive,
+                "<br>".join(f"<span class='bad'>{_e(w)}</span>" for w in p.warnings()) or "-",
             ]
         )
-    out = "<h2>Processors</h2>" + table(
-        ["processor", "role", "state", "job model", "heartbeat at", "heartbeat age", "liveness"],
-        rows,
-    )
+    headers = ["processor", "role", "state", "job model", "heartbeat at", "heartbeat age"]
+    out = "<h2>Processors</h2>" + table([*headers, "liveness", "warnings"], rows)
     if snap.leases is None:
         out += "<p class='muted'>Leases: this coordinator store keeps no leases yet.</p>"
     else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,27 @@ class Processor:
     heartbeat_at: str | None
     heartbeat_age_s: float | None
     alive: bool
+    # from the heartbeat: input partitions its job model does not cover (spark.coverage) and
+    # the stale placements its order check counted (core.stale.StaleSummary.counts)
+    uncovered: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    stale_placements: Mapping[str, Any] | None = None
+
+    def warnings(self) -> list[str]:
+        """What an operator must look at: partitions not read, keys whose order is at risk."""
+        out = [
+            f"does not read {topic} partitions {list(parts)}"
+            for topic, parts in sorted(self.uncovered.items())
+        ]
+        stale = self.stale_placements or {}
+        if stale.get("records"):
+            keys = [str(k) for k, _ in stale.get("keys") or []]
+            more = "at least " if stale.get("keys_truncated") else ""
+            shown = ", ".join(keys[:5]) + (", ..." if len(keys) > 5 else "")
+            out.append(
+                f"order at risk: {stale['records']} stale placements, {more}{len(keys)} keys "
+                f"({shown})"
+            )
+        return out
 
 
 @dataclass(frozen=True)
