@@ -19,6 +19,8 @@ CLASSES: list[str] = [
     "airflow_samza_expand.airflow.operators.WriteJobModelOperator",
     "airflow_samza_expand.airflow.operators.submit.SubmitStreamJobOperator",
     "airflow_samza_expand.airflow.operators.report.ExpansionReportOperator",
+    "airflow_samza_expand.airflow.operators.standby.LaunchStandbyOperator",
+    "airflow_samza_expand.airflow.operators.jobs_report.JobsReportOperator",
     "airflow_samza_expand.airflow.sensors.OrderingBarrierSensor",
     "airflow_samza_expand.airflow.sensors.JobModelAckSensor",
     "airflow_samza_expand.airflow.sensors.PartitionCountSensor",
@@ -63,6 +65,8 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_samza_expand.airflow.operators.write_model",
                     "airflow_samza_expand.airflow.operators.submit",
                     "airflow_samza_expand.airflow.operators.report",
+                    "airflow_samza_expand.airflow.operators.standby",
+                    "airflow_samza_expand.airflow.operators.jobs_report",
                 ],
             }
         ],

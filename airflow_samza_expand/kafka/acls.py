@@ -6,7 +6,11 @@ Actors: `airflow` (every step of the expansion DAG and the watcher: the union of
 Resource names are templates: `{inputs}` (each input topic of the job), `{output}` (the job's
 output topic), `{coordinator}` (the coordinator topic, default `__samza_coordinator_<job>`),
 `{job}` (the job's consumer group = the job name), `{lease_topic}` / `{lease_group}` (the job's
-active lease, `__samza_active_<job>` / `<job>.active`, rule 1.7). Every rule is a literal name.
+active lease, `__samza_active_<job>` / `<job>.active`, rule 1.7). A name without braces is
+taken as it is: the plan's reader discovery (`protocol.readers`) needs the coordinator topics of
+every managed job (the prefix `__samza_coordinator_`, a PREFIXED ACL) and DESCRIBE on every
+group (`*`), because Kafka lists only the topics and groups a principal may DESCRIBE: without
+them the other readers of a topic are invisible and ``other_jobs="refuse"`` cannot refuse.
 
 Read-only clients that only `assign()` partitions (the coordinator store's reader, the
 partitioner sampler, the demo's verifier) need no group ACL: they never join or commit.
@@ -29,6 +33,7 @@ class AclRule:
     name: str
     operation: str
     why: str
+    pattern: str = "LITERAL"  # or PREFIXED: every resource whose name starts with `name`
 
 
 _DESCRIBE_INPUTS = AclRule("TOPIC", "{inputs}", "DESCRIBE", "partition counts, end offsets")
@@ -36,6 +41,14 @@ _READ_COORD = AclRule("TOPIC", "{coordinator}", "READ", "read the coordinator re
 _WRITE_COORD = AclRule("TOPIC", "{coordinator}", "WRITE", "write expansion records, leases")
 _CREATE_COORD = AclRule(
     "TOPIC", "{coordinator}", "CREATE", "create it on first use (drop if created beforehand)"
+)
+_COORD_PREFIX = coordinator_topic("x")[:-1]  # __samza_coordinator_
+_DISCOVER = (
+    AclRule(
+        "TOPIC", _COORD_PREFIX, "DESCRIBE", "find the managed jobs (other_jobs)", "PREFIXED"
+    ),
+    AclRule("TOPIC", _COORD_PREFIX, "READ", "read their job models (other_jobs)", "PREFIXED"),
+    AclRule("GROUP", "*", "DESCRIBE", "list the groups reading a grown topic (warning)"),
 )
 
 # The Airflow side, step by step (DESIGN: plan -> expand -> barrier -> stop -> write -> submit
@@ -47,6 +60,7 @@ STEP_RULES: Mapping[str, tuple[AclRule, ...]] = {
         _READ_COORD,
         _WRITE_COORD,
         _CREATE_COORD,
+        *_DISCOVER,
     ),
     "expand": (
         _DESCRIBE_INPUTS,
@@ -100,7 +114,7 @@ def resolve(
     coordinator: str | None = None,
 ) -> list[tuple[str, str, str, str]]:
     """`(resource type, name, pattern type, operation)` of every ACL `actor` needs for `job`
-    (an `airflow` step name works too), literal names, no duplicates."""
+    (an `airflow` step name works too), no duplicates."""
     rules = ACTOR_RULES.get(actor) or STEP_RULES.get(actor)
     if rules is None:
         known = ", ".join([*ACTOR_RULES, *STEP_RULES])
@@ -114,9 +128,9 @@ def resolve(
         "{lease_group}": [lease_group(job)],
     }
     resolved = [
-        (rule.resource, name, "LITERAL", rule.operation)
+        (rule.resource, name, rule.pattern, rule.operation)
         for rule in rules
-        for name in names[rule.name]
+        for name in names.get(rule.name, [rule.name])
     ]
     return list(dict.fromkeys(resolved))
 
@@ -130,9 +144,9 @@ def acl_table_markdown() -> str:
     actors += [(actor, rules) for actor, rules in ACTOR_RULES.items() if actor != "airflow"]
     for label, rules in actors:
         for rule in rules:
-            name = rule.name.strip("{}")
+            name = rule.name.strip("{}") + ("*` (prefixed)" if rule.pattern == "PREFIXED" else "`")
             lines.append(
-                f"| {label} | {rule.resource} | `{name}` | {rule.operation} | {rule.why} |"
+                f"| {label} | {rule.resource} | `{name} | {rule.operation} | {rule.why} |"
             )
     return "\n".join(lines)
 

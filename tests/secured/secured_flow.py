@@ -1,7 +1,7 @@
 """The Kafka side of the PySpark job under its own principal (for the Kafka-layer flow test):
 assign the job model's partitions, commit the group `<job>` after each poll, write counts to
 the output topic, heartbeat, stop on a stop request for its version. The real job runs in
-test_secured_spark_job.py."""
+test_secured_e2e.py."""
 
 from __future__ import annotations
 
