@@ -7,7 +7,8 @@ crossed the run's ``plan`` task ends *skipped* with the figures in its log: noth
 nothing grown. Thresholds and the job come from environment variables:
 
 * ``SAMZA_EXPAND_POLICY_TOPIC`` (default ``orders``), ``SAMZA_EXPAND_JOB_NAME``
-  (default ``orders-counter``), ``SAMZA_EXPAND_SCHEDULE`` (default ``@hourly``);
+  (default ``orders-counter``), ``SAMZA_EXPAND_SCHEDULE`` (default ``@hourly``),
+  ``SAMZA_EXPAND_GRACE_SECONDS`` (producer refresh grace, default 300);
 * ``SAMZA_EXPAND_MAX_PARTITION_BYTES`` (default 1 GiB),
   ``SAMZA_EXPAND_MAX_RECORDS_PER_S_PER_PARTITION`` (default 5000),
   ``SAMZA_EXPAND_MAX_LAG_RECORDS`` (default 1,000,000, counted while the lag grows over
