@@ -40,7 +40,16 @@ log = logging.getLogger(__name__)
 
 DEFAULT_LEASE_TTL_S = 30.0
 POLL_S = 0.05  # also how fast confirm() is answered
+# A standby learns that the active left at its next heartbeat (the answer says a rebalance is
+# in progress), so a handover waits up to one heartbeat interval for the lease: keep it short
+# (Kafka's default is 3 s; a member heartbeats a few times a second here, one tiny request).
+HEARTBEAT_MAX_MS = 250
 LEASE_PARTITION = 0
+
+
+def heartbeat_interval_ms(ttl_s: float) -> int:
+    """A tenth of the session timeout, between 100 and `HEARTBEAT_MAX_MS` milliseconds."""
+    return max(100, min(HEARTBEAT_MAX_MS, int(ttl_s * 1000 / 10)))
 
 
 def lease_topic(job_name: str) -> str:
@@ -117,7 +126,7 @@ class ActiveLease:
                 "auto.offset.reset": "latest",
                 "session.timeout.ms": ms,
                 "max.poll.interval.ms": ms,
-                "heartbeat.interval.ms": str(max(100, int(self.ttl_s * 1000 / 10))),
+                "heartbeat.interval.ms": str(heartbeat_interval_ms(self.ttl_s)),
                 "partition.assignment.strategy": "cooperative-sticky",
                 "fetch.wait.max.ms": "100",
             }

@@ -94,3 +94,12 @@ def test_wait_until_active_honours_timeout_and_stop(leases):
 def test_bad_ttl_is_refused(kafka_bootstrap):
     with pytest.raises(ValueError, match="ttl_s"):
         ActiveLease(client_config(kafka_bootstrap), "job", "m", ttl_s=0.1)
+
+
+def test_a_standby_heartbeats_often_enough_to_take_a_released_lease_at_once():
+    """A standby hears of the active's LeaveGroup only in its next heartbeat's answer: with
+    Kafka's default (3 s, a tenth of the 30 s TTL) a handover waited up to 3 s for the lease."""
+    from airflow_samza_expand.kafka.membership import HEARTBEAT_MAX_MS, heartbeat_interval_ms
+
+    assert heartbeat_interval_ms(30.0) == heartbeat_interval_ms(600.0) == HEARTBEAT_MAX_MS <= 250
+    assert heartbeat_interval_ms(1.0) == 100  # never below 100 ms
