@@ -86,6 +86,7 @@ class StreamJob:
         self.lease_lost: LeaseLostError | None = None
         self._commit_consumer: Any = None
         self.order_check: Any = None  # spark.stale.OrderCheck with --barrier-offsets
+        self.source_registered = False  # the Kafka data source, registered once per session
 
     def _kafka_config(self) -> dict[str, str]:
         from airflow_samza_expand.spark.source import kafka_client_config
@@ -210,13 +211,22 @@ class StreamJob:
                 f"output topic {self.args.output_topic!r} does not exist - create it first"
             )
 
+    def register_source(self) -> None:
+        """Register the Kafka data source with the session (once: a standby does it while it
+        warms up, so its query start does not)."""
+        if not self.source_registered:
+            from airflow_samza_expand.spark.source import SamzaKafkaDataSource
+
+            self._spark().dataSource.register(SamzaKafkaDataSource)
+            self.source_registered = True
+
     def start_query(self) -> Any:
         from airflow_samza_expand.spark.source import SamzaKafkaDataSource
         from airflow_samza_expand.spark.warmup import stateful_outputs
 
         assert self.model is not None
         spark = self._spark()
-        spark.dataSource.register(SamzaKafkaDataSource)
+        self.register_source()
         options = {
             "job_model": self.model.to_json(),
             "group_id": self.args.job_name,
@@ -273,10 +283,13 @@ class StreamJob:
             if self.life.use_lease:
                 self.life.join()
                 if args.standby:
-                    from airflow_samza_expand.spark.warmup import warm_up_pipeline
+                    from airflow_samza_expand.spark.warmup import warm_up_pipeline, warm_up_source
 
                     took = warm_up(self._spark(), args.processor)
                     took += warm_up_pipeline(self._spark(), args.processor, args.state_buckets)
+                    model = newest or JobModel.initial(args.job_name, {"warm-up": 1})
+                    options = {"job_model": model.to_json(), **self.kafka_options}
+                    took += warm_up_source(self._spark(), self.register_source, options)
                     log.info("standby %s warmed up in %.1f s", self.processor_id, took)
         return self.life.wait_to_process(args.job_model_version or 1)
 

@@ -111,4 +111,22 @@ def warm_up_pipeline(spark: Any, processor_spec: str, buckets: int = 0) -> float
     return took
 
 
-__all__ = ["stateful_outputs", "warm_up_pipeline"]
+def warm_up_source(spark: Any, register: Any, options: dict[str, str]) -> float:
+    """Register the job's Python data source (`register`, once per session) and load a
+    streaming DataFrame from it with `options`, without starting a query: the registration and
+    the schema lookup in a Python planner worker (about 1.8 s of a cold query start) are done
+    before the lease. It reads no record. A failure is logged, never raised."""
+    from airflow_samza_expand.spark.source import SamzaKafkaDataSource
+
+    started = time.monotonic()
+    try:
+        register()
+        spark.readStream.format(SamzaKafkaDataSource.name()).options(**options).load()
+    except Exception as exc:  # noqa: BLE001 - warming is best effort
+        log.warning("data source not warmed up (the query start will be slower): %s", exc)
+    took = time.monotonic() - started
+    log.info("warm-up of the Kafka data source took %.1f s", took)
+    return took
+
+
+__all__ = ["stateful_outputs", "warm_up_pipeline", "warm_up_source"]

@@ -121,6 +121,9 @@ def test_handover_standby_for_next_version_never_processes_the_older_one(job):
 
     wait_for(warm, "b standby", procs=(a, b))
     assert seen_roles[0] == ("starting", "standby", 2), seen_roles  # the stop step waits on it
+    # warm: the stateful plan ran once, and the Kafka data source is registered and loaded
+    assert "warm-up of the Kafka data source took" in b.log_text()
+    assert "not warmed up" not in b.log_text() and "committed group" not in b.log_text()
     # The race: v1 lets go of the lease before v2 is written.
     job.store.request_stop(v1.version, "test: handover")
     assert a.wait() == 0, a.tail()
