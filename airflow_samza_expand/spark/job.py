@@ -62,6 +62,11 @@ log = logging.getLogger("airflow_samza_expand.spark.job")
 
 STOP_POLL_S = 1.0
 POLL_S = 0.5
+# The downtime of a handover runs from the old processor's last commit to the new one's first:
+# poll often while stopping (stop the query once no trigger has been active for STOP_SETTLE_S)
+# and until the first commit (batches are committed from this loop).
+FAST_POLL_S = 0.05
+STOP_SETTLE_S = 0.1
 
 
 # -- the job -----------------------------------------------------------------------------------
@@ -386,7 +391,8 @@ class StreamJob:
         interval = heartbeat_interval(life.ttl_s)
         next_heartbeat = time.monotonic() + interval
         while True:
-            ended = query.awaitTermination(POLL_S)
+            fast = life.stop_event.is_set() or self.committed is None
+            ended = query.awaitTermination(FAST_POLL_S if fast else POLL_S)
             if ended:
                 error = query.exception()
                 if self.lease_lost is not None:
@@ -408,7 +414,7 @@ class StreamJob:
             if life.stop_event.is_set():
                 status = query.status
                 assert life.stop_seen_at is not None
-                if not status["isTriggerActive"] and now - life.stop_seen_at > POLL_S:
+                if not status["isTriggerActive"] and now - life.stop_seen_at > STOP_SETTLE_S:
                     log.info("stop: no batch in flight, stopping the query")
                     query.stop()
                     return False
