@@ -192,17 +192,15 @@ class StaleSummary:
         """Records and records per key (no examples or offsets): a processor's heartbeat."""
         return {
             "records": self.records,
-            "keys": [[k, n] for k, n in sorted(self.keys.items())],
-            "keys_truncated": self.keys_truncated,
-        }
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "records": self.records,
             "keys_truncated": self.keys_truncated,
             # a list, not an object: record keys never become JSON keys (a key named like a
             # secret setting would make the coordinator refuse the record)
             "keys": [[k, n] for k, n in sorted(self.keys.items())],
+        }
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **self.counts(),
             "examples": [e.to_dict() for e in self.examples],
             "last_offset": {
                 t: {str(p): o for p, o in sorted(ps.items())}
