@@ -44,9 +44,7 @@ _CREATE_COORD = AclRule(
 )
 _COORD_PREFIX = coordinator_topic("x")[:-1]  # __samza_coordinator_
 _DISCOVER = (
-    AclRule(
-        "TOPIC", _COORD_PREFIX, "DESCRIBE", "find the managed jobs (other_jobs)", "PREFIXED"
-    ),
+    AclRule("TOPIC", _COORD_PREFIX, "DESCRIBE", "find the managed jobs (other_jobs)", "PREFIXED"),
     AclRule("TOPIC", _COORD_PREFIX, "READ", "read their job models (other_jobs)", "PREFIXED"),
     AclRule("GROUP", "*", "DESCRIBE", "list the groups reading a grown topic (warning)"),
 )
@@ -144,10 +142,10 @@ def acl_table_markdown() -> str:
     actors += [(actor, rules) for actor, rules in ACTOR_RULES.items() if actor != "airflow"]
     for label, rules in actors:
         for rule in rules:
-            name = rule.name.strip("{}") + ("*` (prefixed)" if rule.pattern == "PREFIXED" else "`")
-            lines.append(
-                f"| {label} | {rule.resource} | `{name} | {rule.operation} | {rule.why} |"
-            )
+            name = f"`{rule.name.strip('{}')}`"
+            if rule.pattern == "PREFIXED":
+                name = f"`{rule.name}*` (prefixed)"
+            lines.append(f"| {label} | {rule.resource} | {name} | {rule.operation} | {rule.why} |")
     return "\n".join(lines)
 
 
