@@ -64,9 +64,11 @@ STOP_POLL_S = 1.0
 POLL_S = 0.5
 # The downtime of a handover runs from the old processor's last commit to the new one's first:
 # poll often while stopping (stop the query once no trigger has been active for STOP_SETTLE_S)
-# and until the first commit (batches are committed from this loop).
+# and until the first commit (batches are committed from this loop), but for at most
+# FIRST_COMMIT_FAST_S after the start: an idle input never gives a first commit.
 FAST_POLL_S = 0.05
 STOP_SETTLE_S = 0.1
+FIRST_COMMIT_FAST_S = 60.0
 
 
 # -- the job -----------------------------------------------------------------------------------
@@ -390,8 +392,10 @@ class StreamJob:
         next_stop_poll = time.monotonic() + STOP_POLL_S
         interval = heartbeat_interval(life.ttl_s)
         next_heartbeat = time.monotonic() + interval
+        fast_until = time.monotonic() + FIRST_COMMIT_FAST_S
         while True:
-            fast = life.stop_event.is_set() or self.committed is None
+            first_commit_due = self.committed is None and time.monotonic() < fast_until
+            fast = life.stop_event.is_set() or first_commit_due
             ended = query.awaitTermination(FAST_POLL_S if fast else POLL_S)
             if ended:
                 error = query.exception()
