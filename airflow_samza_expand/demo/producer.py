@@ -150,8 +150,11 @@ class KeyedProducer:
             return dict(self.produced)
 
 
-def start_scenario_producer(config: Mapping[str, str], topic: str, cfg: Any) -> KeyedProducer:
+def start_scenario_producer(
+    config: Mapping[str, str], topic: str, cfg: Any, *, key_prefix: str = "key"
+) -> KeyedProducer:
     """The scenarios' keyed producer (``cfg.keys``, ``cfg.rate``, ``cfg.refresh_ms``), started."""
     return KeyedProducer(
-        config, topic, keys=cfg.keys, rate=cfg.rate, refresh_ms=cfg.refresh_ms
-    ).start()
+        config, topic, keys=cfg.keys, rate=cfg.rate, refresh_ms=cfg.refresh_ms,
+        key_prefix=key_prefix,
+    ).start()  # fmt: skip

@@ -53,6 +53,8 @@ class ScenarioConfig:
     on_stale_placement: str = "warn"  # rule 1.5: "fail" fails the report on an order at risk
     stale_quiet_s: float | None = None  # rule 1.5 quiet window (None: min(30 s, grace))
     master: str = "local[2]"
+    # a second input stream the job reads (a join's other side) that the expansions never grow
+    second_stream: bool = False
     name: str = field(default_factory=lambda: f"demo-{uuid.uuid4().hex[:8]}")
 
 
@@ -148,11 +150,13 @@ class Scenario:
         self.admin = KafkaAdmin(self.config, timeout_s=30)
         self.job_name = cfg.name
         self.topic = f"{cfg.name}-orders"
+        self.other_topic = f"{cfg.name}-payments" if cfg.second_stream else None
         self.output_topic = f"{cfg.name}-counts"
         self.checkpoint = str(cfg.work_dir / "checkpoint")
         self.log_dir = str(cfg.work_dir / "logs")
         self.store: Any = None
         self.producer: KeyedProducer | None = None
+        self.other_producer: KeyedProducer | None = None
         self.job: StreamJob | None = None
         self.outcomes: list[ExpansionOutcome] = []
         self.plain_restart_s: float | None = None
@@ -180,18 +184,40 @@ class Scenario:
         from airflow_samza_expand.core.model import JobModel
         from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
-        self.admin.ensure_topic(self.topic, 2)
+        for topic in self.input_topics:
+            self.admin.ensure_topic(topic, 2)
         self.admin.ensure_topic(self.output_topic, 1)
         self.store = KafkaCoordinatorStore(self.config, self.job_name)
-        self.store.write_job_model(JobModel.initial(self.job_name, {self.topic: 2}))
+        self.store.write_job_model(
+            JobModel.initial(self.job_name, dict.fromkeys(self.input_topics, 2))
+        )
         self.job = StreamJob(self.job_name, self.args(), self.log_dir, master=self.cfg.master)
         self.log(
-            f"job {self.job_name}: input {self.topic} (2 partitions), output "
-            f"{self.output_topic}, job model v1 written"
+            f"job {self.job_name}: input {', '.join(self.input_topics)} (2 partitions each), "
+            f"output {self.output_topic}, job model v1 written"
         )
+
+    @property
+    def input_topics(self) -> list[str]:
+        """The streams the job reads: the one the expansions grow, then the one that stays."""
+        return [self.topic] + ([self.other_topic] if self.other_topic else [])
+
+    def produced(self) -> dict[str, int]:
+        """Records acknowledged per key, over every input stream (their keys are distinct)."""
+        counts = dict(self.producer.snapshot()) if self.producer is not None else {}
+        if self.other_producer is not None:
+            counts.update(self.other_producer.snapshot())
+        return counts
+
+    def caught_up(self) -> bool:
+        return all(caught_up(self.admin, self.job_name, t) for t in self.input_topics)
 
     def start_producer(self) -> None:
         self.producer = start_scenario_producer(self.config, self.topic, self.cfg)
+        if self.other_topic is not None:
+            self.other_producer = start_scenario_producer(
+                self.config, self.other_topic, self.cfg, key_prefix="pay"
+            )
         self.log(
             f"producer: {self.cfg.keys} keys, {self.cfg.rate:.0f} records/s, librdkafka "
             f"default partitioner, metadata refresh {self.cfg.refresh_ms} ms"
@@ -366,14 +392,16 @@ class Scenario:
         """Stop the producer, let the job process everything, stop it, verify."""
         assert self.producer is not None and self.job is not None
         self.producer.stop()
-        produced = self.producer.snapshot()
+        if self.other_producer is not None:
+            self.other_producer.stop()
+        produced = self.produced()
         self.log(f"producer stopped: {sum(produced.values())} records acknowledged")
         if self.cfg.run_mode == "available-now":
             self.run_once("final-run")
         else:
             wait_for(
                 "the job to process every produced record",
-                lambda: caught_up(self.admin, self.job_name, self.topic),
+                self.caught_up,
                 timeout_s=300,
                 log=self.log,
             )
@@ -385,6 +413,7 @@ class Scenario:
             self.config,
             job_name=self.job_name,
             input_topic=self.topic,
+            other_inputs=self.input_topics[1:],
             output_topic=self.output_topic,
             produced=produced,
             store=self.store,
@@ -401,7 +430,7 @@ class Scenario:
         try:
             wait_for(
                 "the job to process every produced record",
-                lambda: caught_up(self.admin, self.job_name, self.topic),
+                self.caught_up,
                 timeout_s=300,
                 log=self.log,
             )
@@ -420,9 +449,11 @@ class Scenario:
             self.producer.resume()
 
     def close(self) -> None:
-        if self.producer is not None:
+        for producer in (self.producer, self.other_producer):
+            if producer is None:
+                continue
             try:
-                self.producer.stop()
+                producer.stop()
             except Exception as exc:  # noqa: BLE001 - closing must not mask the outcome
                 self.log(f"producer stop: {exc}")
         if self.job is not None:

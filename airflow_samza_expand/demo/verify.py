@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -28,6 +28,8 @@ class Verification:
     order_violations: dict[str, int] = field(default_factory=dict)
     count_resets: dict[str, int] = field(default_factory=dict)
     partitions_consumed: list[int] = field(default_factory=list)
+    # the job's other input streams (not grown): topic -> partitions consumed to their end
+    other_partitions_consumed: dict[str, list[int]] = field(default_factory=dict)
     partitions_behind: dict[str, dict[str, int]] = field(default_factory=dict)
     job_model_versions: list[int] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -156,25 +158,32 @@ def verify(
     produced: Mapping[str, int],
     store: Any,
     expected_versions: list[int] | None = None,
+    other_inputs: Sequence[str] = (),
 ) -> Verification:
-    """Check the job's results against ``produced`` (see the module docstring)."""
+    """Check the job's results against ``produced`` (see the module docstring);
+    ``other_inputs``: the job's other input streams (keys distinct from ``input_topic``'s)."""
     from airflow_samza_expand.kafka.admin import KafkaAdmin
 
     history = read_output_history(config, output_topic)
     mismatches, violations, resets, problems = check_outputs(history, produced)
+    consumed_by_topic: dict[str, list[int]] = {}
+    behind: dict[str, dict[str, int]] = {}
     with KafkaAdmin(dict(config)) as admin:
-        count = admin.partition_counts([input_topic])[input_topic]
-        highs = admin.high_watermarks({input_topic: range(count)})[input_topic]
-        committed = admin.group_offsets(job_name, {input_topic: range(count)})[input_topic]
-    consumed, behind = [], {}
-    for p in range(count):
-        done = committed.get(p) or 0
-        if done >= highs[p]:
-            if highs[p] > 0:
-                consumed.append(p)
-        else:
-            behind[str(p)] = {"committed": done, "high_watermark": highs[p]}
-            problems.append(f"partition {p}: committed {done} < high watermark {highs[p]}")
+        for topic in [input_topic, *other_inputs]:
+            count = admin.partition_counts([topic])[topic]
+            highs = admin.high_watermarks({topic: range(count)})[topic]
+            committed = admin.group_offsets(job_name, {topic: range(count)})[topic]
+            consumed = consumed_by_topic.setdefault(topic, [])
+            for p in range(count):
+                done = committed.get(p) or 0
+                if done >= highs[p]:
+                    if highs[p] > 0:
+                        consumed.append(p)
+                    continue
+                name = str(p) if topic == input_topic else f"{topic}[{p}]"
+                behind[name] = {"committed": done, "high_watermark": highs[p]}
+                label = f"partition {p}" if topic == input_topic else f"{topic}[{p}]"
+                problems.append(f"{label}: committed {done} < high watermark {highs[p]}")
     versions = [m.version for m in store.job_model_history()]
     if expected_versions is not None and versions != expected_versions:
         problems.append(f"job model versions {versions}, expected {expected_versions}")
@@ -190,7 +199,8 @@ def verify(
         count_mismatches=mismatches,
         order_violations=violations,
         count_resets=resets,
-        partitions_consumed=consumed,
+        partitions_consumed=consumed_by_topic.pop(input_topic),
+        other_partitions_consumed=consumed_by_topic,
         partitions_behind=behind,
         job_model_versions=versions,
         problems=problems,

@@ -64,13 +64,18 @@ def _with_evidence(record: ExpansionRecord, evidence: OrderEvidence) -> Expansio
     return dataclasses.replace(record, stale_placements=evidence.to_dict())
 
 
-def old_counts(record: ExpansionRecord) -> dict[str, int]:
-    return {t: int(n) for t, n in record.plan["counts_before"].items()}
-
-
 def growths(record: ExpansionRecord) -> dict[str, tuple[int, int]]:
-    after = record.plan["counts_after"]
-    return {t: (n, int(after[t])) for t, n in old_counts(record).items()}
+    """Stream -> (count before, count after) for the streams the expansion grows. A stream the
+    job reads that stays (the other side of a join) has no stale placements, no barrier and
+    no order check: it is read on as before."""
+    before, after = record.plan["counts_before"], record.plan["counts_after"]
+    counts = {t: (int(n), int(after.get(t, n))) for t, n in before.items()}
+    return {t: (n, m) for t, (n, m) in sorted(counts.items()) if m != n}
+
+
+def old_counts(record: ExpansionRecord) -> dict[str, int]:
+    """The old partition counts of the streams that grow (the barrier's partitions)."""
+    return {t: n for t, (n, _) in growths(record).items()}
 
 
 def detected_partitioners(record: ExpansionRecord) -> list[str] | None:

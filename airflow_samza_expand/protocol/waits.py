@@ -129,8 +129,7 @@ def snapshot_poll(
         )  # fmt: skip
         if waiting is not None:
             return waiting
-        old_counts = {t: int(n) for t, n in record.plan["counts_before"].items()}
-        barrier = snapshot_barrier(admin, old_counts)
+        barrier = snapshot_barrier(admin, order.old_counts(record))  # the grown streams only
         lag = barrier_status(admin, group, barrier).total_lag
 
         def snap(current: ExpansionRecord) -> ExpansionRecord | None:

@@ -213,3 +213,66 @@ def test_wired_expand_records_the_scan_start_and_snapshot_poll_holds(config, adm
     assert render_summary(summary).endswith(
         "order: proven (0 stale placements after the snapshot; 3 before it, held by the barrier)"
     )
+
+
+@pytest.fixture
+def two_streams(config, admin, unique_topic, tmp_path):
+    """A job reading two co-partitioned streams; only ``orders`` grows (2 -> 4)."""
+    orders, payments, job = unique_topic("orders"), unique_topic("payments"), unique_topic("job")
+    for topic in (orders, payments):
+        admin.ensure_topic(topic, 2)
+        keys = [b"k%d" % i for i in range(20)]
+        produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in keys])
+    store = FileCoordinatorStore(str(tmp_path / "store"), job)
+    stamp = now_iso()
+    record = ExpansionRecord(
+        expansion_id=f"{job}~orders.2-4",
+        job_name=job,
+        base_version=1,
+        target_version=2,
+        plan={
+            "counts_before": {orders: 2, payments: 2},
+            "counts_after": {orders: 4, payments: 2},
+            "streams_grown": [orders],
+        },
+        status=ExpansionStatus.PLANNED,
+        owner="test",
+        created_at=stamp,
+        updated_at=stamp,
+        results={"plan": {"conformance": {orders: {"partitioner": "crc32"}}}},
+    )
+    store.put_expansion(record, expected_revision=0)
+    return orders, payments, store, record.expansion_id
+
+
+def test_a_stream_that_stays_is_outside_the_barrier_and_the_order_check(config, admin, two_streams):
+    """Issue: growing one of two streams failed the barrier ('growth 2 -> 2 is not a
+    power-of-two multiple'). Only the grown stream is scanned, snapshot and checked."""
+    from airflow_samza_expand.protocol import waits
+    from airflow_samza_expand.protocol.expand import ExpandRequest, expand
+    from airflow_samza_expand.protocol.order import scan_after_snapshot
+
+    orders, payments, store, expansion_id = two_streams
+    expand(admin, store, ExpandRequest(topic=orders, target=4), expansion_id=expansion_id)
+    evidence = OrderEvidence.from_dict(store.get_expansion(expansion_id).stale_placements)
+    assert set(evidence.scan_start) == {orders}
+    produce(config, orders, [(k, b"{}", crc32_partition(k, 2)) for k in _moved(2, "o")])
+    paid = [b"p%d" % i for i in range(9)]
+    produce(config, payments, [(k, b"{}", crc32_partition(k, 2)) for k in paid])
+
+    def look(quiet_s):
+        return waits.snapshot_poll(
+            admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
+            stale_quiet_s=quiet_s,
+        )  # fmt: skip
+
+    waiting = look(60.0)
+    assert not waiting.done and waiting.detail["stale_before_snapshot"] == 2
+    done = look(0.0)
+    assert done.done and set(done.result["barrier_offsets"]) == {orders}
+    record = store.get_expansion(expansion_id)
+    assert set(record.barrier) == {orders}
+    args = job_order_args(record)
+    assert set(json.loads(args[1])) == {orders}
+    assert scan_after_snapshot(admin, record) is not None
+    assert admin.partition_counts([payments]) == {payments: 2}
