@@ -43,6 +43,7 @@ from typing import Any
 
 from airflow.sdk import DAG, BaseOperator, TaskGroup, chain
 
+from airflow_samza_expand.airflow.failure import on_step_failure
 from airflow_samza_expand.airflow.operators import (
     ExpandPartitionsOperator,
     PlanExpansionOperator,
@@ -132,7 +133,12 @@ def _add_chain(
     ids = {step: f"{prefix}{step}" for step in (*STEP_TASK_IDS, "barrier_snapshot", "report")}
     expansion_id = _pull(ids["plan"], "['expansion_id']", mapped)
     common = {"coordinator": s.coordinator, "kafka_config_id": s.kafka_conn_id}
-    retrying = {"retries": s.retries, "retry_delay": s.retry_delay}
+    # a step failed for good: its log says where the expansion stands and what to do
+    retrying = {
+        "retries": s.retries,
+        "retry_delay": s.retry_delay,
+        "on_failure_callback": on_step_failure,
+    }
     owned = {"job_name": s.job_name, "expansion_id": expansion_id, **common}
     spark = {
         "conn_id": s.spark_conn_id,
@@ -161,6 +167,8 @@ def _add_chain(
         managed_jobs=s.managed_jobs,
         lease_ttl_s=s.lease_ttl_s,
         poll_interval_s=s.poll_interval_s,
+        # rule 1.8: the plan chooses warm or cold from the running processors' capabilities
+        restart=s.handover if s.warm_handover else None,
         **common,
         **retrying,
     )
@@ -238,6 +246,7 @@ def _add_chain(
         on_stale_placement=s.on_stale_placement if s.application == DEFAULT_APPLICATION else None,
         retries=0 if mode == "continuous" else s.retries,  # a second launch would run it twice
         retry_delay=s.retry_delay,
+        on_failure_callback=on_step_failure,
         **spark,
         **owned,
     )

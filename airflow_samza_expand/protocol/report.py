@@ -9,6 +9,7 @@ from typing import Any
 from airflow_samza_expand.core.clock import parse_iso
 from airflow_samza_expand.core.order import OrderEvidence, order_report
 from airflow_samza_expand.core.record import ExpansionRecord
+from airflow_samza_expand.protocol.recovery import earlier_failures
 
 # (step name, record step where it ends, record steps where it may start - first present wins)
 STEP_MARKS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -104,6 +105,8 @@ def build_summary(
         "readers": plan_x.get("readers")
         or ((record.results.get("plan") or {}).get("readers") if record is not None else None),
         "order": _order(record),
+        # steps that failed for good before the run went on (cleared), with the state then
+        "failures": earlier_failures(record),
     }
 
 
@@ -124,7 +127,16 @@ def render_summary(summary: Mapping[str, Any]) -> str:
         f"({summary['run_mode']}): job model v{summary['job_model_version']['before']} -> "
         f"v{summary['job_model_version']['after']}; history {summary['job_model_history']}",
         "Partition counts: "
-        + ", ".join(f"{t} {before.get(t)} -> {after.get(t)}" for t in sorted(after)),
+        + ", ".join(
+            f"{t} {before.get(t)} -> {after.get(t)}"
+            for t in sorted(after)
+            if before.get(t) != after.get(t)
+        )
+        + "".join(
+            f"; {t} stays at {n} (read on as before)"
+            for t, n in sorted(after.items())
+            if before.get(t) == n
+        ),
         "Mapping changes (SSP: old task -> new task, keys from):",
     ]
     for row in summary["mapping_diff"]:
@@ -146,6 +158,9 @@ def render_summary(summary: Mapping[str, Any]) -> str:
         "Job downtime (stopped -> restarted job acknowledged): "
         + ("n/a (no running job was stopped)" if downtime is None else f"{downtime:.1f}s")
     )
+    for failure in summary.get("failures") or []:
+        lines.append(f"Earlier failure of step {failure['step']} at {failure['at']}, cleared:")
+        lines += [f"  {line}" for line in failure["lines"][1:]]
     if summary.get("order"):
         lines.append(summary["order"]["line"])
     return "\n".join(lines)
