@@ -1,0 +1,38 @@
+"""scripts/test.sh runs each part through scripts/test_part.sh: the 30 slowest tests are listed,
+and a part that selects no test fails the run (pytest's exit 5 once counted as a pass, so a
+broken marker could silently empty a part of CI)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _part(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", "scripts/test_part.sh", *args, "-p", "no:cacheprovider"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_a_part_that_selects_no_test_fails() -> None:
+    done = _part("tests/core", "-m", "no_such_marker")
+    assert done.returncode == 5, done.stdout[-2000:]
+    assert "this part selected no test" in done.stderr
+    assert "check its -m marker expression" in done.stderr
+
+
+def test_a_part_lists_its_slowest_tests() -> None:
+    done = _part("tests/core/test_core_model.py", "-q")
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "slowest 30 durations" in done.stdout
+
+
+def test_both_parts_of_test_sh_run_through_the_part_script() -> None:
+    script = (REPO / "scripts" / "test.sh").read_text()
+    assert 'bash scripts/test_part.sh "$@"' in script
+    parts = re.findall(r"^run_part (.+)$", script, flags=re.M)
+    assert len(parts) == 2, parts
