@@ -25,6 +25,11 @@ DEFAULT_TTL_S = 30.0  # as Samza's Azure coordinator (liveness timeout of a proc
 ROLE_ACTIVE = "active"
 ROLE_STANDBY = "standby"
 ROLES = frozenset({ROLE_ACTIVE, ROLE_STANDBY})
+# What a processor says it can do, in its heartbeat (rule 1.8): wait as a warm standby for the
+# active lease (``--standby``), and switch to a newer job model in place (rule 1.9).
+CAPABILITY_STANDBY = "standby"
+CAPABILITY_IN_PLACE = "in-place"
+CAPABILITIES = frozenset({CAPABILITY_STANDBY, CAPABILITY_IN_PLACE})
 FINAL_STATES = frozenset({"stopped", "failed"})
 # States in which a processor still works on its job model (a stop waits for them).
 WORKING_STATES = frozenset({"starting", "standby", "running", "stopping"})
@@ -40,11 +45,13 @@ class ProcessorStatus:
     heartbeat_at: str | None
     role: str | None = None
     ttl_s: float = DEFAULT_TTL_S
+    capabilities: tuple[str, ...] = ()
 
     @classmethod
     def from_record(cls, processor_id: str, record: Mapping[str, Any]) -> ProcessorStatus:
         version = record.get("job_model_version")
         ttl = record.get("ttl")
+        capabilities = record.get("capabilities")
         return cls(
             processor_id=processor_id,
             job_model_version=version if isinstance(version, int) else None,
@@ -52,7 +59,14 @@ class ProcessorStatus:
             heartbeat_at=record.get("heartbeat_at"),
             role=record.get("role"),
             ttl_s=float(ttl) if isinstance(ttl, (int, float)) and ttl > 0 else DEFAULT_TTL_S,
+            capabilities=tuple(sorted(str(c) for c in capabilities))
+            if isinstance(capabilities, list)
+            else (),
         )
+
+    def can(self, capability: str) -> bool:
+        """Whether the processor advertised ``capability`` (rule 1.8)."""
+        return capability in self.capabilities
 
     def age_s(self, now: datetime | None = None) -> float | None:
         """Seconds since the heartbeat; None when it has none or it does not parse."""
@@ -142,6 +156,9 @@ __all__ = [
     "DEFAULT_TTL_S",
     "FINAL_STATES",
     "ROLES",
+    "CAPABILITIES",
+    "CAPABILITY_IN_PLACE",
+    "CAPABILITY_STANDBY",
     "ROLE_ACTIVE",
     "ROLE_STANDBY",
     "WORKING_STATES",

@@ -4,7 +4,12 @@ committed batch, and starts on vN+1 (it never processes an older job model).
 
 Restart modes (``handover``):
 
-* ``"warm"`` (default in continuous mode): launch the vN+1 standby during the producer grace
+* ``"auto"`` (default; rule 1.8): ``"warm"`` when every live processor of vN advertises the
+  standby capability in its heartbeat (the shipped job and `spark.runtime` do), else
+  ``"cold"`` with the reason logged: never launch a second instance of an application that has
+  not said it can wait as a standby. The plan step chooses (`choose_restart`) and records the
+  choice in the expansion record; the standby and stop steps follow it.
+* ``"warm"``: launch the vN+1 standby during the producer grace
   (`before_standby`), stop vN, write vN+1; the submit step launches nothing while a live
   processor of vN+1 exists (`protocol.restart.before_submit`); the acknowledgement waits until
   it is active on vN+1.
@@ -25,30 +30,95 @@ from typing import Any
 
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.lease import Lease
-from airflow_samza_expand.core.liveness import WORKING_STATES, statuses
+from airflow_samza_expand.core.liveness import CAPABILITY_STANDBY, WORKING_STATES, statuses
 from airflow_samza_expand.protocol import records
 from airflow_samza_expand.protocol.restart import record_step
 from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
 
+AUTO = "auto"
 WARM = "warm"
 COLD = "cold"
-HANDOVER_MODES = (WARM, COLD)
+HANDOVER_MODES = (AUTO, WARM, COLD)
 # Steps of the expansion record whose result may hold a detached launch of the new model.
 LAUNCH_STEPS = ("standby", "submit", "hot_standby")
 
 
 def normalise_handover(value: Any, *, error: type[Exception] = ExpansionError) -> str:
-    """``warm`` or ``cold``; a clear ``error`` naming the values otherwise."""
+    """``auto``, ``warm`` or ``cold``; a clear ``error`` naming the values otherwise."""
     mode = str(value).strip().lower()
     if mode not in HANDOVER_MODES:
         raise error(
-            f"handover={value!r} is not known - use 'warm' (start the new job model's processor "
-            "as a standby before the old one stops: the job is down for the switch only) or "
-            "'cold' (stop, then start: down for a whole Spark start)"
+            f"handover={value!r} is not known - use 'warm' (start the new job model's "
+            "processor as a standby before the old one stops: the job is down for the switch "
+            "only), 'cold' (stop, then start: down for a whole Spark start) or 'auto' (the "
+            "default: warm when the running job says it can be a standby, else cold)"
         )
     return mode
+
+
+@dataclass(frozen=True)
+class RestartChoice:
+    """The restart an expansion uses (rule 1.8), as recorded in the plan's result."""
+
+    mode: str  # WARM or COLD
+    requested: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"mode": self.mode, "requested": self.requested, "reason": self.reason}
+
+    @classmethod
+    def of_record(cls, record: Any) -> RestartChoice | None:
+        """The choice kept in an expansion record (None: the plan made none)."""
+        doc = ((record.results.get("plan") or {}) if record is not None else {}).get("restart")
+        if not isinstance(doc, Mapping) or doc.get("mode") not in (WARM, COLD):
+            return None
+        return cls(str(doc["mode"]), str(doc.get("requested", "")), str(doc.get("reason", "")))
+
+
+def choose_restart(
+    processors: Mapping[str, Mapping[str, Any]], version: int, requested: str
+) -> RestartChoice:
+    """Rule 1.8: warm only when every live processor of job model ``version`` advertises the
+    standby capability. ``requested="warm"`` for a job that does not is refused
+    (ExpansionError naming the processors); ``"auto"`` then chooses cold."""
+    requested = normalise_handover(requested)
+    if requested == COLD:
+        return RestartChoice(COLD, requested, "handover='cold' was asked for")
+    live = [
+        s
+        for s in statuses(processors).values()
+        if s.job_model_version == version and s.state in WORKING_STATES and s.alive()
+    ]
+    unable = sorted(s.processor_id for s in live if not s.can(CAPABILITY_STANDBY))
+    if unable:
+        if requested == WARM:
+            raise ExpansionError(
+                f"handover='warm' needs a job that can wait as a standby, but processor(s) "
+                f"{', '.join(unable)} of v{version} do not advertise the 'standby' capability in "
+                "their heartbeat (rule 1.8): launching a second instance would run the job "
+                "twice - use handover='auto' or 'cold', or build the job on "
+                "airflow_samza_expand.spark.runtime"
+            )
+        return RestartChoice(
+            COLD,
+            requested,
+            f"processor(s) {', '.join(unable)} of v{version} do not advertise the 'standby' "
+            "capability: a cold restart (stop, write, start) never runs two instances",
+        )
+    if not live:
+        if requested == WARM:
+            reason = f"handover='warm' was asked for; no live processor of v{version}"
+            return RestartChoice(WARM, requested, reason)
+        return RestartChoice(
+            COLD, requested, f"no live processor of v{version}: nothing to hand over from"
+        )
+    who = ", ".join(sorted(s.processor_id for s in live))
+    return RestartChoice(
+        WARM, requested, f"every live processor of v{version} ({who}) can be a standby"
+    )
 
 
 def standby_args(application_args: Sequence[Any], version: int) -> list[str]:
@@ -101,6 +171,11 @@ def before_standby(
     start), the detached launches of earlier tries still running; the larger of the two."""
     record = records.require(store, expansion_id)
     version = record.target_version
+    choice = RestartChoice.of_record(record)
+    if choice is not None and choice.mode == COLD:
+        return StandbyDecision(
+            0, version, [], f"cold restart ({choice.reason}): launching no standby"
+        )
     live = live_processors(store.processors(), version)
     handles = [
         handle
@@ -146,7 +221,10 @@ def record_launches(
 
 
 __all__ = [
+    "AUTO",
     "COLD",
+    "RestartChoice",
+    "choose_restart",
     "HANDOVER_MODES",
     "LAUNCH_STEPS",
     "WARM",

@@ -26,6 +26,7 @@ from airflow_samza_expand.core.plan import (
 from airflow_samza_expand.core.policy import GrowthDecision, GrowthPolicy
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus, StepTimes
 from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand.protocol.handover import choose_restart
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S, give_up, owned_by, take
 from airflow_samza_expand.protocol.policy import policy_targets
 from airflow_samza_expand.protocol.readers import TopicReaders, readers_doc
@@ -62,6 +63,8 @@ class PlanRequest:
     policy: GrowthPolicy | None = None  # grow only when a live figure crosses a threshold
     other_jobs: str = "refuse"  # other managed jobs reading a grown topic: readers.py
     co_jobs: Sequence[str] = ()  # the other jobs this run expands too (multi-job factory)
+    # the restart asked for (protocol.handover: auto/warm/cold; None: the plan chooses none)
+    restart: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,12 +92,13 @@ class PlanOutcome:
             "policy": self.extra.get("policy"),
             "readers": self.extra.get("readers"),
             "unmanaged_groups": (self.extra.get("readers") or {}).get("groups", []),
+            "restart": self.extra.get("restart"),
         }
 
 
 def _from_record(kind: str, record: ExpansionRecord, message: str) -> PlanOutcome:
     planned = record.results.get("plan") or {}
-    policy = {k: planned[k] for k in ("policy", "readers") if planned.get(k)}
+    policy = {k: planned[k] for k in ("policy", "readers", "restart") if planned.get(k)}
     return PlanOutcome(
         kind,
         message,
@@ -273,6 +277,7 @@ def _decide(
         request.co_jobs,
     )
     started = now_iso()
+    restart = _restart(store, request, the_plan.old_version)
     conformance = _conformance(kafka_config, the_plan, live, request)
     lag = _lag(admin, the_plan, request.consumer_group or request.job_name)
     if request.dry_run:
@@ -300,6 +305,7 @@ def _decide(
             "plan": {"holder": holder, "lag": lag, "conformance": conformance}
             | _policy_doc(decisions)
             | found
+            | restart
         },
     )
     try:
@@ -392,6 +398,17 @@ def _conformance(
         log.info("%s", result.describe())
         report[topic] = result.to_dict()
     return report
+
+
+def _restart(store: CoordinatorStore, request: PlanRequest, version: int) -> dict[str, Any]:
+    """``{"restart": choice}`` (rule 1.8, from the running processors' capabilities) or {}; an
+    explicit warm handover of a job that cannot be a standby is refused here, before anything
+    changes."""
+    if request.restart is None:
+        return {}
+    choice = choose_restart(store.processors(), version, request.restart)
+    log.info("Restart: %s (%s).", choice.mode, choice.reason)
+    return {"restart": choice.to_dict()}
 
 
 def _doublings(initial: int, current: int) -> list[int]:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from airflow_samza_expand.core.liveness import (
+    CAPABILITY_STANDBY,
     DEFAULT_TTL_S,
     ROLE_ACTIVE,
     ROLE_STANDBY,
@@ -102,6 +103,8 @@ class Lifecycle:
                 ttl_s=self.ttl_s,
                 uncovered=uncovered or None,
                 stale_placements=summary.counts() if summary and summary.records else None,
+                # rule 1.8: with the lease it can wait as a warm standby (--standby)
+                capabilities=[CAPABILITY_STANDBY] if self.use_lease else [],
             )
 
     @contextlib.contextmanager

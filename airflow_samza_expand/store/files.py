@@ -241,9 +241,10 @@ class FileCoordinatorStore:
         ttl_s: float | None = None,
         uncovered: Mapping[str, Sequence[int]] | None = None,
         stale_placements: Mapping[str, Any] | None = None,
+        capabilities: Sequence[str] | None = None,
     ) -> None:
         value = heartbeat_value(
-            job_model_version, state, role, ttl_s, uncovered, stale_placements
+            job_model_version, state, role, ttl_s, uncovered, stale_placements, capabilities
         )
         self._files.replace(value, PROCESSOR, file_name(check_id("processor_id", processor_id)))
 

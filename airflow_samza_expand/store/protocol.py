@@ -124,11 +124,13 @@ class CoordinatorStore(Protocol):
         ttl_s: float | None = None,
         uncovered: Mapping[str, Sequence[int]] | None = None,
         stale_placements: Mapping[str, Any] | None = None,
+        capabilities: Sequence[str] | None = None,
     ) -> None:
         """Record that processor `processor_id` is alive (state: PROCESSOR_STATES; role
         ``active``/``standby`` and its liveness TTL in seconds, and the input partitions its job
         model does not cover, {topic: [partition]}, and its order check's stale-placement
-        counts (core.stale.StaleSummary.counts): each stored only when given)."""
+        counts (core.stale.StaleSummary.counts), and what it can do (rule 1.8,
+        core.liveness.CAPABILITIES): each stored only when given)."""
         ...
 
     def remove_processor(self, processor_id: str) -> None:

@@ -17,6 +17,7 @@ from airflow_samza_expand.core.errors import (
     StaleRevisionError,
 )
 from airflow_samza_expand.core.lease import Lease, check_current
+from airflow_samza_expand.core.liveness import CAPABILITIES
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.core.secrets import refuse_secrets
@@ -106,6 +107,7 @@ def heartbeat_value(
     ttl_s: float | None = None,
     uncovered: Mapping[str, Sequence[int]] | None = None,
     stale_placements: Mapping[str, Any] | None = None,
+    capabilities: Sequence[str] | None = None,
 ) -> bytes:
     """The processor record; ``role`` and ``ttl`` (seconds, rule 1.7), ``uncovered``
     ({topic: [partition]}, spark.coverage) and ``stale_placements`` (the order check's
@@ -133,6 +135,13 @@ def heartbeat_value(
         doc["uncovered"] = {str(t): sorted(int(p) for p in ps) for t, ps in uncovered.items()}
     if stale_placements:
         doc["stale_placements"] = dict(stale_placements)
+    if capabilities is not None:
+        unknown = sorted(set(capabilities) - CAPABILITIES)
+        if unknown:
+            raise ValueError(
+                f"processor capabilities {unknown} are not known - use {sorted(CAPABILITIES)}"
+            )
+        doc["capabilities"] = sorted(set(capabilities))
     return encode_json("heartbeat", doc)
 
 

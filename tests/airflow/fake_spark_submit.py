@@ -4,7 +4,12 @@ plays the shipped job's coordinator protocol - heartbeat ``running`` on the newe
 until a stop request for that version (or ``$FAKE_SPARK_RUN_S``), then ``stopped``; with
 ``--standby --job-model-version N`` it first heartbeats ``starting`` (role standby) for
 ``$FAKE_SPARK_WARM_S`` (its warm-up; the time it ended goes to ``$FAKE_SPARK_LAUNCHES.warm``),
-then ``standby`` until job model vN exists.
+then ``standby`` until job model vN exists. Its heartbeats advertise the ``standby``
+capability (rule 1.8) as the shipped job's do.
+
+``$FAKE_SPARK_NO_STANDBY=1`` plays instead an application that follows only the five-step
+protocol (heartbeats, honours stop) and knows nothing of ``--standby``: it advertises nothing
+and runs on the newest job model whatever its arguments say.
 
 The test writes an executable ``spark-submit`` that runs this file with the test's Python.
 """
@@ -35,25 +40,31 @@ def main(argv: list[str]) -> int:
     deadline = time.monotonic() + float(os.environ.get("FAKE_SPARK_RUN_S", "120"))
     pid = f"fake-{os.getpid()}"
     wanted = int(_arg(argv, "--job-model-version", "0") or 0)
-    if "--standby" in argv:  # a standby: warms up ($FAKE_SPARK_WARM_S), then waits for vN
+    five_step = os.environ.get("FAKE_SPARK_NO_STANDBY") == "1"
+    capabilities = [] if five_step else ["standby"]
+    if "--standby" in argv and not five_step:  # warms up ($FAKE_SPARK_WARM_S), waits for vN
         warm_until = time.monotonic() + float(os.environ.get("FAKE_SPARK_WARM_S", "0"))
         while time.monotonic() < warm_until:
-            store.heartbeat(pid, wanted, "starting", role="standby", ttl_s=30)
+            store.heartbeat(
+                pid, wanted, "starting", role="standby", ttl_s=30, capabilities=capabilities
+            )
             time.sleep(0.5)
         with open(os.environ["FAKE_SPARK_LAUNCHES"] + ".warm", "a", encoding="utf-8") as out:
             out.write(json.dumps({"pid": os.getpid(), "warm_at": time.time()}) + "\n")
         while time.monotonic() < deadline and store.latest_job_model().version < wanted:
-            store.heartbeat(pid, wanted, "standby", role="standby", ttl_s=30)
+            store.heartbeat(
+                pid, wanted, "standby", role="standby", ttl_s=30, capabilities=capabilities
+            )
             time.sleep(0.5)
     version = store.latest_job_model().version
     try:
         while time.monotonic() < deadline:
-            store.heartbeat(pid, version, "running")
+            store.heartbeat(pid, version, "running", capabilities=capabilities)
             stop = store.stop_request()
             if stop and int(stop["version"]) >= version:
                 break
             time.sleep(0.5)
-        store.heartbeat(pid, version, "stopped")
+        store.heartbeat(pid, version, "stopped", capabilities=capabilities)
     finally:
         store.close()
     return 0

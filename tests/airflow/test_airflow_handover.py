@@ -117,3 +117,98 @@ def test_bad_restart_settings_are_refused_at_parse_time(fields, message):
 def test_available_now_restart_is_cold():
     dag = build_expansion_dag("an", job_name="j", topics="t", run_mode="available-now")
     assert "submit_standby" not in dag.task_ids
+
+
+class _RunningWatch:
+    """Samples the store's processors every 0.1 s: the most live ``running`` processors seen
+    at one moment."""
+
+    def __init__(self, config, job_name: str) -> None:
+        import threading
+
+        from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+
+        self.store = KafkaCoordinatorStore(config, job_name)
+        self.most = 0
+        self.halt = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        from airflow_samza_expand.core.liveness import statuses
+
+        while not self.halt.wait(0.1):
+            self.store.refresh()
+            live = statuses(self.store.processors()).values()
+            running = [p for p in live if p.state == "running" and p.alive()]
+            self.most = max(self.most, len(running))
+
+    def close(self) -> int:
+        self.halt.set()
+        self.thread.join(10)
+        self.store.close()
+        return self.most
+
+
+def test_a_job_that_cannot_be_a_standby_is_never_run_twice_and_nothing_waits(
+    job, fake_spark, tmp_path, kafka_bootstrap, run_dag, monkeypatch
+):
+    """Rule 1.8: the default restart (``auto``) of an application that follows only the
+    five-step protocol is cold: no ``--standby`` launch beside the running v1 (before: a second
+    instance on v1, then the stop step waited out standby_warm_timeout_s)."""
+    monkeypatch.setenv("FAKE_SPARK_NO_STANDBY", "1")
+    j = job(2)
+    v1 = _start_v1(j, tmp_path, kafka_bootstrap)
+    watch = _RunningWatch(j.config, j.name)
+    try:
+        spec = _spec(j, tmp_path, kafka_bootstrap, f"five_{j.name}", standby_warm_timeout_s=60)
+        run = run_dag(build(**spec))
+    finally:
+        v1.wait(60)
+        most = watch.close()
+    assert str(run.state) == "success", task_states(run)
+    v1_launch, *launched = _launches(fake_spark)  # v1 itself, then the DAG's launches
+    assert "--master" not in v1_launch
+    assert len(launched) == 1 and "--standby" not in launched[0], launched  # the submit's
+    assert most == 1, f"{most} instances ran at once"
+    restart = task_instance_xcom(run, "plan")["restart"]
+    assert restart["mode"] == "cold" and restart["requested"] == "auto", restart
+    assert "do not advertise the 'standby' capability" in restart["reason"]
+    assert task_instance_xcom(run, "submit_standby")["launched"] == 0
+    assert task_instance_xcom(run, "stop_job").get("standby_waited_s") is None
+
+
+def test_an_explicit_warm_handover_of_such_a_job_is_refused_before_anything_changes(
+    job, admin, fake_spark, tmp_path, kafka_bootstrap, run_dag, monkeypatch
+):
+    monkeypatch.setenv("FAKE_SPARK_NO_STANDBY", "1")
+    j = job(2)
+    v1 = _start_v1(j, tmp_path, kafka_bootstrap)
+    try:
+        spec = _spec(j, tmp_path, kafka_bootstrap, f"fivewarm_{j.name}", handover="warm")
+        run = run_dag(build(**spec))
+    finally:
+        j.store.request_stop(1, "test")
+        v1.wait(60)
+    states = task_states(run)
+    assert states["plan"] == "failed" and states["expand"] == "upstream_failed", states
+    assert len(_launches(fake_spark)) == 1  # v1 itself: the DAG launched nothing
+    assert j.store.expansions() == []
+    assert admin.partition_counts([j.topic]) == {j.topic: 2}
+
+
+def test_auto_chooses_warm_for_a_job_that_advertises_the_standby_capability(
+    job, fake_spark, tmp_path, kafka_bootstrap
+):
+    from airflow_samza_expand.core.liveness import statuses
+    from airflow_samza_expand.protocol.handover import choose_restart
+
+    j = job(2)
+    v1 = _start_v1(j, tmp_path, kafka_bootstrap)  # heartbeats as the shipped job's do
+    try:
+        (status,) = statuses(j.store.processors()).values()
+        assert status.can("standby")
+        assert choose_restart(j.store.processors(), 1, "auto").mode == "warm"
+    finally:
+        j.store.request_stop(1, "test")
+        v1.wait(60)

@@ -100,3 +100,18 @@ def test_dead_records_are_reaped_on_start(lives):
     life = lives("fresh", 1)
     assert life.reap_dead() == ["ghost"]
     assert "ghost" not in lives.store.processors()
+
+
+def test_heartbeats_advertise_the_standby_capability_only_with_the_lease(tmp_path) -> None:
+    """Rule 1.8: the DAG launches a warm standby only for a processor that says it can wait as
+    one; the shipped job can while it uses the active lease."""
+    from airflow_samza_expand.core.liveness import statuses
+    from airflow_samza_expand.store.files import FileCoordinatorStore as Files
+
+    store = Files(str(tmp_path), "caps")
+    store.write_job_model(JobModel.initial("caps", {"orders": 2}))
+    Lifecycle(store, "caps", "leased", {}, use_lease=True).heartbeat("running")
+    Lifecycle(store, "caps", "bare", {}, use_lease=False).heartbeat("running")
+    seen = statuses(store.processors())
+    assert seen["leased"].capabilities == ("standby",)
+    assert seen["bare"].capabilities == ()

@@ -22,6 +22,7 @@ from airflow_samza_expand.core.errors import LeaseHeldError
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
 from airflow_samza_expand.protocol import plan as protocol_plan
+from airflow_samza_expand.protocol.handover import normalise_handover
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S
 from airflow_samza_expand.protocol.readers import TopicReaders, find_readers, normalise_other_jobs
 
@@ -54,8 +55,12 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
     while another managed job reads the topic and is not among ``co_jobs`` (the jobs the same run
     expands; ``"include"`` is what the multi-job factory passes with them); ``"ignore"`` goes on
     with a warning. Unmanaged groups are warning lines and ``unmanaged_groups`` in the XCom.
+    ``restart`` (``"auto"``/``"warm"``/``"cold"``; None: choose none): the restart this
+    expansion uses (rule 1.8), chosen from what the running processors advertise and kept in
+    the record (`protocol.handover.choose_restart`); ``"warm"`` for a job whose processors do
+    not say they can be a standby is refused here, before anything changes.
     Returns (XCom) ``{expansion_id, plan, lag, conformance, reused, outcome, dry_run, policy,
-    readers, unmanaged_groups}``.
+    readers, unmanaged_groups, restart}``.
     """
 
     template_fields: Sequence[str] = (
@@ -92,6 +97,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         managed_jobs: Sequence[str] | None = None,
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
         poll_interval_s: float = 10.0,
+        restart: str | None = None,
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = DEFAULT_CONN_ID,
         request_timeout_s: float = 30.0,
@@ -129,6 +135,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         self.managed_jobs = list(managed_jobs) if managed_jobs is not None else None
         self.lease_ttl_s = lease_ttl_s
         self.poll_interval_s = poll_interval_s
+        self.restart = normalise_handover(restart, error=ValueError) if restart else None
         self.coordinator = coordinator
         self.kafka_config_id = kafka_config_id
         self.request_timeout_s = request_timeout_s
@@ -151,6 +158,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
             policy=self.policy,
             other_jobs=normalise_other_jobs(self.other_jobs),
             co_jobs=tuple(self.co_jobs),
+            restart=self.restart,
         )
 
     def discover(self, topics: Sequence[str]) -> TopicReaders:

@@ -15,7 +15,7 @@ from airflow_samza_expand.airflow.shell import (
     holder_of,
     protocol_outcomes,
 )
-from airflow_samza_expand.protocol import records, restart, waits
+from airflow_samza_expand.protocol import handover, records, restart, waits
 from airflow_samza_expand.protocol.ownership import take
 
 
@@ -114,7 +114,11 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         vN+1 already written: a rerun)."""
         if self.standby_warm_timeout_s is None or not self.expansion_id:
             return None
-        version = records.require(store, self.expansion_id).target_version
+        record = records.require(store, self.expansion_id)
+        choice = handover.RestartChoice.of_record(record)
+        if choice is not None and choice.mode == handover.COLD:
+            return None  # the plan chose a cold restart (rule 1.8): no standby to wait for
+        version = record.target_version
         latest = store.latest_job_model()
         if latest is not None and latest.version >= version:
             return None
