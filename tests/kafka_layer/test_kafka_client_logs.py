@@ -63,9 +63,7 @@ def test_librdkafka_lines_become_log_records_not_stderr(
 
 
 def _partcnt(records: list[logging.LogRecord]) -> list[logging.LogRecord]:
-    return [
-        r for r in records if r.name == LIBRDKAFKA_LOGGER.name and "PARTCNT" in r.getMessage()
-    ]
+    return [r for r in records if r.name == LIBRDKAFKA_LOGGER.name and "PARTCNT" in r.getMessage()]
 
 
 def test_the_logger_never_reaches_a_config_file(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 
 import pytest
@@ -213,3 +214,28 @@ def test_wired_expand_records_the_scan_start_and_snapshot_poll_holds(config, adm
     assert render_summary(summary).endswith(
         "order: proven (0 stale placements after the snapshot; 3 before it, held by the barrier)"
     )
+
+
+def test_held_stale_placements_are_one_info_line_per_poll(config, admin, setup, caplog):
+    """Before the snapshot nothing is at risk: one summary line per poll, not one per record."""
+    topic, store, expansion_id = setup
+    record_scan_start(admin, store, expansion_id)
+    admin.create_partitions(topic, 4)
+    held = _moved(25, "held")
+    produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in held])
+    caplog.set_level(logging.INFO, logger="airflow_samza_expand.protocol.order")
+    first = poll(admin, config, store, expansion_id, now=50)
+    assert len(first.found) == 25
+    lines = [r for r in caplog.records if r.name == "airflow_samza_expand.protocol.order"]
+    assert [r.levelno for r in lines] == [logging.INFO]
+    line = lines[0].getMessage()
+    assert "25 stale placement(s) of 25 key(s) held by the barrier" in line
+    assert "25 so far" in line
+    assert 1 <= sum(repr(k.decode()) in line for k in held) <= 3  # a few example keys
+
+    caplog.clear()
+    produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in held[:2]])
+    poll(admin, config, store, expansion_id, now=55)
+    (second,) = [r for r in caplog.records if r.name == "airflow_samza_expand.protocol.order"]
+    assert "2 stale placement(s) of 2 key(s)" in second.getMessage()
+    assert "27 so far" in second.getMessage()
