@@ -18,7 +18,8 @@ CLIENTS = {"Producer", "Consumer", "AdminClient"}
 
 
 def _direct_client_imports() -> list[str]:
-    """`module:line name` of every import of a confluent-kafka client outside kafka/clients.py."""
+    """`module:line name` of every import of (or attribute access to) a confluent-kafka client
+    class outside kafka/clients.py."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         if path == PACKAGE / "kafka" / "clients.py":
@@ -26,7 +27,11 @@ def _direct_client_imports() -> list[str]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("confluent_"):
                 names = {alias.name for alias in node.names} & CLIENTS
-                found += [f"{path.relative_to(PACKAGE)}:{node.lineno} {n}" for n in names]
+            elif isinstance(node, ast.Attribute) and node.attr in CLIENTS:
+                names = {node.attr} if "confluent" in ast.unparse(node.value) else set()
+            else:
+                continue
+            found += [f"{path.relative_to(PACKAGE)}:{node.lineno} {n}" for n in names]
     return found
 
 
