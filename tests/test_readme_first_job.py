@@ -84,3 +84,22 @@ def test_the_walk_through_dag_file_is_python():
     assert any("build_expansion_dag(" in b for b in blocks)
     for block in blocks:
         ast.parse(block)
+
+
+def test_the_operations_guide_init_job_command_parses():
+    """docs/operations.md writes v1 with init-job (no snippet that skips the topic check)."""
+    import shlex
+
+    from airflow_samza_expand.cli import build_parser
+
+    text = (README.parent / "docs" / "operations.md").read_text(encoding="utf-8")
+    match = re.search(r"samza-expand (init-job .*?)\n\s*```", text, re.S)
+    assert match, "docs/operations.md has no samza-expand init-job command"
+    argv = shlex.split(match.group(1).replace("\\\n", " "))
+    args = build_parser(only="init-job").parse_args(argv)
+    assert (args.job, args.topic, args.create_output_topic) == (
+        "orders-counter",
+        ["orders"],
+        "orders-counts",
+    )
+    assert "JobModel.initial(" not in text
