@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import ast
 import logging
+import socket
 import time
 from pathlib import Path
 
+import pytest
+
 import airflow_samza_expand
 from airflow_samza_expand.demo.producer import KeyedProducer
-from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
 from airflow_samza_expand.kafka.config import LIBRDKAFKA_LOGGER, client_config
 from airflow_samza_expand.kafka.config_file import write_config_file
 
@@ -77,3 +80,24 @@ def test_the_logger_never_reaches_a_config_file(tmp_path):
     config = with_logger(client_config("127.0.0.1:9092"))
     text = Path(write_config_file(config, directory=tmp_path)).read_text()
     assert "logger" not in text and text == "bootstrap.servers=127.0.0.1:9092\n"
+
+
+def test_librdkafka_errors_are_error_records(caplog, capfd):
+    """syslog level 3 (a refused connection: `%3|...|FAIL|`) -> logging.ERROR."""
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    caplog.set_level(logging.DEBUG, logger=LIBRDKAFKA_LOGGER.name)
+    admin = KafkaAdmin(client_config(f"127.0.0.1:{port}"), timeout_s=2)
+    try:
+        with pytest.raises(KafkaUnavailableError):
+            admin.partition_counts(["t"])
+    finally:
+        admin.close()
+    fails = [
+        r
+        for r in caplog.records
+        if r.name == LIBRDKAFKA_LOGGER.name and r.getMessage().startswith("FAIL")
+    ]
+    assert fails and {r.levelno for r in fails} == {logging.ERROR}
+    assert [line for line in capfd.readouterr().err.splitlines() if line.startswith("%")] == []
