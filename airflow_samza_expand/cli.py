@@ -10,6 +10,7 @@ import sys
 # `samza-expand plan` never pays for Spark or the broker.
 SUBCOMMAND_MODULES: dict[str, str] = {
     "plan": "airflow_samza_expand.core.cli_plan",
+    "init-job": "airflow_samza_expand.protocol.init_job",
     "dev-broker": "airflow_samza_expand.testing.cli",
     "demo": "airflow_samza_expand.demo.cli",
     "apache-kafka": "airflow_samza_expand.testing.cli_engines",

@@ -29,7 +29,14 @@ from pathlib import Path
 
 import pytest
 
+from airflow_samza_expand.testing import session_sweep
+
 log = logging.getLogger(__name__)
+
+# Every process this run starts carries the marker; the watchdog and the session finish kill
+# what is left of them (detached Spark jobs included), also after a SIGKILL of pytest.
+SESSION_MARKER = session_sweep.mark_session()
+_watchdog: list[object] = []
 
 KAFKA_FIXTURES = {
     "kafka_bootstrap", "dev_broker", "unique_topic", "dev_broker_server", "apache_kafka_server",
@@ -48,6 +55,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"Kafka of the tests: dev (development broker, default) or apache (Apache Kafka "
         f"from Maven Central); default ${KAFKA_ENV}; KAFKA_BOOTSTRAP_SERVERS wins over both",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    session_sweep.remove_stale_homes()  # Airflow homes of runs that were killed
+    watchdog = session_sweep.start_watchdog(SESSION_MARKER)
+    if watchdog is not None:
+        _watchdog.append(watchdog)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    spare = frozenset(int(w.pid) for w in _watchdog)  # type: ignore[attr-defined]
+    left = session_sweep.sweep(SESSION_MARKER, spare=spare)
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = f"killed {len(left)} process(es) the tests left running: pids {left}"
+        log.warning(message)
+        if reporter is not None:
+            reporter.write_line(f"WARNING: {message}", yellow=True)
 
 
 def selected_kafka(config: pytest.Config) -> str:

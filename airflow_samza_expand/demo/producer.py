@@ -34,7 +34,7 @@ class KeyedProducer:
         refresh_ms: int = 1000,
         key_prefix: str = "key",
     ) -> None:
-        from confluent_kafka import Producer
+        from airflow_samza_expand.kafka.clients import Producer
 
         self.topic = topic
         self.keys = [f"{key_prefix}-{i:03d}" for i in range(keys)]

@@ -95,7 +95,9 @@ def _fields(record: Any) -> tuple[dict[int, int], int, int, float]:
 
 def _offsets_at(config: Mapping[str, Any], topic: str, count: int, at_s: float) -> dict[int, int]:
     """First offset of each partition written at or after ``at_s`` (its end if none)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
+
+    from airflow_samza_expand.kafka.clients import Consumer
 
     consumer = Consumer({**dict(config), "group.id": "samza-expand-demo-times"})
     try:

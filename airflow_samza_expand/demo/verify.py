@@ -52,7 +52,9 @@ class Verification:
 
 def read_output_history(config: Mapping[str, Any], topic: str, timeout_s: float = 60.0) -> dict:
     """Every output record of ``topic`` from the start, as ``key -> [value dicts in order]``."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import KafkaError, TopicPartition
+
+    from airflow_samza_expand.kafka.clients import Consumer
 
     consumer = Consumer(
         {

@@ -14,13 +14,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import (
-    Consumer,
-    KafkaError,
-    KafkaException,
-    TopicPartition,
-)
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import NewPartitions, NewTopic, OffsetSpec
 
 from airflow_samza_expand.core.errors import (
     ExpansionError,
@@ -30,6 +25,7 @@ from airflow_samza_expand.core.errors import (
 )
 from airflow_samza_expand.kafka.auth import AuthWatch, watched
 from airflow_samza_expand.kafka.authz import raise_if_denied, raise_if_group_denied
+from airflow_samza_expand.kafka.clients import AdminClient, Consumer
 from airflow_samza_expand.kafka.config import bootstrap_of
 from airflow_samza_expand.kafka.errors import (  # noqa: F401 - re-exported: the layer's names
     CONSUMER_ONLY_SETTINGS,

@@ -5,6 +5,7 @@ Secrets never reach a log line or an error message: log `redact(config)`, never 
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -84,12 +85,27 @@ def client_config(
     return config
 
 
+# librdkafka's own log lines (`%6|...|BGQUEUE|...`) arrive here, not on stderr. confluent-kafka
+# maps the syslog level: 0-2 CRITICAL, 3 ERROR, 4 WARNING, 5-6 INFO, 7 DEBUG.
+LIBRDKAFKA_LOGGER = logging.getLogger("airflow_samza_expand.librdkafka")
+
+
+def with_logger(config: Mapping[str, Any]) -> dict[str, Any]:
+    """`config` plus confluent-kafka's `logger` setting (kept if one is set already).
+
+    Only for constructing a client (`kafka.clients`): the result holds a Logger object, so it
+    is never serialised (JSON, records, files, command lines); keep configs logger-free.
+    """
+    return {**config, "logger": config.get("logger") or LIBRDKAFKA_LOGGER}
+
+
 def bootstrap_of(config: Mapping[str, Any]) -> str:
     """The bootstrap servers of a config (for error messages), or `<unset>`."""
     return str(config.get("bootstrap.servers") or config.get("metadata.broker.list") or "<unset>")
 
 
 __all__ = [
+    "LIBRDKAFKA_LOGGER",
     "REDACTED",
     "SECRET_KEY_PATTERNS",
     "bootstrap_of",
@@ -97,4 +113,5 @@ __all__ = [
     "is_secret_key",
     "read_config_file",
     "redact",
+    "with_logger",
 ]

@@ -18,11 +18,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 
 from airflow_samza_expand.core.errors import PartitionerMismatchError
 from airflow_samza_expand.kafka.admin import KafkaAdmin, unavailable
 from airflow_samza_expand.kafka.authz import raise_if_denied
+from airflow_samza_expand.kafka.clients import Consumer
 from airflow_samza_expand.kafka.errors import ignored_by_assign_only
 from airflow_samza_expand.kafka.partitioners import PARTITIONERS
 

@@ -14,10 +14,11 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from airflow_samza_expand.core.policy import GrowthPolicy, TopicFigures
 from airflow_samza_expand.kafka.admin import CONSUMER_ONLY_SETTINGS, KafkaAdmin
+from airflow_samza_expand.kafka.clients import Consumer
 
 log = logging.getLogger(__name__)
 

@@ -32,9 +32,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from airflow_samza_expand.kafka.admin import KafkaAdmin, without_consumer_settings
+from airflow_samza_expand.kafka.clients import Consumer
 
 log = logging.getLogger(__name__)
 

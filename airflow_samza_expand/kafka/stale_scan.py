@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 
 from airflow_samza_expand.core.stale import (
     PartitionOf,
@@ -38,6 +38,7 @@ from airflow_samza_expand.kafka.admin import (
     unavailable,
 )
 from airflow_samza_expand.kafka.authz import raise_if_denied
+from airflow_samza_expand.kafka.clients import Consumer
 from airflow_samza_expand.kafka.errors import ignored_by_assign_only
 from airflow_samza_expand.kafka.partitioners import PARTITIONERS
 

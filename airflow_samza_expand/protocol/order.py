@@ -5,9 +5,9 @@ restarted job and the report step. No Airflow import.
 * `record_scan_start` - the expand step, right **before** CreatePartitions: the old partitions'
   end offsets, where the barrier's stale-placement scan starts.
 * `order_poll` - the barrier poll, while it has no snapshot: scan what was appended to the old
-  partitions since the last poll (bounded), log each stale placement, keep the counts in the
-  record's ``stale_placements`` and decide (`core.order.decide_snapshot`): wait, snapshot, or
-  timeout.
+  partitions since the last poll (bounded), log the held stale placements in one INFO line,
+  keep the counts in the record's ``stale_placements`` and decide
+  (`core.order.decide_snapshot`): wait, snapshot, or timeout.
 * `job_order_args` - the submit step: the restarted job's ``--barrier-offsets``,
   ``--partitioner`` and ``--on-stale-placement``.
 * `job_publisher` / `record_job_placements` - the restarted job: its counts of stale
@@ -46,7 +46,8 @@ from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
 
-MAX_LOGGED_PER_POLL = 20
+MAX_LOGGED_PER_POLL = 20  # stale placements after the snapshot: one warning each, up to this
+HELD_EXAMPLES = 3  # example keys in the barrier's one line per poll about held placements
 REPORT_SCAN_MAX_POLLS = 20  # x StaleScanner's 10,000 records per poll
 
 
@@ -170,12 +171,6 @@ def order_poll(
     finally:
         if own:
             scanner.close()
-    for placement in result.placements[:MAX_LOGGED_PER_POLL]:
-        log.warning(
-            "expansion %s: %s (before the snapshot: held)", expansion_id, placement.describe()
-        )
-    if len(result.placements) > MAX_LOGGED_PER_POLL:
-        log.warning("... and %d more", len(result.placements) - MAX_LOGGED_PER_POLL)
 
     def change(current: ExpansionRecord) -> ExpansionRecord | None:
         latest = _evidence(current)
@@ -189,6 +184,8 @@ def order_poll(
         stored = _evidence(_update(store, expansion_id, change, lease))
     else:
         stored = evidence
+    if result.placements:
+        log.info("expansion %s: %s", expansion_id, _held_line(result.placements, stored))
     last = stored.last_stale_at
     decision = decide_snapshot(
         now=now,
@@ -202,6 +199,29 @@ def order_poll(
         backlog=result.backlog(),
     )
     return OrderPoll(decision, stored, result.placements, result.records_read)
+
+
+def _held_line(found: tuple[StalePlacement, ...], stored: OrderEvidence) -> str:
+    """One poll's held stale placements as one line: counts per partition and a few keys.
+
+    Held before the snapshot, they put nothing at risk (the job reads them before the new
+    partitions), so the barrier logs one INFO line per poll, never one warning per record.
+    """
+    this_poll = StaleSummary().add(found)
+    per_partition: dict[str, int] = {}
+    for placement in found:
+        name = f"{placement.topic}[{placement.partition}]"
+        per_partition[name] = per_partition.get(name, 0) + 1
+    examples = ", ".join(
+        f"{p.key!r} {p.topic}[{p.partition}]@{p.offset} -> {p.expected_partition}"
+        for p in found[:HELD_EXAMPLES]
+    )
+    return (
+        f"{this_poll.records} stale placement(s) of {this_poll.key_count()} key(s) held by the "
+        f"barrier (before the snapshot: order not at risk; {stored.before_snapshot.records} so "
+        f"far) in {', '.join(f'{n} x{c}' for n, c in sorted(per_partition.items()))}; "
+        f"e.g. {examples}"
+    )
 
 
 # -- submit, job, report -------------------------------------------------------------------------

@@ -42,7 +42,7 @@ def describe(uncovered: Mapping[str, Sequence[int]], version: int) -> str:
 
 def admin_live_counts(config: Mapping[str, Any], timeout_s: float = 30.0) -> LiveCounts:
     """Live partition counts through a confluent-kafka AdminClient (one metadata request)."""
-    from confluent_kafka.admin import AdminClient
+    from airflow_samza_expand.kafka.clients import AdminClient
 
     client = AdminClient(dict(config))
 

@@ -109,8 +109,7 @@ class StreamJob:
 
     def commit_offsets(self, end_offset_json: str) -> None:
         """Commit a finished batch's end offsets for the consumer group ``<job>``."""
-        from confluent_kafka import Consumer
-
+        from airflow_samza_expand.kafka.clients import Consumer
         from airflow_samza_expand.spark.source import commit_group_offsets
 
         if end_offset_json == self.committed:
@@ -196,7 +195,7 @@ class StreamJob:
         return self.spark
 
     def _check_topics(self, model: JobModel) -> None:
-        from confluent_kafka.admin import AdminClient
+        from airflow_samza_expand.kafka.clients import AdminClient
 
         admin = AdminClient(self._kafka_config())
         metadata = admin.list_topics(timeout=30)

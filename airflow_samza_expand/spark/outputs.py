@@ -15,8 +15,8 @@ def produce_outputs(
 
     def produce(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
-        from confluent_kafka import Producer
 
+        from airflow_samza_expand.kafka.clients import Producer
         from airflow_samza_expand.spark.source import kafka_client_config
 
         config = kafka_client_config(kafka_options)

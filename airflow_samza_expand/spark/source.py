@@ -164,7 +164,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def _driver_consumer(self) -> Any:
         if self._consumer is None:
-            from confluent_kafka import Consumer
+            from airflow_samza_expand.kafka.clients import Consumer
 
             config = kafka_client_config(self.options)
             config.update({"group.id": self.group_id, "enable.auto.commit": "false"})
@@ -319,8 +319,10 @@ def read_ranges(
 ) -> Iterator:
     """Yield Arrow record batches holding exactly the records of ``ranges``."""
     import pyarrow as pa
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import KafkaError, TopicPartition
     from pyspark.sql.pandas.types import to_arrow_schema
+
+    from airflow_samza_expand.kafka.clients import Consumer
 
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     config = kafka_client_config(options)

@@ -22,12 +22,11 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
-
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.lease import Lease, check_current
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.record import ExpansionRecord
+from airflow_samza_expand.kafka.clients import Consumer, Producer
 from airflow_samza_expand.kafka.config import bootstrap_of
 from airflow_samza_expand.store import lease as leases
 from airflow_samza_expand.store.kafka_io import TopicIO

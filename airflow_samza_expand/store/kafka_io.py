@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.kafka.admin import (
@@ -18,6 +18,7 @@ from airflow_samza_expand.kafka.admin import (
 )
 from airflow_samza_expand.kafka.auth import AuthWatch, watched
 from airflow_samza_expand.kafka.authz import raise_if_denied
+from airflow_samza_expand.kafka.clients import Consumer, Producer
 from airflow_samza_expand.kafka.errors import ignored_by_assign_only
 
 log = logging.getLogger(__name__)

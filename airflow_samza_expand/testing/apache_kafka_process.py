@@ -274,7 +274,7 @@ class ApacheKafkaProcess(LaunchedProcess):
     def _ready(self) -> bool:
         if not port_open(self.host, int(self.port or 0)):
             return False
-        from confluent_kafka.admin import AdminClient
+        from airflow_samza_expand.kafka.clients import AdminClient
 
         quiet = logging.getLogger("samza_expand.apache_kafka.probe")
         quiet.setLevel(logging.CRITICAL)
@@ -285,7 +285,9 @@ class ApacheKafkaProcess(LaunchedProcess):
             return False
 
     def _group_coordinator_ready(self) -> bool:
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import TopicPartition
+
+        from airflow_samza_expand.kafka.clients import Consumer
 
         quiet = logging.getLogger("samza_expand.apache_kafka.probe")
         consumer = Consumer(

@@ -86,11 +86,12 @@ def create_scram_user(
 ) -> None:
     """Create (or reset) a SCRAM-SHA-512 user through the admin super-user."""
     from confluent_kafka.admin import (
-        AdminClient,
         ScramCredentialInfo,
         ScramMechanism,
         UserScramCredentialUpsertion,
     )
+
+    from airflow_samza_expand.kafka.clients import AdminClient
 
     admin = AdminClient(dict(admin_config))
     info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, SCRAM_ITERATIONS)
@@ -121,10 +122,11 @@ def grant(
         AclBindingFilter,
         AclOperation,
         AclPermissionType,
-        AdminClient,
         ResourcePatternType,
         ResourceType,
     )
+
+    from airflow_samza_expand.kafka.clients import AdminClient
 
     bindings = [
         AclBinding(

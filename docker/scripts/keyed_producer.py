@@ -27,7 +27,9 @@ import sys
 import time
 from typing import Any
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError
+
+from airflow_samza_expand.kafka.clients import Producer  # librdkafka's lines: Python logging
 
 log = logging.getLogger("keyed_producer")
 

@@ -14,9 +14,11 @@ read the outcome. ``task_context()`` is the minimal context for calling ``execut
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,7 +28,22 @@ from typing import Any
 
 import pytest
 
-AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="samza-expand-airflow-home-"))
+from airflow_samza_expand.testing.session_sweep import HOME_PREFIX, remove_stale_homes
+
+remove_stale_homes()  # left by killed runs (their creating pid is gone)
+# The pid in the name lets a later run remove it if this process is killed before its atexit.
+AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix=f"{HOME_PREFIX}{os.getpid()}-"))
+_CREATOR = os.getpid()
+
+
+@atexit.register
+def _remove_home() -> None:
+    """At exit of the process that made it (not of a forked task process): tests passed,
+    failed or only collected."""
+    if os.getpid() == _CREATOR:
+        shutil.rmtree(AIRFLOW_HOME, ignore_errors=True)
+
+
 BUNDLE_NAME = "dags-folder"
 
 _ENV = {

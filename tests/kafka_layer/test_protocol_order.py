@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 
 import pytest
@@ -276,3 +277,51 @@ def test_a_stream_that_stays_is_outside_the_barrier_and_the_order_check(config, 
     assert set(json.loads(args[1])) == {orders}
     assert scan_after_snapshot(admin, record) is not None
     assert admin.partition_counts([payments]) == {payments: 2}
+
+
+def test_held_stale_placements_are_one_info_line_per_poll(config, admin, setup, caplog):
+    """Before the snapshot nothing is at risk: one summary line per poll, not one per record."""
+    topic, store, expansion_id = setup
+    record_scan_start(admin, store, expansion_id)
+    admin.create_partitions(topic, 4)
+    held = _moved(25, "held")
+    produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in held])
+    caplog.set_level(logging.INFO, logger="airflow_samza_expand.protocol.order")
+    first = poll(admin, config, store, expansion_id, now=50)
+    assert len(first.found) == 25
+    lines = [r for r in caplog.records if r.name == "airflow_samza_expand.protocol.order"]
+    assert [r.levelno for r in lines] == [logging.INFO]
+    line = lines[0].getMessage()
+    assert "25 stale placement(s) of 25 key(s) held by the barrier" in line
+    assert "25 so far" in line
+    assert 1 <= sum(repr(k.decode()) in line for k in held) <= 3  # a few example keys
+
+    caplog.clear()
+    produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in held[:2]])
+    poll(admin, config, store, expansion_id, now=55)
+    (second,) = [r for r in caplog.records if r.name == "airflow_samza_expand.protocol.order"]
+    assert "2 stale placement(s) of 2 key(s)" in second.getMessage()
+    assert "27 so far" in second.getMessage()
+
+
+def test_stale_placements_after_the_snapshot_stay_one_warning_each(config, admin, setup, caplog):
+    """Unlike the held ones, a stale placement beyond the barrier puts its key's order at risk:
+    the report's scan logs each one as a warning."""
+    from airflow_samza_expand.protocol import waits
+    from airflow_samza_expand.protocol.expand import ExpandRequest, expand
+    from airflow_samza_expand.protocol.order import scan_after_snapshot
+
+    topic, store, expansion_id = setup
+    expand(admin, store, ExpandRequest(topic=topic, target=4), expansion_id=expansion_id)
+    done = waits.snapshot_poll(
+        admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
+        stale_quiet_s=0.0,
+    )  # fmt: skip
+    assert done.done
+    late = _moved(3, "late")
+    produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in late])
+    caplog.set_level(logging.INFO, logger="airflow_samza_expand.protocol.order")
+    scanned = scan_after_snapshot(admin, store.get_expansion(expansion_id))
+    assert scanned is not None and scanned.records == 3
+    warned = [r for r in caplog.records if "after the snapshot: order at risk" in r.getMessage()]
+    assert len(warned) == 3 and {r.levelno for r in warned} == {logging.WARNING}

@@ -1,0 +1,156 @@
+"""`samza-expand init-job`: write job model v1 of a job reading EXISTING input topics.
+
+    samza-expand init-job --job orders-counter --topic orders --bootstrap-servers localhost:9092 \\
+        --create-output-topic orders-counts
+
+Reads each input topic's partition count and writes version 1 of the job model (FixedTasks
+grouper: one task per partition, for good) to the job's coordinator store on Kafka. Idempotent:
+an identical v1 already there is success. Refused (exit 2, nothing written, no topic created):
+an input topic that does not exist, or an existing v1 that differs. `--create-output-topic`
+also creates the job's output topic (kept as it is if it exists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_samza_expand.core.errors import ExpansionError, UnknownTopicError
+from airflow_samza_expand.core.groupers import GROUPERS
+from airflow_samza_expand.core.model import DEFAULT_GROUPER, JobModel
+from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
+from airflow_samza_expand.kafka.config import client_config
+from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+
+CREATED_BY = "samza-expand init-job"
+
+
+class InitJobRefused(ExpansionError):
+    """The job cannot be initialised as asked; nothing was written (the message says why)."""
+
+
+@dataclass(frozen=True)
+class InitResult:
+    """What `init_job` did: the v1 in force, whether this call wrote it, the output topic."""
+
+    model: JobModel
+    written: bool
+    coordinator_topic: str
+    output_topic: str | None = None
+    output_created: bool = False
+
+    def describe(self) -> str:
+        tasks = "; ".join(
+            f"{task}: {', '.join(f'{s.stream}[{s.partition}]' for s in sorted(ssps))}"
+            for task, ssps in sorted(self.model.task_to_ssps().items())
+        )
+        done = "wrote" if self.written else "already there, same content (nothing written):"
+        line = f"{done} job model v1 of {self.model.job_name} in {self.coordinator_topic}: {tasks}"
+        if self.output_topic:
+            state = "created" if self.output_created else "exists, kept"
+            line += f"\noutput topic {self.output_topic}: {state}"
+        return line
+
+
+def init_job(
+    config: Mapping[str, str],
+    job_name: str,
+    topics: Sequence[str],
+    *,
+    coordinator_topic: str | None = None,
+    grouper: str = DEFAULT_GROUPER,
+    output_topic: str | None = None,
+    output_partitions: int = 1,
+    timeout_s: float = 30.0,
+) -> InitResult:
+    """Write job model v1 of `job_name` over the existing `topics` (see the module docstring).
+
+    InitJobRefused (nothing written) for a missing topic or a differing v1.
+    """
+    if output_partitions < 1:
+        raise InitJobRefused(f"--output-partitions must be >= 1, got {output_partitions}")
+    with KafkaAdmin(config, timeout_s=timeout_s) as admin:
+        try:
+            counts = admin.partition_counts(topics)
+        except UnknownTopicError as exc:
+            raise InitJobRefused(
+                f"{exc}. init-job writes the job model of an EXISTING input topic and creates "
+                "no input topic: create it with the partition count you want (e.g. "
+                "kafka-topics.sh --create --topic NAME --partitions 2) and rerun; nothing written"
+            ) from None
+        model = JobModel.initial(job_name, counts, grouper=grouper, created_by=CREATED_BY)
+        with KafkaCoordinatorStore(config, job_name, coordinator_topic, timeout_s=timeout_s) as st:
+            existing = st.job_model(1)
+            if existing is not None and not existing.content_equals(model):
+                latest = st.latest_job_model()
+                newest = latest.version if latest else 1
+                raise InitJobRefused(
+                    f"job {job_name!r} already has a job model v1 in {st.topic} that differs "
+                    f"(v1 reads {existing.partition_counts()}, grouper {existing.grouper}; asked "
+                    f"{model.partition_counts()}, grouper {model.grouper}; newest is "
+                    f"v{newest}) - nothing written. The job is initialised already: keep it, "
+                    "or pick another --job name for a new job"
+                )
+            written = existing is None
+            model = st.write_job_model(model) if existing is None else existing
+            where = st.topic
+        created = False
+        if output_topic:
+            created = admin.ensure_topic(output_topic, output_partitions)
+    return InitResult(model, written, where, output_topic, created)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``init-job`` subcommand to the ``samza-expand`` parser."""
+    p = subparsers.add_parser(
+        "init-job",
+        help="write job model v1 of a job reading existing Kafka topics (idempotent)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--job", required=True, help="job name (its consumer group, coordinator)")
+    p.add_argument("--topic", action="append", required=True, metavar="TOPIC",
+                   help="an existing input topic (repeat for several)")  # fmt: skip
+    p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers host:port[,...]")
+    p.add_argument("--kafka-config", metavar="FILE", help="librdkafka key=value config file")
+    p.add_argument("--coordinator-topic", default=None,
+                   help="coordinator topic (default __samza_coordinator_<job>)")  # fmt: skip
+    p.add_argument("--grouper", default=DEFAULT_GROUPER, choices=sorted(GROUPERS),
+                   help=f"SSP grouper of v1 (default {DEFAULT_GROUPER})")  # fmt: skip
+    p.add_argument("--create-output-topic", metavar="NAME", default=None,
+                   help="also create the job's output topic (kept if it exists)")  # fmt: skip
+    p.add_argument("--output-partitions", type=int, default=1,
+                   help="partitions of a created output topic (default 1)")  # fmt: skip
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit 0 written or already there, 2 refused or bad input, 1 Kafka unreachable."""
+    try:
+        config = client_config(args.bootstrap_servers, args.kafka_config)
+        topics = list(dict.fromkeys(t.strip() for t in args.topic if t.strip()))
+        if not topics:
+            raise InitJobRefused("give at least one --topic (an existing input topic)")
+        result = init_job(
+            config,
+            args.job,
+            topics,
+            coordinator_topic=args.coordinator_topic,
+            grouper=args.grouper,
+            output_topic=args.create_output_topic,
+            output_partitions=args.output_partitions,
+        )
+    except KafkaUnavailableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except (ExpansionError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(result.describe())
+    return 0
+
+
+__all__ = ["InitJobRefused", "InitResult", "init_job", "register", "run"]

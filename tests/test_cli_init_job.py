@@ -1,0 +1,74 @@
+"""`samza-expand init-job` on the development broker: v1 of an existing topic, idempotent,
+refusals that write nothing (exit 2), the optional output topic."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_samza_expand.cli import main
+from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand.kafka.config import client_config
+from airflow_samza_expand.store import coordinator_topic
+from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture
+def admin(kafka_bootstrap):
+    with KafkaAdmin(client_config(kafka_bootstrap), timeout_s=15) as admin:
+        yield admin
+
+
+def init(capsys, bootstrap: str, *argv: str) -> tuple[int, str, str]:
+    code = main(["init-job", "--bootstrap-servers", bootstrap, *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_writes_v1_of_an_existing_topic_once(kafka_bootstrap, admin, unique_topic, capsys):
+    topic, job, out_topic = unique_topic("orders"), unique_topic("job"), unique_topic("counts")
+    admin.ensure_topic(topic, 2)
+    argv = ["--job", job, "--topic", topic, "--create-output-topic", out_topic]
+    code, out, err = init(capsys, kafka_bootstrap, *argv, "--output-partitions", "3")
+    assert (code, err) == (0, "")
+    assert f"wrote job model v1 of {job} in {coordinator_topic(job)}" in out
+    assert f"Partition 0: {topic}[0]; Partition 1: {topic}[1]" in out
+    assert f"output topic {out_topic}: created" in out
+    assert admin.partition_counts([out_topic]) == {out_topic: 3}
+    with KafkaCoordinatorStore(client_config(kafka_bootstrap), job) as store:
+        model = store.latest_job_model()
+    assert model is not None and model.version == 1 and model.partition_counts() == {topic: 2}
+    assert model.grouper == "GroupByPartitionFixedTasks"
+
+    code, out, err = init(capsys, kafka_bootstrap, *argv)  # idempotent
+    assert (code, err) == (0, "")
+    assert "already there, same content (nothing written)" in out
+    assert f"output topic {out_topic}: exists, kept" in out
+    with KafkaCoordinatorStore(client_config(kafka_bootstrap), job) as store:
+        assert [m.version for m in store.job_model_history()] == [1]
+
+
+def test_refuses_a_topic_that_does_not_exist(kafka_bootstrap, admin, unique_topic, capsys):
+    missing, job, out_topic = unique_topic("missing"), unique_topic("job"), unique_topic("out")
+    argv = ["--job", job, "--topic", missing, "--create-output-topic", out_topic]
+    code, out, err = init(capsys, kafka_bootstrap, *argv)
+    assert (code, out) == (2, "")
+    assert f"topic {missing!r} does not exist" in err
+    assert "create it with the partition count you want" in err and "nothing written" in err
+    names = admin.topic_names()
+    assert coordinator_topic(job) not in names and out_topic not in names and missing not in names
+
+
+def test_refuses_a_differing_v1(kafka_bootstrap, admin, unique_topic, capsys):
+    a, b, job = unique_topic("a"), unique_topic("b"), unique_topic("job")
+    admin.ensure_topic(a, 2)
+    admin.ensure_topic(b, 4)
+    assert init(capsys, kafka_bootstrap, "--job", job, "--topic", a)[0] == 0
+    code, out, err = init(capsys, kafka_bootstrap, "--job", job, "--topic", a, "--topic", b)
+    assert (code, out) == (2, "")
+    assert f"job {job!r} already has a job model v1" in err and "that differs" in err
+    assert "nothing written" in err and "another --job name" in err
+    with KafkaCoordinatorStore(client_config(kafka_bootstrap), job) as store:
+        (model,) = store.job_model_history()
+    assert model.partition_counts() == {a: 2}
