@@ -41,7 +41,8 @@ from airflow_samza_expand.core.errors import (
 from airflow_samza_expand.core.model import JobModel
 
 COORDINATOR_PREFIX = "__samza_coordinator_"
-LEASE_NAMES = ("expansion", "active")
+# the active lease of a job is its Kafka consumer group membership, no store record
+LEASE_NAMES = ("expansion",)
 DEAD_STATES = frozenset({"stopped", "failed"})
 LOG_TAIL_CHARS = 4000
 T = TypeVar("T")
@@ -262,15 +263,16 @@ def _leases(store: Any) -> list[LeaseInfo] | None:
         lease = get_lease(name)
         if lease is None:
             continue
-        expires = lease.expires_at()
+        expires_in = round((lease.expires_at() - now).total_seconds(), 1)
         rows.append(
             LeaseInfo(
                 name=lease.name,
                 holder=lease.holder,
                 epoch=lease.epoch,
                 renewed_at=lease.renewed_at,
-                expires_in_s=round((expires - now).total_seconds(), 1),
-                expired=bool(lease.expired(now)),
+                expires_in_s=None if lease.released else expires_in,
+                expired=not lease.released and bool(lease.expired(now)),
+                released=bool(lease.released),
             )
         )
     return rows

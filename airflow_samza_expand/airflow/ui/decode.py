@@ -27,8 +27,9 @@ def parse_time(value: Any) -> datetime | None:
 
 
 def age_s(value: Any, now: datetime) -> float | None:
+    """Seconds from `value` to `now`, never below 0 (a writer's clock a little ahead)."""
     moment = parse_time(value)
-    return None if moment is None else round((now - moment).total_seconds(), 1)
+    return None if moment is None else max(0.0, round((now - moment).total_seconds(), 1))
 
 
 # (step, field of its end, fields its start may be in) in a legacy (pre-typed) dict record.

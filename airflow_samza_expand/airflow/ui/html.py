@@ -10,7 +10,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from airflow_samza_expand.airflow.ui.records import JobRef, JobSnapshot
+from airflow_samza_expand.airflow.ui.records import JobRef, JobSnapshot, LeaseInfo
 from airflow_samza_expand.airflow.ui.views import diff_models, mapping_rows, tasks_summary
 
 CSS = """
@@ -218,6 +218,14 @@ def _barrier_section(snap: JobSnapshot) -> str:
     )
 
 
+def _lease_state(lease: LeaseInfo) -> str:
+    if lease.released:
+        return "<span class='muted'>released</span>"
+    if lease.expired or lease.expires_in_s is None:
+        return "<span class='bad'>expired</span> (its holder stopped renewing it)"
+    return f"held, expires in {_seconds(lease.expires_in_s)} unless renewed"
+
+
 def _processors_section(snap: JobSnapshot) -> str:
     rows = []
     for p in snap.processors:
@@ -240,16 +248,9 @@ def _processors_section(snap: JobSnapshot) -> str:
         out += "<p class='muted'>Leases: this coordinator store keeps no leases yet.</p>"
     else:
         out += "<h2>Leases</h2>" + table(
-            ["lease", "holder", "epoch", "renewed at", "expires in", ""],
+            ["lease", "holder", "epoch", "renewed at", "state"],
             (
-                [
-                    _e(x.name),
-                    _e(x.holder),
-                    _e(x.epoch),
-                    _e(x.renewed_at),
-                    _seconds(x.expires_in_s),
-                    "<span class='bad'>expired</span>" if x.expired else "",
-                ]
+                [_e(x.name), _e(x.holder), _e(x.epoch), _e(x.renewed_at), _lease_state(x)]
                 for x in snap.leases
             ),
         )
