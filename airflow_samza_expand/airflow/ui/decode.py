@@ -61,6 +61,26 @@ def _step(name: str, start: Any, end: Any) -> Step:
     return Step(name, start, end, duration)
 
 
+def current_log_path(results: Mapping[str, Any]) -> str | None:
+    """The log of the current launch: the newest (``started_at``) detached launch recorded by
+    the launch steps (submit; under a warm handover the standby step's ``launches``)."""
+    from airflow_samza_expand.protocol.handover import LAUNCH_STEPS
+
+    handles = []
+    for step in LAUNCH_STEPS:
+        result = results.get(step)
+        if isinstance(result, Mapping):
+            handles += [h for h in [result, *(result.get("launches") or ())] if _logged(h)]
+    if not handles:
+        return None
+    oldest = datetime.min.replace(tzinfo=UTC)
+    return str(max(handles, key=lambda h: parse_time(h.get("started_at")) or oldest)["log_path"])
+
+
+def _logged(handle: Any) -> bool:
+    return isinstance(handle, Mapping) and bool(handle.get("log_path"))
+
+
 def _counts(value: Any) -> dict[str, int]:
     return {str(k): int(v) for k, v in (value or {}).items()}
 
@@ -72,7 +92,6 @@ def expansion_of(expansion_id: str, record: Any) -> Expansion:
     if not isinstance(record, Mapping):
         return _typed_expansion(record)
     try:
-        submit = record.get("submit") or {}
         return Expansion(
             expansion_id=expansion_id,
             status=str(record.get("status", "unknown")),
@@ -86,7 +105,7 @@ def expansion_of(expansion_id: str, record: Any) -> Expansion:
             barrier_snapshot_at=record.get("barrier_snapshot_at"),
             barrier_passed_at=record.get("barrier_passed_at"),
             barrier=barrier_from_dict(record.get("barrier") or {}),
-            log_path=submit.get("log_path") if isinstance(submit, Mapping) else None,
+            log_path=current_log_path(record),
             plan=record.get("plan") or {},
         )
     except (TypeError, ValueError, AttributeError) as exc:
@@ -105,7 +124,6 @@ def _typed_expansion(record: Any) -> Expansion:
     after = _counts(plan.get("counts_after"))
     before = _counts(plan.get("counts_before"))
     grown = {s: n for s, n in after.items() if before.get(s) != n}
-    submit = dict(record.results).get("submit") or {}
     barrier_times = record.steps.get("barrier")
     return Expansion(
         expansion_id=record.expansion_id,
@@ -123,6 +141,6 @@ def _typed_expansion(record: Any) -> Expansion:
         barrier_snapshot_at=barrier_times.started_at if barrier_times else None,
         barrier_passed_at=barrier_times.ended_at if barrier_times else None,
         barrier={t: dict(ps) for t, ps in (record.barrier or {}).items()},
-        log_path=submit.get("log_path") if isinstance(submit, Mapping) else None,
+        log_path=current_log_path(record.results),
         plan=plan,
     )
