@@ -56,15 +56,24 @@ def _snapshot(job: str) -> data.JobSnapshot:
     return data.read_job(load_settings(), job)
 
 
-def _two_models(snap: data.JobSnapshot, a: int, b: int) -> None:
-    missing = [v for v in (a, b) if snap.model(v) is None]
-    if missing:
-        have = ", ".join(f"v{m.version}" for m in snap.history) or "none"
-        raise data.UiProblem(
-            404,
-            "Unknown job model version",
-            f"job {snap.job!r} has no job model v{missing[0]} (it has {have}) - pick two of those",
-        )
+def check_versions(snap: data.JobSnapshot, *versions: int) -> None:
+    """UiProblem 404 naming the versions the job has when one of `versions` is missing."""
+    missing = [v for v in versions if snap.model(v) is None]
+    if not missing:
+        return
+    have = [f"v{m.version}" for m in snap.history]
+    if len(versions) == 1:
+        advice = "pick one of those" if have else "write job model v1 first"
+    elif len(have) > 1:
+        advice = "pick two of those"
+    else:
+        advice = "a diff needs two versions; there is one after the job's first expansion"
+    raise data.UiProblem(
+        404,
+        "Unknown job model version",
+        f"job {snap.job!r} has no job model v{missing[0]} (it has {', '.join(have) or 'none'})"
+        f" - {advice}",
+    )
 
 
 def _svg(model: Any) -> str:
@@ -120,7 +129,7 @@ def create_app() -> FastAPI:
     @app.get("/jobs/{job}/diff", response_class=HTMLResponse, include_in_schema=False)
     def diff_page(request: Request, job: str, a: int, b: int) -> str:
         snap = _snapshot(job)
-        _two_models(snap, a, b)
+        check_versions(snap, a, b)
         return html.diff_page(snap, a, b, _root(request))
 
     @app.get("/jobs/{job}/buckets.svg", include_in_schema=False)
@@ -142,13 +151,13 @@ def create_app() -> FastAPI:
     @app.get("/api/jobs/{job}/models/{version}", summary="One job model with its mapping")
     def api_model(job: str, version: int) -> dict[str, Any]:
         snap = _snapshot(job)
-        _two_models(snap, version, version)
+        check_versions(snap, version)
         return views.model_json(snap.model(version))  # type: ignore[arg-type]
 
     @app.get("/api/jobs/{job}/diff", summary="What changed between job models a and b")
     def api_diff(job: str, a: int, b: int) -> dict[str, Any]:
         snap = _snapshot(job)
-        _two_models(snap, a, b)
+        check_versions(snap, a, b)
         return views.diff_models(snap.model(a), snap.model(b))  # type: ignore[arg-type]
 
     return app

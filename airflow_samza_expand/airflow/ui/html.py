@@ -11,7 +11,12 @@ from typing import Any
 from urllib.parse import quote
 
 from airflow_samza_expand.airflow.ui.records import JobRef, JobSnapshot, LeaseInfo
-from airflow_samza_expand.airflow.ui.views import diff_models, mapping_rows, tasks_summary
+from airflow_samza_expand.airflow.ui.views import (
+    diff_models,
+    mapping_rows,
+    stop_request_view,
+    tasks_summary,
+)
 
 CSS = """
 body{font-family:Inter,Helvetica,Arial,sans-serif;margin:0;color:#1a202c;background:#fff;font-size:14px}
@@ -254,8 +259,9 @@ def _processors_section(snap: JobSnapshot) -> str:
                 for x in snap.leases
             ),
         )
-    if snap.stop_request:
-        out += f"<p>Stop request in force: <code>{_e(snap.stop_request)}</code></p>"
+    stop = stop_request_view(snap)
+    if stop is not None:
+        out += f"<p class='{'' if stop['in_force'] else 'muted'}'>{_e(stop['text'])}</p>"
     return out
 
 
