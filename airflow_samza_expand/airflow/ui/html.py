@@ -5,7 +5,7 @@ Every value is escaped; links are built from ``root`` (the plugin's mount path).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -41,11 +41,13 @@ def job_href(root: str, job: str, suffix: str = "") -> str:
     return f"{root}/jobs/{quote(job, safe='')}{suffix}"
 
 
-def page(title: str, body: str, root: str) -> str:
+def page(title: str, body: str, root: str, *, home: bool = True) -> str:
+    """A whole page; the header links to the jobs page unless `home` is False (signed out)."""
+    brand = f"<a href='{_e(root)}/'>Samza expansion</a>" if home else "Samza expansion"
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"
-        f"<header><a href='{_e(root)}/'>Samza expansion</a> &middot; {_e(title)}</header>"
+        f"<header>{brand} &middot; {_e(title)}</header>"
         f"<main>{body}</main></body></html>"
     )
 
@@ -62,13 +64,37 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: Sequence[s
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def error_page(status: int, title: str, message: str, root: str) -> str:
+def error_page(status: int, title: str, message: str, root: str, sign_in: str | None = None) -> str:
+    """A fault as a page; with `sign_in` (401/403) a link to Airflow's sign-in instead of
+    "All jobs" (which would be refused too)."""
+    link = (
+        f"<a href='{_e(sign_in)}' target='_top'>Sign in to Airflow</a>"
+        if sign_in
+        else f"<a href='{_e(root)}/'>All jobs</a>"
+    )
     body = (
         f"<h1>{_e(title)}</h1><div class='box'><p>{_e(message)}</p>"
         f"<p class='muted'>HTTP {status}. Nothing was changed: these pages only read.</p></div>"
-        f"<p><a href='{_e(root)}/'>All jobs</a></p>"
+        f"<p>{link}</p>"
     )
-    return page(title, body, root)
+    return page(title, body, root, home=not sign_in)
+
+
+def api_page(schema: Mapping[str, Any], root: str) -> str:
+    """The JSON API's routes from the OpenAPI schema (no Swagger UI: nothing loads from a CDN)."""
+    rows = [
+        [f"<code>GET {_e(root)}{_e(path)}</code>", _e(op.get("summary", ""))]
+        for path, ops in sorted(schema.get("paths", {}).items())
+        for method, op in ops.items()
+        if method == "get"
+    ]
+    body = (
+        "<h1>JSON API</h1>"
+        + table(["route", "returns"], rows)
+        + f"<p>OpenAPI: <a href='{_e(root)}/openapi.json'>openapi.json</a>. Errors are "
+        '<code>{"error": title, "detail": message}</code> with a 4xx/503 status.</p>'
+    )
+    return page("JSON API", body, root)
 
 
 def jobs_page(jobs: Sequence[JobRef], root: str, note: str = "") -> str:
