@@ -83,7 +83,7 @@ def test_pages_show_the_expansion(browser, api_server, expanded_job, waiting_job
     browser.screenshot(ui_output / "job-waiting.png")
 
     # inside Airflow's own UI: the nav entry renders the pages in an iframe
-    browser.open(f"{api_server.base}/plugin/samza-expand")
+    browser.open(f"{api_server.base}/plugin/expansions")
     framed = wait_for(
         lambda: "Jobs" in (browser.evaluate(FRAME_TEXT) or ""),
         60,
@@ -144,7 +144,24 @@ def test_an_unreachable_broker_is_a_message(
     assert expanded_job.job in jobs_text and "Traceback" not in jobs_text
 
 
-def test_report_step_links_to_the_job_page(api_server, token, expanded_job):
+def _view_route(api_server, token) -> str:
+    """The external view's route in Airflow's UI, as the api-server lists the plugin."""
+    status, body = http("GET", f"{api_server.base}/api/v2/plugins", token=token)
+    assert status == 200, body
+    plugin = next(p for p in json.loads(body)["plugins"] if p["name"] == "samza_expand")
+    return plugin["external_views"][0]["url_route"]
+
+
+def _frame_path() -> str:
+    return "document.querySelector('iframe').contentWindow.location.pathname"
+
+
+def test_report_step_links_to_the_job_page_inside_airflows_ui(
+    browser, api_server, token, expanded_job, ui_output
+):
+    """The extra link opens Airflow's UI (navigation and all) with the job page in the
+    external view's iframe: ``/plugin/<url_route>/<the page's own path>``, the deep link
+    Airflow's UI keeps in step with the iframe."""
     url = (
         f"{api_server.base}/api/v2/dags/{expanded_job.dag_id}/dagRuns/"
         f"{quote(expanded_job.run_id, safe='')}"
@@ -153,8 +170,34 @@ def test_report_step_links_to_the_job_page(api_server, token, expanded_job):
     status, body = http("GET", url, token=token)
     assert status == 200, body
     link = json.loads(body)["extra_links"]["Expansion job page"]
-    assert link == f"{api_server.base}/samza-expand/jobs/{expanded_job.job}"
-    assert http("GET", link, token=token)[0] == 200
+    route = _view_route(api_server, token)
+    page = f"/samza-expand/jobs/{expanded_job.job}"
+    assert link == f"{api_server.base}/plugin/{route}{page}"
+
+    browser.open(link)
+    wait_for(
+        lambda: "Job model in force: v2" in (browser.evaluate(FRAME_TEXT) or ""),
+        60,
+        "the job page inside Airflow's UI",
+    )
+    assert browser.evaluate(_frame_path()) == page
+    browser.screenshot(ui_output / "airflow-job.png", full_page=False)
+
+
+def test_the_browse_entry_lands_on_a_plain_url(browser, api_server, token):
+    route = _view_route(api_server, token)
+    browser.open(f"{api_server.base}/plugin/{route}")
+    wait_for(lambda: "Jobs" in (browser.evaluate(FRAME_TEXT) or ""), 60, "the jobs page")
+    path = wait_for(
+        lambda: (
+            browser.evaluate("location.pathname") != f"/plugin/{route}"
+            and browser.evaluate("location.pathname")
+        ),
+        10,
+        "Airflow's UI to follow the iframe",
+    )
+    assert path == f"/plugin/{route}/samza-expand/"
+    assert "samza-expand/samza-expand" not in path
 
 
 def test_a_browser_without_a_session_is_refused(browser, api_server, expanded_job):
