@@ -63,11 +63,10 @@ def _problem_response(
 
 def _sign_in_url(request: Request) -> str:
     """Airflow's sign-in (``/api/v2/auth/login``, which redirects to the auth manager's page),
-    coming back to this page inside Airflow's UI."""
+    coming back to this page (in the frame it was asked from: Airflow's UI sandboxes the
+    external view's iframe without top navigation)."""
     airflow_root = _root(request).removesuffix(URL_PREFIX)
-    origin = f"{request.url.scheme}://{request.url.netloc}"
-    back = f"{origin}{airflow_root}/plugin/{VIEW_ROUTE}{request.url.path}"
-    return f"{airflow_root}/api/v2/auth/login?next={quote(back, safe='')}"
+    return f"{airflow_root}/api/v2/auth/login?next={quote(str(request.url), safe='')}"
 
 
 def _invalid_text(errors: Sequence[Any]) -> str:

@@ -68,7 +68,7 @@ def error_page(status: int, title: str, message: str, root: str, sign_in: str | 
     """A fault as a page; with `sign_in` (401/403) a link to Airflow's sign-in instead of
     "All jobs" (which would be refused too)."""
     link = (
-        f"<a href='{_e(sign_in)}' target='_top'>Sign in to Airflow</a>"
+        f"<a href='{_e(sign_in)}'>Sign in to Airflow</a>"
         if sign_in
         else f"<a href='{_e(root)}/'>All jobs</a>"
     )
