@@ -49,6 +49,7 @@ def test_api_job_has_versions_mapping_and_steps(api_server, token, expanded_job)
     states = {p["processor_id"]: (p["state"], p["alive"]) for p in doc["processors"]}
     assert states == {"processor-v1": ("stopped", False), "processor-v2": ("running", True)}
     assert "restarted job: batch 4 committed" in doc["log"]["text"]
+    assert doc["running"] is None, doc["running"]  # the expansion completed
     assert doc["problems"] == [], doc["problems"]
 
 
@@ -89,6 +90,9 @@ def test_api_typed_record_barrier_lag_and_lease(api_server, token, waiting_job):
     assert expansion["steps"][2]["ended_at"] is None  # the barrier still waits
     lag = {r["partition"]: r["lag"] for r in doc["barrier"]["partitions"]}
     assert lag == {0: 0, 1: 7}
+    running = doc["running"]  # the expansion under way: its open step and lag per old partition
+    assert (running["expansion_id"], running["step"]) == (waiting_job.expansion_id, "barrier")
+    assert {r["partition"]: r["lag"] for r in running["barrier"]} == {0: 0, 1: 7}
     assert doc["live_partition_counts"] == {waiting_job.topic: 4}
     (lease,) = doc["leases"]
     assert (lease["name"], lease["holder"], lease["expired"]) == (

@@ -63,6 +63,7 @@ def test_pages_show_the_expansion(browser, api_server, expanded_job, waiting_job
     assert "processor-v1\t-\tstopped\t1" in text and "dead" in text
     assert "processor-v2\t-\trunning\t2" in text and "alive" in text
     assert "restarted job: batch 4 committed" in text
+    assert "Expansion under way" not in text  # it completed
     assert "Traceback" not in text
     assert browser.evaluate("document.querySelectorAll('svg rect').length") >= 6  # the diagram
     browser.screenshot(ui_output / "job.png")
@@ -77,6 +78,8 @@ def test_pages_show_the_expansion(browser, api_server, expanded_job, waiting_job
     assert browser.open(_ui(api_server, f"/jobs/{waiting_job.job}")) == 200
     text = browser.text()
     assert "barrier-snapshot" in text and "waiting: lag 7" in text
+    assert f"Expansion under way: {waiting_job.expansion_id}" in text
+    assert "Step barrier (running) for" in text and f"{waiting_job.topic} 1\t" in text
     assert f"{waiting_job.topic}\t1\t" in text and "\t7\n" in text
     assert f"expansion\t{waiting_job.holder}\t1" in text  # lease, holder, epoch
     assert "(model reads 2)" in text  # the topic has 4 partitions, the running model reads 2

@@ -10,15 +10,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from ui_helpers import planned_record
 
 from airflow_samza_expand.airflow.ui.data import UiProblem, read_job
 from airflow_samza_expand.airflow.ui.html import job_page
 from airflow_samza_expand.airflow.ui.settings import UiSettings
 from airflow_samza_expand.airflow.ui.views import snapshot_json
-from airflow_samza_expand.core.clock import now_iso
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.store.files import FileCoordinatorStore
 
 JOB = "orders-job"
@@ -140,20 +139,9 @@ def test_a_single_version_404_does_not_ask_for_two(tmp_path):
 
 
 def _record(store: FileCoordinatorStore, results: dict) -> None:
-    stamp = now_iso()
     v1 = store.latest_job_model()
     assert v1 is not None
-    record = ExpansionRecord(
-        expansion_id=f"{JOB}~orders.2-4",
-        job_name=JOB,
-        base_version=1,
-        target_version=2,
-        plan=plan_expansion(v1, {"orders": 2}, {"orders": 4}).to_dict(),
-        status=ExpansionStatus.PLANNED,
-        owner="airflow:dag/run-1",
-        created_at=stamp,
-        updated_at=stamp,
-    ).with_step("plan", started_at=stamp, ended_at=stamp)
+    record = planned_record(v1, {"orders": 4})
     for step, result in results.items():
         record = record.with_result(step, result)
     store.put_expansion(record, expected_revision=0)

@@ -107,6 +107,7 @@ def expansion_of(expansion_id: str, record: Any) -> Expansion:
             barrier=barrier_from_dict(record.get("barrier") or {}),
             log_path=current_log_path(record),
             plan=record.get("plan") or {},
+            grace_started_at=record.get("expanded_at") or record.get("grace_started_at"),
         )
     except (TypeError, ValueError, AttributeError) as exc:
         raise CorruptCoordinatorRecordError(
@@ -117,6 +118,15 @@ def expansion_of(expansion_id: str, record: Any) -> Expansion:
 def _when(times: Any) -> tuple[str, str]:
     """Sort key of a step: start (else end), then end; unfinished steps after finished ones."""
     return (times.started_at or times.ended_at or "~", times.ended_at or "~")
+
+
+def _grace_start(record: Any) -> str | None:
+    """As the barrier wait reads it: the expand step's end, else the stored grace start."""
+    expand = record.steps.get("expand")
+    if expand is not None and expand.ended_at:
+        return str(expand.ended_at)
+    grace = dict(record.results).get("grace") or {}
+    return grace.get("started_at") if isinstance(grace, Mapping) else None
 
 
 def _typed_expansion(record: Any) -> Expansion:
@@ -143,4 +153,5 @@ def _typed_expansion(record: Any) -> Expansion:
         barrier={t: dict(ps) for t, ps in (record.barrier or {}).items()},
         log_path=current_log_path(record.results),
         plan=plan,
+        grace_started_at=_grace_start(record),
     )

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from airflow_samza_expand.airflow.ui.records import JobRef, JobSnapshot, LeaseInfo
+from airflow_samza_expand.airflow.ui.running import running_expansion, running_view
 from airflow_samza_expand.airflow.ui.views import (
     diff_models,
     mapping_rows,
@@ -18,6 +19,7 @@ from airflow_samza_expand.airflow.ui.views import (
     tasks_summary,
 )
 
+REFRESH_S = 5  # a job page reloads this often while an expansion runs
 CSS = """
 body{font-family:Inter,Helvetica,Arial,sans-serif;margin:0;color:#1a202c;background:#fff;font-size:14px}
 header{background:#017cee;color:#fff;padding:10px 20px}header a{color:#fff}
@@ -41,11 +43,15 @@ def job_href(root: str, job: str, suffix: str = "") -> str:
     return f"{root}/jobs/{quote(job, safe='')}{suffix}"
 
 
-def page(title: str, body: str, root: str, *, home: bool = True) -> str:
-    """A whole page; the header links to the jobs page unless `home` is False (signed out)."""
+def page(
+    title: str, body: str, root: str, *, home: bool = True, refresh_s: int | None = None
+) -> str:
+    """A whole page; the header links to the jobs page unless `home` is False (signed out);
+    `refresh_s`: the browser reloads it that often."""
     brand = f"<a href='{_e(root)}/'>Samza expansion</a>" if home else "Samza expansion"
+    meta = f"<meta http-equiv='refresh' content='{int(refresh_s)}'>" if refresh_s else ""
     return (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'>{meta}"
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"
         f"<header>{brand} &middot; {_e(title)}</header>"
         f"<main>{body}</main></body></html>"
@@ -222,6 +228,41 @@ def _expansions_section(snap: JobSnapshot) -> str:
     return "".join(out)
 
 
+def _running_section(snap: JobSnapshot) -> str:
+    run = running_view(snap)
+    if run is None:
+        return ""
+    out = [
+        f"<h2>Expansion under way: <code>{_e(run['expansion_id'])}</code></h2>",
+        f"<p>Step <b>{_e(run['step'])}</b> ({_e(run['doing'])}) for "
+        f"<b>{_seconds(run['elapsed_s'])}</b>, since {_e(run['since'])}; status "
+        f"<span class='chip'>{_e(run['status'])}</span>. This page reloads every "
+        f"{REFRESH_S} s while the expansion runs.</p>",
+    ]
+    if run["grace"]:
+        out.append(
+            f"<p>Producer refresh grace: running for {_seconds(run['grace']['elapsed_s'])} "
+            f"(since {_e(run['grace']['started_at'])}); the barrier snapshot follows its end "
+            "(the DAG's <code>producer_refresh_grace_s</code>).</p>"
+        )
+    if run["barrier"]:
+        out.append(
+            table(
+                ["old partition", "barrier offset", "committed", "lag"],
+                (
+                    [
+                        f"{_e(r['topic'])} {r['partition']}",
+                        str(r["barrier_offset"]),
+                        "-" if r["committed"] is None else str(r["committed"]),
+                        "-" if r["lag"] is None else str(r["lag"]),
+                    ]
+                    for r in run["barrier"]
+                ),
+            )
+        )
+    return "".join(out)
+
+
 def _barrier_section(snap: JobSnapshot) -> str:
     if not snap.barrier_rows:
         return ""
@@ -306,6 +347,7 @@ def job_page(snap: JobSnapshot, root: str, svg: str) -> str:
         f"JSON: <a href='{_e(job_href(root, snap.job, '').replace('/jobs/', '/api/jobs/', 1))}'>"
         "api</a></p>"
         + problems
+        + _running_section(snap)
         + _model_section(snap, svg)
         + _history_section(snap, root)
         + _expansions_section(snap)
@@ -313,7 +355,8 @@ def job_page(snap: JobSnapshot, root: str, svg: str) -> str:
         + _processors_section(snap)
         + _log_section(snap)
     )
-    return page(f"Job {snap.job}", body, root)
+    refresh = REFRESH_S if running_expansion(snap) is not None else None
+    return page(f"Job {snap.job}", body, root, refresh_s=refresh)
 
 
 def diff_page(snap: JobSnapshot, a: int, b: int, root: str) -> str:

@@ -58,6 +58,7 @@ class Expansion:
     barrier: Mapping[str, Mapping[int, int]]  # topic -> partition -> barrier offset
     log_path: str | None
     plan: Mapping[str, Any]
+    grace_started_at: str | None = None  # the producer refresh grace runs from here
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from airflow_samza_expand.airflow.ui.records import JobSnapshot
+from airflow_samza_expand.airflow.ui.running import running_view
 from airflow_samza_expand.core.expansion import load_expansion_algorithm
 from airflow_samza_expand.core.model import JobModel, SystemStreamPartition
 from airflow_samza_expand.core.render import natural_key
@@ -179,6 +180,7 @@ def snapshot_json(snapshot: JobSnapshot) -> dict[str, Any]:
         "processors": [asdict(p) for p in snapshot.processors],
         "leases": None if snapshot.leases is None else [asdict(x) for x in snapshot.leases],
         "stop_request": stop_request_view(snapshot),
+        "running": running_view(snapshot),
         "log": None if snapshot.log is None else asdict(snapshot.log),
         "problems": list(snapshot.problems),
     }
