@@ -301,7 +301,13 @@ def _lease_state(lease: LeaseInfo) -> str:
 def _processors_section(snap: JobSnapshot) -> str:
     rows = []
     for p in snap.processors:
-        alive = "<span class='ok'>alive</span>" if p.alive else "<span class='bad'>dead</span>"
+        alive = (
+            "<span class='ok'>alive</span>"
+            if p.alive
+            else "<span class='muted'>stopped</span>"  # cleanly: nothing to look at
+            if p.state == "stopped"
+            else "<span class='bad'>dead</span>"
+        )
         rows.append(
             [
                 _e(p.processor_id),
