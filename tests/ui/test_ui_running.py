@@ -56,7 +56,12 @@ def test_an_expansion_under_way_shows_its_step_grace_and_barrier(tmp_path):
         ),
         expected_revision=record.revision,
     )
+    store.heartbeat("v2-standby", 2, "starting", role="standby", ttl_s=30)
     page, doc = _read(tmp_path)  # the barrier drains (no Kafka here: offsets, lag unknown)
+    assert doc["running"]["new_processors"] == [
+        {"processor_id": "v2-standby", "role": "standby", "state": "starting", "alive": True}
+    ]
+    assert "v2-standby (standby): starting - warming up" in page
     assert doc["running"]["step"] == "barrier" and doc["running"]["grace"] is None
     offsets = {(r["topic"], r["partition"]): r["barrier_offset"] for r in doc["running"]["barrier"]}
     assert offsets == {("orders", 0): 10, ("orders", 1): 12}

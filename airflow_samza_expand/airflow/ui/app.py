@@ -27,7 +27,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from airflow_samza_expand.airflow.ui import data, html, views
+from airflow_samza_expand.airflow.ui import data, html, pages, views
 from airflow_samza_expand.airflow.ui.settings import load_settings
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def _problem_response(
 ) -> Response:
     if _is_api(request):
         return JSONResponse({"error": title, "detail": message}, status_code=status)
-    page = html.error_page(status, title, message, _root(request), sign_in)
+    page = pages.error_page(status, title, message, _root(request), sign_in)
     return HTMLResponse(page, status_code=status)
 
 
@@ -161,7 +161,7 @@ def create_app() -> FastAPI:
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
     def docs(request: Request) -> str:
-        return html.api_page(app.openapi(), _root(request))
+        return pages.api_page(app.openapi(), _root(request))
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def jobs_page(request: Request) -> str:

@@ -5,13 +5,17 @@ Every value is escaped; links are built from ``root`` (the plugin's mount path).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import quote
 
 from airflow_samza_expand.airflow.ui.records import JobRef, JobSnapshot, LeaseInfo
-from airflow_samza_expand.airflow.ui.running import running_expansion, running_view
+from airflow_samza_expand.airflow.ui.running import (
+    PROCESSOR_DOING,
+    running_expansion,
+    running_view,
+)
 from airflow_samza_expand.airflow.ui.views import (
     diff_models,
     mapping_rows,
@@ -68,39 +72,6 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: Sequence[s
     if not body:
         return "<p class='muted'>(none)</p>"
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
-
-
-def error_page(status: int, title: str, message: str, root: str, sign_in: str | None = None) -> str:
-    """A fault as a page; with `sign_in` (401/403) a link to Airflow's sign-in instead of
-    "All jobs" (which would be refused too)."""
-    link = (
-        f"<a href='{_e(sign_in)}'>Sign in to Airflow</a>"
-        if sign_in
-        else f"<a href='{_e(root)}/'>All jobs</a>"
-    )
-    body = (
-        f"<h1>{_e(title)}</h1><div class='box'><p>{_e(message)}</p>"
-        f"<p class='muted'>HTTP {status}. Nothing was changed: these pages only read.</p></div>"
-        f"<p>{link}</p>"
-    )
-    return page(title, body, root, home=not sign_in)
-
-
-def api_page(schema: Mapping[str, Any], root: str) -> str:
-    """The JSON API's routes from the OpenAPI schema (no Swagger UI: nothing loads from a CDN)."""
-    rows = [
-        [f"<code>GET {_e(root)}{_e(path)}</code>", _e(op.get("summary", ""))]
-        for path, ops in sorted(schema.get("paths", {}).items())
-        for method, op in ops.items()
-        if method == "get"
-    ]
-    body = (
-        "<h1>JSON API</h1>"
-        + table(["route", "returns"], rows)
-        + f"<p>OpenAPI: <a href='{_e(root)}/openapi.json'>openapi.json</a>. Errors are "
-        '<code>{"error": title, "detail": message}</code> with a 4xx/503 status.</p>'
-    )
-    return page("JSON API", body, root)
 
 
 def jobs_page(jobs: Sequence[JobRef], root: str, note: str = "") -> str:
@@ -244,6 +215,12 @@ def _running_section(snap: JobSnapshot) -> str:
             f"<p>Producer refresh grace: running for {_seconds(run['grace']['elapsed_s'])} "
             f"(since {_e(run['grace']['started_at'])}); the barrier snapshot follows its end "
             "(the DAG's <code>producer_refresh_grace_s</code>).</p>"
+        )
+    for p in run["new_processors"]:
+        doing = PROCESSOR_DOING.get(p["state"], "running" if p["alive"] else "not alive")
+        out.append(
+            f"<p>New version: {_e(p['processor_id'])} ({_e(p['role'] or 'no role')}): "
+            f"{_e(p['state'])} - {_e(doing)}</p>"
         )
     if run["barrier"]:
         out.append(

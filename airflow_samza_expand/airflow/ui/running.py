@@ -10,6 +10,8 @@ from airflow_samza_expand.airflow.ui.decode import age_s
 from airflow_samza_expand.airflow.ui.records import Expansion, JobSnapshot
 
 DONE = frozenset({"completed", "failed"})
+# what a new version's processor is doing, by the state its heartbeat reports
+PROCESSOR_DOING = {"starting": "warming up", "standby": "warm, waiting to take over"}
 # what an expansion of a status waits for, until its next step starts
 NEXT_STEP = {
     "planned": ("expand", "growing the topics"),
@@ -63,8 +65,14 @@ def running_view(snapshot: JobSnapshot, now: datetime | None = None) -> dict[str
         for partition, offset in sorted(parts.items())
         if (topic, partition) in lag or not mine
     ]
+    new = [  # the new version's processors: a standby warming up, then the one that took over
+        {"processor_id": p.processor_id, "role": p.role, "state": p.state, "alive": p.alive}
+        for p in snapshot.processors
+        if expansion.new_version is not None and p.job_model_version == expansion.new_version
+    ]
     return {
         "expansion_id": expansion.expansion_id,
+        "new_processors": new,
         "status": expansion.status,
         "step": step,
         "doing": doing,
