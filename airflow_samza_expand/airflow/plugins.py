@@ -2,14 +2,15 @@
 
 A FastAPI app served by the api-server under ``/samza-expand`` (HTML pages and a JSON API, see
 ``airflow.ui.app``), shown in the Airflow UI as an *external view* (a nav entry rendering the
-pages in an iframe), and the report step's extra link to the job page. See docs/ui.md.
+pages in an iframe at ``/plugin/<VIEW_ROUTE>/...``), and the report step's extra link to the
+job page. See docs/ui.md.
 """
 
 from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
-from airflow_samza_expand.airflow.ui.app import URL_PREFIX, create_app
+from airflow_samza_expand.airflow.ui.app import URL_PREFIX, VIEW_ROUTE, create_app
 from airflow_samza_expand.airflow.ui.links import ExpansionJobLink
 
 PLUGIN_NAME = "samza_expand"
@@ -23,10 +24,13 @@ class SamzaExpandPlugin(AirflowPlugin):
     external_views = [
         {
             "name": "Samza expansion",
+            # relative to the UI's <base href> (the api-server's root): the app's jobs page
             "href": f"{URL_PREFIX.lstrip('/')}/",
             "destination": "nav",
             "category": "browse",
-            "url_route": "samza-expand",
+            # Airflow's UI shows /plugin/<url_route> + the iframe's path: a route other than
+            # the app's prefix, or the address reads /plugin/samza-expand/samza-expand/
+            "url_route": VIEW_ROUTE,
         }
     ]
     operator_extra_links = [ExpansionJobLink()]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 from ui_helpers import http
@@ -15,7 +17,7 @@ def test_plugin_is_listed_by_the_api_server(api_server, token):
     assert status == 200, body
     plugin = next(p for p in json.loads(body)["plugins"] if p["name"] == "samza_expand")
     assert plugin["fastapi_apps"][0]["url_prefix"] == "/samza-expand"
-    assert plugin["external_views"][0]["url_route"] == "samza-expand"
+    assert plugin["external_views"][0]["url_route"] == "expansions"
 
 
 @pytest.mark.parametrize("path", ["/samza-expand/", "/samza-expand/api/jobs"])
@@ -47,6 +49,7 @@ def test_api_job_has_versions_mapping_and_steps(api_server, token, expanded_job)
     states = {p["processor_id"]: (p["state"], p["alive"]) for p in doc["processors"]}
     assert states == {"processor-v1": ("stopped", False), "processor-v2": ("running", True)}
     assert "restarted job: batch 4 committed" in doc["log"]["text"]
+    assert doc["running"] is None, doc["running"]  # the expansion completed
     assert doc["problems"] == [], doc["problems"]
 
 
@@ -87,6 +90,9 @@ def test_api_typed_record_barrier_lag_and_lease(api_server, token, waiting_job):
     assert expansion["steps"][2]["ended_at"] is None  # the barrier still waits
     lag = {r["partition"]: r["lag"] for r in doc["barrier"]["partitions"]}
     assert lag == {0: 0, 1: 7}
+    running = doc["running"]  # the expansion under way: its open step and lag per old partition
+    assert (running["expansion_id"], running["step"]) == (waiting_job.expansion_id, "barrier")
+    assert {r["partition"]: r["lag"] for r in running["barrier"]} == {0: 0, 1: 7}
     assert doc["live_partition_counts"] == {waiting_job.topic: 4}
     (lease,) = doc["leases"]
     assert (lease["name"], lease["holder"], lease["expired"]) == (
@@ -106,3 +112,48 @@ def test_api_jobs_lists_configured_and_discovered_jobs(
     assert sources[expanded_job.job] == ["configured", "coordinator topic"]
     assert sources[waiting_job.job] == ["coordinator topic"]  # found by its topic only
     assert doc["problems"] == []
+
+
+@pytest.mark.parametrize("path", ["/samza-expand/openapi.json", "/samza-expand/docs"])
+def test_the_apps_openapi_and_docs_need_a_session_and_work_offline(api_server, token, path):
+    url = f"{api_server.base}{path}"
+    assert http("GET", url)[0] == 401
+    assert http("GET", url, token="not-a-jwt")[0] in (401, 403)
+    status, body = http("GET", url, token=token)
+    assert status == 200, body
+    assert "cdn." not in body and "<script" not in body  # nothing loads from elsewhere
+    assert "/api/jobs/{job}/diff" in body
+
+
+def test_the_401_page_links_to_airflows_sign_in(api_server, expanded_job):
+    status, body = http("GET", f"{api_server.base}/samza-expand/jobs/{expanded_job.job}")
+    assert status == 401
+    assert ">All jobs<" not in body  # it would be another 401
+    (href,) = re.findall(r"href='([^']*/api/v2/auth/login\?next=[^']*)'", body)
+    status, login = http("GET", f"{api_server.base}{html.unescape(href)}")  # follows redirects
+    assert status == 200 and "Invalid or unsafe" not in login, login
+
+
+@pytest.mark.parametrize(
+    ("path", "named"),
+    [
+        ("jobs/{job}/diff?a=x&b=2", "a"),
+        ("jobs/{job}/diff", "a"),
+        ("api/jobs/{job}/diff?a=1&b=y", "b"),
+        ("api/jobs/{job}/diff?a=1", "b"),
+        ("api/jobs/{job}/models/abc", "version"),
+        ("api/jobs/{job}/models/1.5", "version"),
+    ],
+)
+def test_bad_parameters_are_bad_input_not_raw_422(api_server, token, expanded_job, path, named):
+    url = f"{api_server.base}/samza-expand/{path.format(job=expanded_job.job)}"
+    status, body = http("GET", url, token=token)
+    assert status == 400, body
+    assert "int_parsing" not in body
+    if path.startswith("api/"):
+        doc = json.loads(body)
+        assert set(doc) == {"error", "detail"} and doc["error"] == "Bad input"
+        assert f"parameter {named}" in doc["detail"]
+    else:
+        assert "Bad input" in body and "Traceback" not in body and "{&quot;" not in body
+        assert f"parameter {named}" in body

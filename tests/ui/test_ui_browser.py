@@ -60,9 +60,10 @@ def test_pages_show_the_expansion(browser, api_server, expanded_job, waiting_job
     for step in STEPS:  # each step row: its name, then its times
         assert any(f"\n{name}\t" in text for name in step), step
     assert "holds" in text  # the barrier: every old partition committed
-    assert "processor-v1\t-\tstopped\t1" in text and "dead" in text
+    assert "processor-v1\t-\tstopped\t1" in text and "dead" not in text  # stopped cleanly
     assert "processor-v2\t-\trunning\t2" in text and "alive" in text
     assert "restarted job: batch 4 committed" in text
+    assert "Expansion under way" not in text  # it completed
     assert "Traceback" not in text
     assert browser.evaluate("document.querySelectorAll('svg rect').length") >= 6  # the diagram
     browser.screenshot(ui_output / "job.png")
@@ -77,13 +78,15 @@ def test_pages_show_the_expansion(browser, api_server, expanded_job, waiting_job
     assert browser.open(_ui(api_server, f"/jobs/{waiting_job.job}")) == 200
     text = browser.text()
     assert "barrier-snapshot" in text and "waiting: lag 7" in text
+    assert f"Expansion under way: {waiting_job.expansion_id}" in text
+    assert "Step barrier (running) for" in text and f"{waiting_job.topic} 1\t" in text
     assert f"{waiting_job.topic}\t1\t" in text and "\t7\n" in text
     assert f"expansion\t{waiting_job.holder}\t1" in text  # lease, holder, epoch
     assert "(model reads 2)" in text  # the topic has 4 partitions, the running model reads 2
     browser.screenshot(ui_output / "job-waiting.png")
 
     # inside Airflow's own UI: the nav entry renders the pages in an iframe
-    browser.open(f"{api_server.base}/plugin/samza-expand")
+    browser.open(f"{api_server.base}/plugin/expansions")
     framed = wait_for(
         lambda: "Jobs" in (browser.evaluate(FRAME_TEXT) or ""),
         60,
@@ -144,7 +147,24 @@ def test_an_unreachable_broker_is_a_message(
     assert expanded_job.job in jobs_text and "Traceback" not in jobs_text
 
 
-def test_report_step_links_to_the_job_page(api_server, token, expanded_job):
+def _view_route(api_server, token) -> str:
+    """The external view's route in Airflow's UI, as the api-server lists the plugin."""
+    status, body = http("GET", f"{api_server.base}/api/v2/plugins", token=token)
+    assert status == 200, body
+    plugin = next(p for p in json.loads(body)["plugins"] if p["name"] == "samza_expand")
+    return plugin["external_views"][0]["url_route"]
+
+
+def _frame_path() -> str:
+    return "document.querySelector('iframe').contentWindow.location.pathname"
+
+
+def test_report_step_links_to_the_job_page_inside_airflows_ui(
+    browser, api_server, token, expanded_job, ui_output
+):
+    """The extra link opens Airflow's UI (navigation and all) with the job page in the
+    external view's iframe: ``/plugin/<url_route>/<the page's own path>``, the deep link
+    Airflow's UI keeps in step with the iframe."""
     url = (
         f"{api_server.base}/api/v2/dags/{expanded_job.dag_id}/dagRuns/"
         f"{quote(expanded_job.run_id, safe='')}"
@@ -153,8 +173,125 @@ def test_report_step_links_to_the_job_page(api_server, token, expanded_job):
     status, body = http("GET", url, token=token)
     assert status == 200, body
     link = json.loads(body)["extra_links"]["Expansion job page"]
-    assert link == f"{api_server.base}/samza-expand/jobs/{expanded_job.job}"
-    assert http("GET", link, token=token)[0] == 200
+    route = _view_route(api_server, token)
+    page = f"/samza-expand/jobs/{expanded_job.job}"
+    assert link == f"{api_server.base}/plugin/{route}{page}"
+
+    browser.open(link)
+    wait_for(
+        lambda: "Job model in force: v2" in (browser.evaluate(FRAME_TEXT) or ""),
+        60,
+        "the job page inside Airflow's UI",
+    )
+    assert browser.evaluate(_frame_path()) == page
+    browser.screenshot(ui_output / "airflow-job.png", full_page=False)
+
+
+def test_the_browse_entry_lands_on_a_plain_url(browser, api_server, token):
+    route = _view_route(api_server, token)
+    browser.open(f"{api_server.base}/plugin/{route}")
+    wait_for(lambda: "Jobs" in (browser.evaluate(FRAME_TEXT) or ""), 60, "the jobs page")
+    path = wait_for(
+        lambda: (
+            browser.evaluate("location.pathname") != f"/plugin/{route}"
+            and browser.evaluate("location.pathname")
+        ),
+        10,
+        "Airflow's UI to follow the iframe",
+    )
+    assert path == f"/plugin/{route}/samza-expand/"
+    assert "samza-expand/samza-expand" not in path
+
+
+def _running_text(browser, api_server, job: str) -> str:
+    assert browser.open(_ui(api_server, f"/jobs/{job}")) == 200
+    return browser.text()
+
+
+def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output):
+    """An expansion written step by step with the typed store API while the browser watches:
+    the grace, the barrier draining (lag falls), then completed with its lease released."""
+    from kafka_helpers import commit_offsets, produce_keyed
+    from ui_helpers import planned_record
+
+    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand.core.model import JobModel
+    from airflow_samza_expand.core.plan import plan_expansion
+    from airflow_samza_expand.core.record import ExpansionStatus as S
+    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+
+    suffix = uuid.uuid4().hex[:8]
+    job, topic = f"ui-running-{suffix}", f"ui-running-{suffix}"
+    with KafkaAdmin(ui_kafka, timeout_s=15) as admin, KafkaCoordinatorStore(ui_kafka, job) as store:
+        admin.ensure_topic(topic, 2)
+        v1 = store.write_job_model(JobModel.initial(job, {topic: 2}))
+        produce_keyed(ui_kafka, topic, 40)
+        lease = store.acquire_lease("expansion", f"airflow:run-{suffix}", ttl_s=600)
+        store.heartbeat("processor-v1", 1, "running", ttl_s=30)
+        started = now_iso()
+        record = store.put_expansion(
+            planned_record(v1, {topic: 4}, lease.holder).with_step("expand", started_at=started),
+            expected_revision=0,
+        )
+        admin.create_partitions(topic, 4)
+        record = store.put_expansion(
+            record.advance(S.EXPANDED).with_step("expand", started_at=started, ended_at=now_iso()),
+            expected_revision=record.revision,
+        )
+        text = _running_text(browser, api_server, job)  # 1. the producer refresh grace
+        assert f"Expansion under way: {record.expansion_id}" in text
+        assert "Step producer_refresh_grace" in text and "Producer refresh grace: running" in text
+        browser.screenshot(ui_output / "running-grace.png")
+
+        highs = admin.high_watermarks({topic: [0, 1]})[topic]
+        record = store.put_expansion(
+            record.advance(S.BARRIER_SNAPSHOT, barrier={topic: dict(highs)}).with_step(
+                "barrier", started_at=now_iso()
+            ),
+            expected_revision=record.revision,
+        )
+        lags = []
+        for behind in (9, 4, 0):  # 2. the barrier drains: the job commits towards it
+            commit_offsets(ui_kafka, job, topic, {0: highs[0], 1: highs[1] - behind})
+            text = _running_text(browser, api_server, job)
+            assert "Step barrier (running)" in text
+            lags.append(int(text.split(f"{topic} 1\t{highs[1]}\t")[1].split("\t")[1].split()[0]))
+            if behind == 4:
+                browser.screenshot(ui_output / "running-barrier.png")
+        assert lags == [9, 4, 0]
+
+        for step, status in (("barrier", S.BARRIER_PASSED), ("stop", S.JOB_STOPPED)):
+            stamp = record.steps[step].started_at if step in record.steps else now_iso()
+            record = store.put_expansion(
+                record.advance(status).with_step(step, started_at=stamp, ended_at=now_iso()),
+                expected_revision=record.revision,
+            )
+        store.heartbeat("processor-v1", 1, "stopped", ttl_s=30, uncovered={topic: [2, 3]})
+        store.write_job_model(plan_expansion(v1, {topic: 2}, {topic: 4}).new_job_model)
+        for step, status in (
+            ("write", S.JOB_MODEL_WRITTEN),
+            ("submit", S.SUBMITTED),
+            ("ack", S.COMPLETED),
+        ):
+            stamp = now_iso()
+            record = store.put_expansion(
+                record.advance(status).with_step(step, started_at=stamp, ended_at=now_iso()),
+                expected_revision=record.revision,
+            )
+        store.heartbeat("processor-v2", 2, "running", ttl_s=30)
+        store.release_lease(lease)
+
+    text = _running_text(browser, api_server, job)  # 3. completed
+    assert "Expansion under way" not in text and "completed" in text
+    for step in ("plan", "expand", "barrier", "stop", "write", "submit", "ack"):
+        row = next(line for line in text.splitlines() if line.startswith(f"{step}\t"))
+        assert row.count("\t") == 3 and "\t-" not in row, row  # start, end, duration
+    assert f"expansion\tairflow:run-{suffix}\t1\t" in text and "released" in text
+    assert "expires in" not in text and "expired" not in text
+    assert "does not read" not in text  # the stopped v1 processor gets no coverage warning
+    assert "processor-v1\t-\tstopped\t1\t" in text and "dead" not in text
+    browser.screenshot(ui_output / "running-completed.png")
 
 
 def test_a_browser_without_a_session_is_refused(browser, api_server, expanded_job):

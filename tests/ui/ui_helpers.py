@@ -27,3 +27,26 @@ def http(method: str, url: str, *, token: str | None = None, body: dict | None =
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
+
+
+def planned_record(model, grown: dict[str, int], owner: str = "airflow:dag/run-1"):
+    """A typed expansion record of `model`'s job growing its streams to `grown`: planned, its
+    plan step done (for stores written by hand, without the DAG)."""
+    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand.core.plan import plan_expansion
+    from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
+
+    stamp = now_iso()
+    before = {s: model.partition_counts()[s] for s in grown}
+    name = ".".join(f"{s}.{before[s]}-{n}" for s, n in sorted(grown.items()))
+    return ExpansionRecord(
+        expansion_id=f"{model.job_name}~{name}",
+        job_name=model.job_name,
+        base_version=model.version,
+        target_version=model.version + 1,
+        plan=plan_expansion(model, before, grown).to_dict(),
+        status=ExpansionStatus.PLANNED,
+        owner=owner,
+        created_at=stamp,
+        updated_at=stamp,
+    ).with_step("plan", started_at=stamp, ended_at=stamp)

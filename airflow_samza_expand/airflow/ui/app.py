@@ -5,7 +5,8 @@ Read-only (GET only). Every route depends on Airflow's own authentication: the a
 auth manager's ``is_authorized_view(WEBSITE)``; a request without a valid token gets 401/403.
 Faults render as a message with a 4xx/503 status (data.UiProblem), never a stack trace.
 
-JSON API (OpenAPI at ``<prefix>/openapi.json``, browsable at ``<prefix>/docs``):
+JSON API (OpenAPI at ``<prefix>/openapi.json`` and a plain page of it at ``<prefix>/docs``, both
+behind the same authentication; FastAPI's own docs are off: their Swagger UI loads from a CDN):
 
 * ``GET api/jobs`` - ``{"jobs": [{"name", "sources"}], "problems": [...]}``
 * ``GET api/jobs/{job}`` - the job page's data (job model, history, expansions, barrier,
@@ -17,18 +18,23 @@ JSON API (OpenAPI at ``<prefix>/openapi.json``, browsable at ``<prefix>/docs``):
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from airflow_samza_expand.airflow.ui import data, html, views
+from airflow_samza_expand.airflow.ui import data, html, pages, views
 from airflow_samza_expand.airflow.ui.settings import load_settings
 
 log = logging.getLogger(__name__)
 
 URL_PREFIX = "/samza-expand"
+# the external view's route in Airflow's UI: /plugin/<VIEW_ROUTE> + the iframe's own path
+VIEW_ROUTE = "expansions"
 
 
 def _auth_dependency() -> Any:
@@ -46,25 +52,62 @@ def _is_api(request: Request) -> bool:
     return request.url.path.removeprefix(_root(request)).startswith("/api/")
 
 
-def _problem_response(request: Request, status: int, title: str, message: str) -> Response:
+def _problem_response(
+    request: Request, status: int, title: str, message: str, sign_in: str | None = None
+) -> Response:
     if _is_api(request):
         return JSONResponse({"error": title, "detail": message}, status_code=status)
-    return HTMLResponse(html.error_page(status, title, message, _root(request)), status_code=status)
+    page = pages.error_page(status, title, message, _root(request), sign_in)
+    return HTMLResponse(page, status_code=status)
+
+
+def _sign_in_url(request: Request) -> str:
+    """Airflow's sign-in (``/api/v2/auth/login``, which redirects to the auth manager's page),
+    coming back to this page (in the frame it was asked from: Airflow's UI sandboxes the
+    external view's iframe without top navigation)."""
+    airflow_root = _root(request).removesuffix(URL_PREFIX)
+    return f"{airflow_root}/api/v2/auth/login?next={quote(str(request.url), safe='')}"
+
+
+def _invalid_text(errors: Sequence[Any]) -> str:
+    """FastAPI's validation errors as one sentence naming each parameter and what is wrong."""
+    out = []
+    for error in errors:
+        where, *names = [str(x) for x in error.get("loc", ())] or ["input"]
+        name = ".".join(names) or where
+        if error.get("type") == "missing":
+            out.append(f"{where} parameter {name} is missing")
+        elif str(error.get("type", "")).startswith("int_"):
+            out.append(
+                f"{where} parameter {name} must be a whole number, not {error.get('input')!r}"
+            )
+        else:
+            out.append(f"{where} parameter {name}: {error.get('msg', 'invalid')}")
+    return "; ".join(out) + " - job model versions are whole numbers, e.g. diff?a=1&b=2"
 
 
 def _snapshot(job: str) -> data.JobSnapshot:
     return data.read_job(load_settings(), job)
 
 
-def _two_models(snap: data.JobSnapshot, a: int, b: int) -> None:
-    missing = [v for v in (a, b) if snap.model(v) is None]
-    if missing:
-        have = ", ".join(f"v{m.version}" for m in snap.history) or "none"
-        raise data.UiProblem(
-            404,
-            "Unknown job model version",
-            f"job {snap.job!r} has no job model v{missing[0]} (it has {have}) - pick two of those",
-        )
+def check_versions(snap: data.JobSnapshot, *versions: int) -> None:
+    """UiProblem 404 naming the versions the job has when one of `versions` is missing."""
+    missing = [v for v in versions if snap.model(v) is None]
+    if not missing:
+        return
+    have = [f"v{m.version}" for m in snap.history]
+    if len(versions) == 1:
+        advice = "pick one of those" if have else "write job model v1 first"
+    elif len(have) > 1:
+        advice = "pick two of those"
+    else:
+        advice = "a diff needs two versions; there is one after the job's first expansion"
+    raise data.UiProblem(
+        404,
+        "Unknown job model version",
+        f"job {snap.job!r} has no job model v{missing[0]} (it has {', '.join(have) or 'none'})"
+        f" - {advice}",
+    )
 
 
 def _svg(model: Any) -> str:
@@ -79,6 +122,9 @@ def create_app() -> FastAPI:
         title="Samza expansion UI",
         description=__doc__,
         dependencies=[_auth_dependency()],
+        openapi_url=None,  # served below, behind the authentication every route has
+        docs_url=None,
+        redoc_url=None,
     )
 
     @app.exception_handler(data.UiProblem)
@@ -89,12 +135,15 @@ def create_app() -> FastAPI:
     async def _http(request: Request, exc: HTTPException) -> Response:
         if _is_api(request):
             return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
-        message = (
-            "Sign in to Airflow first, then reload this page."
-            if exc.status_code in (401, 403)
-            else str(exc.detail)
-        )
-        return _problem_response(request, exc.status_code, str(exc.detail), message)
+        if exc.status_code in (401, 403):
+            message = "Sign in to Airflow first, then reload this page."
+            sign_in = _sign_in_url(request)
+            return _problem_response(request, exc.status_code, str(exc.detail), message, sign_in)
+        return _problem_response(request, exc.status_code, str(exc.detail), str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        return _problem_response(request, 400, "Bad input", _invalid_text(exc.errors()))
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Response:
@@ -105,6 +154,14 @@ def create_app() -> FastAPI:
             "Could not read the job",
             f"{type(exc).__name__}: {exc} - see the api-server log",
         )
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi() -> dict[str, Any]:
+        return app.openapi()
+
+    @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+    def docs(request: Request) -> str:
+        return pages.api_page(app.openapi(), _root(request))
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def jobs_page(request: Request) -> str:
@@ -120,7 +177,7 @@ def create_app() -> FastAPI:
     @app.get("/jobs/{job}/diff", response_class=HTMLResponse, include_in_schema=False)
     def diff_page(request: Request, job: str, a: int, b: int) -> str:
         snap = _snapshot(job)
-        _two_models(snap, a, b)
+        check_versions(snap, a, b)
         return html.diff_page(snap, a, b, _root(request))
 
     @app.get("/jobs/{job}/buckets.svg", include_in_schema=False)
@@ -142,13 +199,13 @@ def create_app() -> FastAPI:
     @app.get("/api/jobs/{job}/models/{version}", summary="One job model with its mapping")
     def api_model(job: str, version: int) -> dict[str, Any]:
         snap = _snapshot(job)
-        _two_models(snap, version, version)
+        check_versions(snap, version)
         return views.model_json(snap.model(version))  # type: ignore[arg-type]
 
     @app.get("/api/jobs/{job}/diff", summary="What changed between job models a and b")
     def api_diff(job: str, a: int, b: int) -> dict[str, Any]:
         snap = _snapshot(job)
-        _two_models(snap, a, b)
+        check_versions(snap, a, b)
         return views.diff_models(snap.model(a), snap.model(b))  # type: ignore[arg-type]
 
     return app

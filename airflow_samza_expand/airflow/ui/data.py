@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from airflow_samza_expand.airflow.ui.decode import age_s, expansion_of
 from airflow_samza_expand.airflow.ui.records import (
@@ -41,7 +42,8 @@ from airflow_samza_expand.core.errors import (
 from airflow_samza_expand.core.model import JobModel
 
 COORDINATOR_PREFIX = "__samza_coordinator_"
-LEASE_NAMES = ("expansion", "active")
+# the active lease of a job is its Kafka consumer group membership, no store record
+LEASE_NAMES = ("expansion",)
 DEAD_STATES = frozenset({"stopped", "failed"})
 LOG_TAIL_CHARS = 4000
 T = TypeVar("T")
@@ -135,6 +137,22 @@ def _open_store(settings: UiSettings, job: str, config: Mapping[str, Any] | None
     return open_store(settings.coordinator, job)
 
 
+def describe_store(store: Any) -> str:
+    """Where a coordinator store keeps its records, in words (no credentials, no config)."""
+    from airflow_samza_expand.kafka.config import bootstrap_of
+
+    config = getattr(store, "config", None)
+    if isinstance(config, Mapping) and getattr(store, "topic", None):
+        return f"Kafka topic {store.topic} on {bootstrap_of(config)}"
+    location = getattr(store, "location", None)
+    if location:
+        parts = urlsplit(str(location))
+        if parts.netloc and "@" in parts.netloc:  # user:password@host: keep the host only
+            parts = parts._replace(netloc=parts.netloc.rsplit("@", 1)[1])
+        return f"files in {urlunsplit(parts)}"
+    return f"a {type(store).__name__}"
+
+
 def _admin(settings: UiSettings, config: Mapping[str, Any]) -> Any:
     from airflow_samza_expand.kafka.admin import KafkaAdmin
 
@@ -186,9 +204,10 @@ def read_job(settings: UiSettings, job: str) -> JobSnapshot:
     store = _open_store(settings, job, config)
     admin = _admin(settings, config) if config is not None else None
     try:
-        with _as_problem(f"reading the job models of {job!r} from {store!r}"):
+        where = describe_store(store)
+        with _as_problem(f"reading the job models of {job!r} from {where}"):
             history = list(store.job_model_history())
-        snapshot = JobSnapshot(job=job, store=repr(store), history=history)
+        snapshot = JobSnapshot(job=job, store=where, history=history)
         snapshot.processors = _part(
             snapshot, "reading processor heartbeats", lambda: _processors(store, settings), []
         )
@@ -200,7 +219,9 @@ def read_job(settings: UiSettings, job: str) -> JobSnapshot:
                 404,
                 "Unknown job",
                 f"job {job!r} has no job model and no processor in its coordinator store "
-                f"({store!r}) - check the name, or start the job once so it writes v1",
+                f"({where}) - check the name; a new job needs job model v1 before it can "
+                "start: write job model v1 (JobModel.initial(...) and the store's "
+                "write_job_model, see docs/operations.md), then start the job",
             )
         snapshot.leases = _part(snapshot, "reading the leases", lambda: _leases(store), None)
         if admin is not None and history:
@@ -262,15 +283,16 @@ def _leases(store: Any) -> list[LeaseInfo] | None:
         lease = get_lease(name)
         if lease is None:
             continue
-        expires = lease.expires_at()
+        expires_in = round((lease.expires_at() - now).total_seconds(), 1)
         rows.append(
             LeaseInfo(
                 name=lease.name,
                 holder=lease.holder,
                 epoch=lease.epoch,
                 renewed_at=lease.renewed_at,
-                expires_in_s=round((expires - now).total_seconds(), 1),
-                expired=bool(lease.expired(now)),
+                expires_in_s=None if lease.released else expires_in,
+                expired=not lease.released and bool(lease.expired(now)),
+                released=bool(lease.released),
             )
         )
     return rows

@@ -27,8 +27,9 @@ def parse_time(value: Any) -> datetime | None:
 
 
 def age_s(value: Any, now: datetime) -> float | None:
+    """Seconds from `value` to `now`, never below 0 (a writer's clock a little ahead)."""
     moment = parse_time(value)
-    return None if moment is None else round((now - moment).total_seconds(), 1)
+    return None if moment is None else max(0.0, round((now - moment).total_seconds(), 1))
 
 
 # (step, field of its end, fields its start may be in) in a legacy (pre-typed) dict record.
@@ -60,6 +61,26 @@ def _step(name: str, start: Any, end: Any) -> Step:
     return Step(name, start, end, duration)
 
 
+def current_log_path(results: Mapping[str, Any]) -> str | None:
+    """The log of the current launch: the newest (``started_at``) detached launch recorded by
+    the launch steps (submit; under a warm handover the standby step's ``launches``)."""
+    from airflow_samza_expand.protocol.handover import LAUNCH_STEPS
+
+    handles = []
+    for step in LAUNCH_STEPS:
+        result = results.get(step)
+        if isinstance(result, Mapping):
+            handles += [h for h in [result, *(result.get("launches") or ())] if _logged(h)]
+    if not handles:
+        return None
+    oldest = datetime.min.replace(tzinfo=UTC)
+    return str(max(handles, key=lambda h: parse_time(h.get("started_at")) or oldest)["log_path"])
+
+
+def _logged(handle: Any) -> bool:
+    return isinstance(handle, Mapping) and bool(handle.get("log_path"))
+
+
 def _counts(value: Any) -> dict[str, int]:
     return {str(k): int(v) for k, v in (value or {}).items()}
 
@@ -71,7 +92,6 @@ def expansion_of(expansion_id: str, record: Any) -> Expansion:
     if not isinstance(record, Mapping):
         return _typed_expansion(record)
     try:
-        submit = record.get("submit") or {}
         return Expansion(
             expansion_id=expansion_id,
             status=str(record.get("status", "unknown")),
@@ -85,8 +105,9 @@ def expansion_of(expansion_id: str, record: Any) -> Expansion:
             barrier_snapshot_at=record.get("barrier_snapshot_at"),
             barrier_passed_at=record.get("barrier_passed_at"),
             barrier=barrier_from_dict(record.get("barrier") or {}),
-            log_path=submit.get("log_path") if isinstance(submit, Mapping) else None,
+            log_path=current_log_path(record),
             plan=record.get("plan") or {},
+            grace_started_at=record.get("expanded_at") or record.get("grace_started_at"),
         )
     except (TypeError, ValueError, AttributeError) as exc:
         raise CorruptCoordinatorRecordError(
@@ -99,12 +120,20 @@ def _when(times: Any) -> tuple[str, str]:
     return (times.started_at or times.ended_at or "~", times.ended_at or "~")
 
 
+def _grace_start(record: Any) -> str | None:
+    """As the barrier wait reads it: the expand step's end, else the stored grace start."""
+    expand = record.steps.get("expand")
+    if expand is not None and expand.ended_at:
+        return str(expand.ended_at)
+    grace = dict(record.results).get("grace") or {}
+    return grace.get("started_at") if isinstance(grace, Mapping) else None
+
+
 def _typed_expansion(record: Any) -> Expansion:
     plan = dict(record.plan)
     after = _counts(plan.get("counts_after"))
     before = _counts(plan.get("counts_before"))
     grown = {s: n for s, n in after.items() if before.get(s) != n}
-    submit = dict(record.results).get("submit") or {}
     barrier_times = record.steps.get("barrier")
     return Expansion(
         expansion_id=record.expansion_id,
@@ -122,6 +151,7 @@ def _typed_expansion(record: Any) -> Expansion:
         barrier_snapshot_at=barrier_times.started_at if barrier_times else None,
         barrier_passed_at=barrier_times.ended_at if barrier_times else None,
         barrier={t: dict(ps) for t, ps in (record.barrier or {}).items()},
-        log_path=submit.get("log_path") if isinstance(submit, Mapping) else None,
+        log_path=current_log_path(record.results),
         plan=plan,
+        grace_started_at=_grace_start(record),
     )

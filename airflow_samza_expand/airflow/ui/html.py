@@ -10,9 +10,20 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from airflow_samza_expand.airflow.ui.records import JobRef, JobSnapshot
-from airflow_samza_expand.airflow.ui.views import diff_models, mapping_rows, tasks_summary
+from airflow_samza_expand.airflow.ui.records import JobRef, JobSnapshot, LeaseInfo
+from airflow_samza_expand.airflow.ui.running import (
+    PROCESSOR_DOING,
+    running_expansion,
+    running_view,
+)
+from airflow_samza_expand.airflow.ui.views import (
+    diff_models,
+    mapping_rows,
+    stop_request_view,
+    tasks_summary,
+)
 
+REFRESH_S = 5  # a job page reloads this often while an expansion runs
 CSS = """
 body{font-family:Inter,Helvetica,Arial,sans-serif;margin:0;color:#1a202c;background:#fff;font-size:14px}
 header{background:#017cee;color:#fff;padding:10px 20px}header a{color:#fff}
@@ -36,11 +47,17 @@ def job_href(root: str, job: str, suffix: str = "") -> str:
     return f"{root}/jobs/{quote(job, safe='')}{suffix}"
 
 
-def page(title: str, body: str, root: str) -> str:
+def page(
+    title: str, body: str, root: str, *, home: bool = True, refresh_s: int | None = None
+) -> str:
+    """A whole page; the header links to the jobs page unless `home` is False (signed out);
+    `refresh_s`: the browser reloads it that often."""
+    brand = f"<a href='{_e(root)}/'>Samza expansion</a>" if home else "Samza expansion"
+    meta = f"<meta http-equiv='refresh' content='{int(refresh_s)}'>" if refresh_s else ""
     return (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'>{meta}"
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"
-        f"<header><a href='{_e(root)}/'>Samza expansion</a> &middot; {_e(title)}</header>"
+        f"<header>{brand} &middot; {_e(title)}</header>"
         f"<main>{body}</main></body></html>"
     )
 
@@ -55,15 +72,6 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: Sequence[s
     if not body:
         return "<p class='muted'>(none)</p>"
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
-
-
-def error_page(status: int, title: str, message: str, root: str) -> str:
-    body = (
-        f"<h1>{_e(title)}</h1><div class='box'><p>{_e(message)}</p>"
-        f"<p class='muted'>HTTP {status}. Nothing was changed: these pages only read.</p></div>"
-        f"<p><a href='{_e(root)}/'>All jobs</a></p>"
-    )
-    return page(title, body, root)
 
 
 def jobs_page(jobs: Sequence[JobRef], root: str, note: str = "") -> str:
@@ -191,6 +199,47 @@ def _expansions_section(snap: JobSnapshot) -> str:
     return "".join(out)
 
 
+def _running_section(snap: JobSnapshot) -> str:
+    run = running_view(snap)
+    if run is None:
+        return ""
+    out = [
+        f"<h2>Expansion under way: <code>{_e(run['expansion_id'])}</code></h2>",
+        f"<p>Step <b>{_e(run['step'])}</b> ({_e(run['doing'])}) for "
+        f"<b>{_seconds(run['elapsed_s'])}</b>, since {_e(run['since'])}; status "
+        f"<span class='chip'>{_e(run['status'])}</span>. This page reloads every "
+        f"{REFRESH_S} s while the expansion runs.</p>",
+    ]
+    if run["grace"]:
+        out.append(
+            f"<p>Producer refresh grace: running for {_seconds(run['grace']['elapsed_s'])} "
+            f"(since {_e(run['grace']['started_at'])}); the barrier snapshot follows its end "
+            "(the DAG's <code>producer_refresh_grace_s</code>).</p>"
+        )
+    for p in run["new_processors"]:
+        doing = PROCESSOR_DOING.get(p["state"], "running" if p["alive"] else "not alive")
+        out.append(
+            f"<p>New version: {_e(p['processor_id'])} ({_e(p['role'] or 'no role')}): "
+            f"{_e(p['state'])} - {_e(doing)}</p>"
+        )
+    if run["barrier"]:
+        out.append(
+            table(
+                ["old partition", "barrier offset", "committed", "lag"],
+                (
+                    [
+                        f"{_e(r['topic'])} {r['partition']}",
+                        str(r["barrier_offset"]),
+                        "-" if r["committed"] is None else str(r["committed"]),
+                        "-" if r["lag"] is None else str(r["lag"]),
+                    ]
+                    for r in run["barrier"]
+                ),
+            )
+        )
+    return "".join(out)
+
+
 def _barrier_section(snap: JobSnapshot) -> str:
     if not snap.barrier_rows:
         return ""
@@ -218,10 +267,24 @@ def _barrier_section(snap: JobSnapshot) -> str:
     )
 
 
+def _lease_state(lease: LeaseInfo) -> str:
+    if lease.released:
+        return "<span class='muted'>released</span>"
+    if lease.expired or lease.expires_in_s is None:
+        return "<span class='bad'>expired</span> (its holder stopped renewing it)"
+    return f"held, expires in {_seconds(lease.expires_in_s)} unless renewed"
+
+
 def _processors_section(snap: JobSnapshot) -> str:
     rows = []
     for p in snap.processors:
-        alive = "<span class='ok'>alive</span>" if p.alive else "<span class='bad'>dead</span>"
+        alive = (
+            "<span class='ok'>alive</span>"
+            if p.alive
+            else "<span class='muted'>stopped</span>"  # cleanly: nothing to look at
+            if p.state == "stopped"
+            else "<span class='bad'>dead</span>"
+        )
         rows.append(
             [
                 _e(p.processor_id),
@@ -240,21 +303,15 @@ def _processors_section(snap: JobSnapshot) -> str:
         out += "<p class='muted'>Leases: this coordinator store keeps no leases yet.</p>"
     else:
         out += "<h2>Leases</h2>" + table(
-            ["lease", "holder", "epoch", "renewed at", "expires in", ""],
+            ["lease", "holder", "epoch", "renewed at", "state"],
             (
-                [
-                    _e(x.name),
-                    _e(x.holder),
-                    _e(x.epoch),
-                    _e(x.renewed_at),
-                    _seconds(x.expires_in_s),
-                    "<span class='bad'>expired</span>" if x.expired else "",
-                ]
+                [_e(x.name), _e(x.holder), _e(x.epoch), _e(x.renewed_at), _lease_state(x)]
                 for x in snap.leases
             ),
         )
-    if snap.stop_request:
-        out += f"<p>Stop request in force: <code>{_e(snap.stop_request)}</code></p>"
+    stop = stop_request_view(snap)
+    if stop is not None:
+        out += f"<p class='{'' if stop['in_force'] else 'muted'}'>{_e(stop['text'])}</p>"
     return out
 
 
@@ -273,6 +330,7 @@ def job_page(snap: JobSnapshot, root: str, svg: str) -> str:
         f"JSON: <a href='{_e(job_href(root, snap.job, '').replace('/jobs/', '/api/jobs/', 1))}'>"
         "api</a></p>"
         + problems
+        + _running_section(snap)
         + _model_section(snap, svg)
         + _history_section(snap, root)
         + _expansions_section(snap)
@@ -280,7 +338,8 @@ def job_page(snap: JobSnapshot, root: str, svg: str) -> str:
         + _processors_section(snap)
         + _log_section(snap)
     )
-    return page(f"Job {snap.job}", body, root)
+    refresh = REFRESH_S if running_expansion(snap) is not None else None
+    return page(f"Job {snap.job}", body, root, refresh_s=refresh)
 
 
 def diff_page(snap: JobSnapshot, a: int, b: int, root: str) -> str:

@@ -9,20 +9,23 @@ summary), else from the operator's ``job_name`` when it is not a template.
 from __future__ import annotations
 
 from typing import Any, ClassVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from airflow.sdk import BaseOperatorLink
 
 from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
-from airflow_samza_expand.airflow.ui.app import URL_PREFIX
+from airflow_samza_expand.airflow.ui.app import URL_PREFIX, VIEW_ROUTE
 
 
 def job_page_url(job: str) -> str:
-    """The job page under the api-server's ``[api] base_url`` (root-relative when unset)."""
+    """The job page inside Airflow's UI, under the api-server's ``[api] base_url``
+    (root-relative when unset): the external view's route followed by the page's own path,
+    which Airflow's UI loads in the view's iframe (and keeps in its address bar)."""
     from airflow.configuration import conf
 
     base = str(conf.get("api", "base_url", fallback="") or "").rstrip("/")
-    return f"{base}{URL_PREFIX}/jobs/{quote(job, safe='')}"
+    root = urlsplit(base).path.rstrip("/")  # the api-server's own path prefix, if any
+    return f"{base}/plugin/{VIEW_ROUTE}{root}{URL_PREFIX}/jobs/{quote(job, safe='')}"
 
 
 def _report_job_name(ti_key: Any) -> str | None:
@@ -45,7 +48,7 @@ def _report_job_name(ti_key: Any) -> str | None:
 
 
 class ExpansionJobLink(BaseOperatorLink):
-    """The "Expansion job page" link: the plugin's page of the job the report step summarised."""
+    """The "Expansion job page" link: the job the report step summarised, in Airflow's UI."""
 
     name = "Expansion job page"
     operators: ClassVar[list[type]] = [ExpansionReportOperator]

@@ -58,6 +58,7 @@ class Expansion:
     barrier: Mapping[str, Mapping[int, int]]  # topic -> partition -> barrier offset
     log_path: str | None
     plan: Mapping[str, Any]
+    grace_started_at: str | None = None  # the producer refresh grace runs from here
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,10 @@ class Processor:
 
     def warnings(self) -> list[str]:
         """What an operator must look at: partitions not read, keys whose order is at risk."""
-        out = [
+        out = [  # a processor that does not run reads nothing: only a live one's coverage counts
             f"does not read {topic} partitions {list(parts)}"
             for topic, parts in sorted(self.uncovered.items())
+            if self.alive
         ]
         stale = self.stale_placements or {}
         if stale.get("records"):
@@ -98,8 +100,9 @@ class LeaseInfo:
     holder: str
     epoch: int | None
     renewed_at: str | None
-    expires_in_s: float | None
-    expired: bool
+    expires_in_s: float | None  # None once released (a released lease does not expire)
+    expired: bool  # its holder stopped renewing it; False once released
+    released: bool = False  # its holder let it go: the expansion no longer holds it
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from airflow_samza_expand.airflow.ui.records import JobSnapshot
+from airflow_samza_expand.airflow.ui.running import running_view
 from airflow_samza_expand.core.expansion import load_expansion_algorithm
 from airflow_samza_expand.core.model import JobModel, SystemStreamPartition
 from airflow_samza_expand.core.render import natural_key
@@ -118,6 +119,43 @@ def model_json(model: JobModel) -> dict[str, Any]:
     }
 
 
+def stop_request_view(snapshot: JobSnapshot) -> dict[str, Any] | None:
+    """The stop request as text, and whether it is in force: a stop for vN stops the processors
+    of vN and older, so it no longer applies once a newer job model exists or a live processor
+    runs one."""
+    stop = snapshot.stop_request
+    if not stop:
+        return None
+    raw = stop.get("version")
+    version = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+    reason = str(stop.get("reason") or "no reason given")
+    at = stop.get("requested_at")
+    newer = max((m.version for m in snapshot.history), default=0)
+    runs = [
+        p.processor_id
+        for p in snapshot.processors
+        if p.alive and version is not None and (p.job_model_version or 0) > version
+    ]
+    what = f"stop of job model v{version} and older" if version else "stop request (no version)"
+    said = f"{what}, requested at {at or 'an unknown time'}: {reason}"
+    if version is None:
+        in_force, text = False, f"Unreadable {said} - it stops no processor"
+    elif newer > version:
+        in_force, text = False, f"The last {said}. It no longer applies: job model v{newer} exists"
+    elif runs:
+        in_force = False
+        text = f"The last {said}. It no longer applies: {', '.join(runs)} runs a later version"
+    else:
+        in_force, text = True, f"Stop request in force: {said}"
+    return {
+        "version": version,
+        "reason": reason,
+        "requested_at": at,
+        "in_force": in_force,
+        "text": text,
+    }
+
+
 def snapshot_json(snapshot: JobSnapshot) -> dict[str, Any]:
     """The job page's data as JSON (the plugin's ``/api/jobs/<job>``)."""
     latest = snapshot.latest
@@ -141,7 +179,8 @@ def snapshot_json(snapshot: JobSnapshot) -> dict[str, Any]:
         },
         "processors": [asdict(p) for p in snapshot.processors],
         "leases": None if snapshot.leases is None else [asdict(x) for x in snapshot.leases],
-        "stop_request": snapshot.stop_request,
+        "stop_request": stop_request_view(snapshot),
+        "running": running_view(snapshot),
         "log": None if snapshot.log is None else asdict(snapshot.log),
         "problems": list(snapshot.problems),
     }

@@ -1,0 +1,83 @@
+"""An expansion under way, from its record: the step it is in and for how long, the producer
+refresh grace, the barrier lag per old partition. Pure (no store, no Kafka)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow_samza_expand.airflow.ui.decode import age_s
+from airflow_samza_expand.airflow.ui.records import Expansion, JobSnapshot
+
+DONE = frozenset({"completed", "failed"})
+# what a new version's processor is doing, by the state its heartbeat reports
+PROCESSOR_DOING = {"starting": "warming up", "standby": "warm, waiting to take over"}
+# what an expansion of a status waits for, until its next step starts
+NEXT_STEP = {
+    "planned": ("expand", "growing the topics"),
+    "expanded": ("producer_refresh_grace", "producers learn the new partition count"),
+    "barrier-snapshot": (
+        "barrier_drain",
+        "the job commits up to the barrier offset on every old partition",
+    ),
+    "barrier-passed": ("stop_job", "stopping the running job model version"),
+    "job-stopped": ("write_job_model", "writing the new job model"),
+    "job-model-written": ("submit", "starting the new version (or handing over to it)"),
+    "submitted": ("acknowledge", "waiting for a processor of the new version"),
+}
+
+
+def running_expansion(snapshot: JobSnapshot) -> Expansion | None:
+    """The newest expansion that is neither completed nor failed, if any."""
+    return next((e for e in snapshot.expansions if e.status not in DONE), None)
+
+
+def running_view(snapshot: JobSnapshot, now: datetime | None = None) -> dict[str, Any] | None:
+    """What the "Expansion under way" section shows (and the JSON's ``running``), or None."""
+    expansion = running_expansion(snapshot)
+    if expansion is None:
+        return None
+    now = now or datetime.now(UTC)
+    open_steps = [s for s in expansion.steps if s.started_at and not s.ended_at]
+    if open_steps:
+        step, since, doing = open_steps[-1].name, open_steps[-1].started_at, "running"
+    else:
+        step, doing = NEXT_STEP.get(expansion.status, (expansion.status, "next step"))
+        ends = [s.ended_at for s in expansion.steps if s.ended_at]
+        since = max(ends) if ends else expansion.updated_at
+    grace = None
+    if expansion.status == "expanded" and not expansion.barrier and expansion.grace_started_at:
+        grace = {
+            "started_at": expansion.grace_started_at,
+            "elapsed_s": age_s(expansion.grace_started_at, now),
+        }
+    lag = {(r.topic, r.partition): r for r in snapshot.barrier_rows}
+    mine = snapshot.barrier_of == expansion.expansion_id
+    barrier = [
+        {
+            "topic": topic,
+            "partition": partition,
+            "barrier_offset": offset,
+            "committed": lag[(topic, partition)].committed if mine else None,
+            "lag": lag[(topic, partition)].lag if mine else None,
+        }
+        for topic, parts in sorted(expansion.barrier.items())
+        for partition, offset in sorted(parts.items())
+        if (topic, partition) in lag or not mine
+    ]
+    new = [  # the new version's processors: a standby warming up, then the one that took over
+        {"processor_id": p.processor_id, "role": p.role, "state": p.state, "alive": p.alive}
+        for p in snapshot.processors
+        if expansion.new_version is not None and p.job_model_version == expansion.new_version
+    ]
+    return {
+        "expansion_id": expansion.expansion_id,
+        "new_processors": new,
+        "status": expansion.status,
+        "step": step,
+        "doing": doing,
+        "since": since,
+        "elapsed_s": age_s(since, now),
+        "grace": grace,
+        "barrier": barrier if expansion.status == "barrier-snapshot" else [],
+    }

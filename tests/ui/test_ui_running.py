@@ -1,0 +1,74 @@
+"""An expansion under way on the job page and in its JSON (issue 28), from records written in
+several states to a file store: no Kafka, no Spark, no server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ui_helpers import planned_record
+
+from airflow_samza_expand.airflow.ui.data import read_job
+from airflow_samza_expand.airflow.ui.html import job_page
+from airflow_samza_expand.airflow.ui.settings import UiSettings
+from airflow_samza_expand.airflow.ui.views import snapshot_json
+from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.core.record import ExpansionStatus
+from airflow_samza_expand.store.files import FileCoordinatorStore
+
+JOB = "orders-job"
+S = ExpansionStatus
+
+
+def _read(root: Path) -> tuple[str, dict]:
+    snap = read_job(UiSettings(coordinator=str(root), discover=False), JOB)
+    return job_page(snap, "/samza-expand", ""), json.loads(json.dumps(snapshot_json(snap)))
+
+
+def test_an_expansion_under_way_shows_its_step_grace_and_barrier(tmp_path):
+    store = FileCoordinatorStore(str(tmp_path), JOB)
+    v1 = store.write_job_model(JobModel.initial(JOB, {"orders": 2}))
+    stamp = now_iso()
+    record = store.put_expansion(
+        planned_record(v1, {"orders": 4}).with_step("expand", started_at=stamp),
+        expected_revision=0,
+    )
+
+    page, doc = _read(tmp_path)  # expanding
+    assert (doc["running"]["step"], doc["running"]["doing"]) == ("expand", "running")
+    assert doc["running"]["elapsed_s"] >= 0 and "Expansion under way" in page
+    assert "http-equiv='refresh'" in page
+
+    ended = now_iso()
+    record = store.put_expansion(
+        record.advance(S.EXPANDED).with_step("expand", started_at=stamp, ended_at=ended),
+        expected_revision=record.revision,
+    )
+    page, doc = _read(tmp_path)  # the producer refresh grace
+    assert doc["running"]["step"] == "producer_refresh_grace"
+    assert doc["running"]["grace"]["started_at"] == ended
+    assert "Producer refresh grace: running for" in page
+
+    record = store.put_expansion(
+        record.advance(S.BARRIER_SNAPSHOT, barrier={"orders": {0: 10, 1: 12}}).with_step(
+            "barrier", started_at=now_iso()
+        ),
+        expected_revision=record.revision,
+    )
+    store.heartbeat("v2-standby", 2, "starting", role="standby", ttl_s=30)
+    page, doc = _read(tmp_path)  # the barrier drains (no Kafka here: offsets, lag unknown)
+    assert doc["running"]["new_processors"] == [
+        {"processor_id": "v2-standby", "role": "standby", "state": "starting", "alive": True}
+    ]
+    assert "v2-standby (standby): starting - warming up" in page
+    assert doc["running"]["step"] == "barrier" and doc["running"]["grace"] is None
+    offsets = {(r["topic"], r["partition"]): r["barrier_offset"] for r in doc["running"]["barrier"]}
+    assert offsets == {("orders", 0): 10, ("orders", 1): 12}
+    assert "orders 1\t12" in page.replace("</td><td>", "\t")
+
+    for status in (S.BARRIER_PASSED, S.JOB_STOPPED, S.JOB_MODEL_WRITTEN, S.COMPLETED):
+        record = store.put_expansion(record.advance(status), expected_revision=record.revision)
+    page, doc = _read(tmp_path)  # completed
+    assert doc["running"] is None
+    assert "Expansion under way" not in page and "http-equiv='refresh'" not in page
