@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from airflow_samza_expand.store import store_location
+from airflow_samza_expand.store import CoordinatorStore, store_location
 from airflow_samza_expand.store.protocol import coordinator_topic
 
 if TYPE_CHECKING:
@@ -100,9 +100,12 @@ def write_step(dataset: tuple[str, str], result: Mapping[str, Any]) -> StepLinea
     return StepLineage(outputs=(Topic(*dataset, {JOB_MODEL_FACET: model}),))
 
 
-def submit_step(namespace: str, topics: list[str] | tuple[str, ...]) -> StepLineage:
-    """The job's input topics, as the job model in force names them."""
-    return StepLineage(inputs=tuple(Topic(namespace, t) for t in sorted(topics)))
+def submit_step(store: CoordinatorStore, config: Mapping[str, Any]) -> StepLineage:
+    """The job's input topics, as its newest job model names them (the topics of an expansion's
+    vN+1 are those of vN), on the connection's Kafka."""
+    model = store.latest_job_model()
+    topics = sorted(model.partition_counts()) if model is not None else []
+    return StepLineage(inputs=tuple(Topic(kafka_namespace(config), t) for t in topics))
 
 
 class ReportsLineage:

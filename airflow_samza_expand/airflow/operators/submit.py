@@ -337,9 +337,7 @@ class _Books(KafkaClients):
                     continuous=mode == "continuous",
                     is_running=detached.is_running,
                 )
-                model = self.store.latest_job_model()
-            topics = list(model.partition_counts()) if model is not None else []
-            self.lineage = lineage.submit_step(lineage.kafka_namespace(self.kafka_config), topics)
+                self.lineage = lineage.submit_step(self.store, self.kafka_config)
         finally:
             self.close_clients()
         if decision.launch:
