@@ -192,3 +192,26 @@ def test_an_expansion_dag_run_emits_the_datasets_and_facets(
     launcher = complete[f"{dag_id}.submit_standby"]["run"]["runId"]
     assert conf["spark.openlineage.parentRunId"] == launcher
     assert conf["spark.openlineage.rootParentJobName"] == dag_id
+
+
+_WITHOUT_OPENLINEAGE = """
+import sys
+# the client and the provider's code not installed (its provider metadata stays readable)
+sys.modules.update(dict.fromkeys(["openlineage"] + [f"airflow.providers.openlineage.{m}"
+                                  for m in ("utils", "plugins", "extractors")]))
+from airflow_samza_expand.airflow import lineage
+from airflow_samza_expand.airflow.operators import ExpandPartitionsOperator
+from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
+ExpandPartitionsOperator(task_id="expand", topic="t", factor=2)
+SubmitStreamJobOperator(task_id="submit", application="job.py")
+conf = lineage.spark_conf_with_parent_job({"a": "1"}, {}, parent_job=True, transport=True)
+assert conf == {"a": "1"}, conf
+print("ok")
+"""
+
+
+def test_the_operators_work_without_the_openlineage_extra(airflow_home):
+    proc = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_OPENLINEAGE], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
