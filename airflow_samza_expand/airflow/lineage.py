@@ -1,6 +1,7 @@
 """OpenLineage of the expansion's steps, through the OpenLineage provider (the optional extra
-``openlineage``): each operator records in ``execute`` what it read and wrote (`record`), and the
-provider's listener asks for it with ``get_openlineage_facets_on_complete`` (`ReportsLineage`).
+``openlineage``): each operator records in ``execute`` what it read and wrote
+(`ReportsLineage.record_lineage`), and the provider's listener asks for it with
+``get_openlineage_facets_on_complete``.
 
 Datasets follow OpenLineage's naming for Kafka: namespace ``kafka://<host>:<port>`` of the first
 bootstrap server, name the topic. A file coordinator store is a ``file`` dataset (or
@@ -8,7 +9,7 @@ bootstrap server, name the topic. A file coordinator store is a ``file`` dataset
 from ``bootstrap.servers`` alone (any ``user:password@`` stripped), and facets carry counts,
 versions and names only.
 
-This module imports no OpenLineage package at import time, so the provider works without it.
+This module imports no OpenLineage package at import time, so the package works without it.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from airflow_samza_expand.store import CoordinatorStore, store_location
-from airflow_samza_expand.store.protocol import coordinator_topic
+from airflow_samza_expand.store import CoordinatorStore
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
@@ -47,16 +47,17 @@ def kafka_namespace(config: Mapping[str, Any]) -> str:
     return f"kafka://{host}:{port}"
 
 
-def store_dataset(coordinator: str, job_name: str, config: Mapping[str, Any]) -> tuple[str, str]:
-    """(namespace, name) of a job's coordinator store: its topic (default
-    ``__samza_coordinator_<job>``) on the connection's Kafka, or the store's files."""
-    kind, where = store_location(coordinator, {"bootstrap.servers": "-"})
-    if kind == "kafka":
-        return kafka_namespace(config), where or coordinator_topic(job_name)
-    parsed = urlsplit(where)
-    if parsed.scheme and parsed.scheme != "file" and len(parsed.scheme) > 1:
-        return f"{parsed.scheme}://{parsed.hostname or ''}", f"{parsed.path.lstrip('/')}/{job_name}"
-    return "file", f"{parsed.path if parsed.scheme == 'file' else where}/{job_name}"
+def store_dataset(store: CoordinatorStore, config: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, name) of a job's coordinator store: its topic on the connection's Kafka, or
+    its folder (``file`` and the path; ``<scheme>://<host>`` and the path for an fsspec URL)."""
+    topic = getattr(store, "topic", None)
+    if topic:
+        return kafka_namespace(config), str(topic)
+    location = str(getattr(store, "location", "") or "")
+    parsed = urlsplit(location)
+    if parsed.scheme not in ("", "file") and "://" in location:
+        return f"{parsed.scheme}://{parsed.hostname or ''}", parsed.path.lstrip("/")
+    return "file", parsed.path if parsed.scheme == "file" else location
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,8 @@ def submit_step(store: CoordinatorStore, config: Mapping[str, Any]) -> StepLinea
 
 
 class ReportsLineage:
-    """Mixin of the operators: ``execute`` calls `record`; the OpenLineage provider's listener
-    calls ``get_openlineage_facets_on_complete`` (empty lineage if nothing was recorded)."""
+    """Mixin of the operators: ``execute`` calls `record_lineage`; the OpenLineage provider's
+    listener calls ``get_openlineage_facets_on_complete`` (empty lineage if nothing recorded)."""
 
     _step_lineage: StepLineage | None = None
 
@@ -168,7 +169,13 @@ def facet_classes() -> dict[str, type]:
         def _get_schema() -> str:
             return f"{SCHEMA_BASE}:SamzaExpandJobModelFacet"
 
-    return {PARTITIONS_FACET: SamzaExpandPartitionsFacet, JOB_MODEL_FACET: SamzaExpandJobModelFacet}
+    classes = {
+        PARTITIONS_FACET: SamzaExpandPartitionsFacet,
+        JOB_MODEL_FACET: SamzaExpandJobModelFacet,
+    }
+    for cls in classes.values():  # importable as lineage.<name> (module __getattr__)
+        cls.__qualname__ = cls.__name__
+    return classes
 
 
 FACET_CLASS_NAMES = ("SamzaExpandPartitionsFacet", "SamzaExpandJobModelFacet")

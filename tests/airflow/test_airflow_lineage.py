@@ -25,6 +25,8 @@ from race_dags import build
 from airflow_samza_expand.airflow import lineage
 from airflow_samza_expand.airflow.operators import ExpandPartitionsOperator, WriteJobModelOperator
 from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.store.files import FileCoordinatorStore
 
 pytest.importorskip("airflow.providers.openlineage")
 
@@ -98,6 +100,20 @@ def test_write_reports_the_coordinator_topic_with_the_job_model_version(
     assert (facet.jobName, facet.version, facet.written) == (j.name, 2, True)
     assert facet.partitionCounts == {j.topic: 4}
     assert SECRET not in _serialized(reported)
+
+
+def test_write_names_a_file_coordinator_store_by_its_folder(job, admin, tmp_path):
+    j = job(2, write_model=False)
+    FileCoordinatorStore(str(tmp_path), j.name).write_job_model(
+        JobModel.initial(j.name, {j.topic: 2})
+    )
+    admin.create_partitions(j.topic, 4)
+    op = WriteJobModelOperator(task_id="write", job_name=j.name, coordinator=str(tmp_path))
+    op.execute(task_context("write"))
+    reported = op.get_openlineage_facets_on_complete(None)
+
+    assert _datasets(reported.outputs) == [("file", str(tmp_path / j.name))]
+    assert reported.outputs[0].facets[lineage.JOB_MODEL_FACET].version == 2
 
 
 def test_submit_reports_the_job_input_topics(job, fake_spark, kafka_bootstrap):
@@ -202,6 +218,8 @@ sys.modules.update(dict.fromkeys(["openlineage"] + [f"airflow.providers.openline
 from airflow_samza_expand.airflow import lineage
 from airflow_samza_expand.airflow.operators import ExpandPartitionsOperator
 from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.store.files import FileCoordinatorStore
 ExpandPartitionsOperator(task_id="expand", topic="t", factor=2)
 SubmitStreamJobOperator(task_id="submit", application="job.py")
 conf = lineage.spark_conf_with_parent_job({"a": "1"}, {}, parent_job=True, transport=True)

@@ -78,7 +78,7 @@ class WriteJobModelOperator(lineage.ReportsLineage, KafkaClients, BaseOperator):
                     lease=lease,
                     next_model=self.next_model,
                 )
-            store = lineage.store_dataset(self.coordinator, self.job_name, self.kafka_config)
+            store = lineage.store_dataset(self.store, self.kafka_config)
             self.record_lineage(lineage.write_step(store, result))
             return result
         finally:
