@@ -11,9 +11,9 @@ if [ ! -x .venv/bin/uv ]; then
     echo "[setup] installing uv (fast, lock-respecting installer) into .venv"
     .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==0.13.9"
 fi
-echo "[setup] installing airflow-samza-expand[spark,testing,dev] with constraints.txt"
+echo "[setup] installing airflow-samza-expand[spark,testing,dev,openlineage] with constraints.txt"
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install --quiet --python .venv/bin/python \
-    -c constraints.txt -e ".[spark,testing,dev]"
+    -c constraints.txt -e ".[spark,testing,dev,openlineage]"
 # tests/ui drive a real headless Chromium (Debian's package; never downloaded at test time)
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

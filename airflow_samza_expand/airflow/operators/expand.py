@@ -8,6 +8,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
+from airflow_samza_expand.airflow import lineage
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.shell import (
     DEFAULT_CONN_ID,
@@ -21,7 +22,7 @@ from airflow_samza_expand.protocol.expand import ExpandRequest, expand
 from airflow_samza_expand.protocol.ownership import take
 
 
-class ExpandPartitionsOperator(KafkaClients, BaseOperator):
+class ExpandPartitionsOperator(lineage.ReportsLineage, KafkaClients, BaseOperator):
     """Grow ``topic`` to ``target_partitions`` (or its baseline count times ``factor``).
 
     * Already at the target, or already grown by this expansion: success, nothing changed (a
@@ -37,6 +38,7 @@ class ExpandPartitionsOperator(KafkaClients, BaseOperator):
     ``skip_on_dry_run`` the task then ends *skipped* (its result in XCom ``dry_run``), so the
     steps that change the job skip too. Returns
     ``{topic, partitions_before, partitions_after, changed, dry_run, expansion_id}``.
+    OpenLineage (`airflow.lineage`): the topic as input and output, with its counts as a facet.
     """
 
     template_fields: Sequence[str] = (
@@ -107,6 +109,8 @@ class ExpandPartitionsOperator(KafkaClients, BaseOperator):
                 if dry_run and expansion_id and store and not store.get_expansion(expansion_id):
                     expansion_id = None  # a dry-run plan records nothing
                 result = expand(self.admin, store, request, expansion_id=expansion_id, lease=lease)
+            namespace = lineage.kafka_namespace(self.kafka_config)
+            self.record_lineage(lineage.expand_step(namespace, result))
         finally:
             self.close_clients()
         if dry_run and self.skip_on_dry_run:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_samza_expand.airflow import lineage
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
 from airflow_samza_expand.airflow.shell import KafkaClients, holder_of, protocol_outcomes
@@ -22,7 +23,7 @@ class LaunchStandbyOperator(SubmitStreamJobOperator):
     A standby warms Spark up, waits for the job's active lease and, holding it, for job model
     vN+1 to be written; it never processes an older one. ``step`` names its entry in the
     expansion record (``standby``: the handover's; ``hot_standby``). Returns ``{version,
-    launched, live, launches: [handles]}``.
+    launched, live, launches: [handles]}``. OpenLineage: the job's input topics as inputs.
     """
 
     keeps_books = False  # its own books below, not the submit step's
@@ -75,6 +76,7 @@ class LaunchStandbyOperator(SubmitStreamJobOperator):
                     decision.version,
                 )
             self.application_args = base_args
+            self.record_lineage(lineage.submit_step(books.store, books.kafka_config))
             if launches:
                 with protocol_outcomes():
                     lease = take(books.store, holder_of(context))

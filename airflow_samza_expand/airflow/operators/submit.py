@@ -14,6 +14,10 @@ Secret-looking ``conf`` values (Airflow's secrets masker decides) are masked in 
 and appear in no XCom, record or file. With ``job_kafka_config_id`` the job gets that Kafka
 connection (its own principal, e.g. SASL) as ``--kafka-config FILE``: an owner-only (0600) file
 in the log directory (``kafka.config_file``), so no password is on the spark-submit command line.
+OpenLineage (`airflow.lineage`): the job's input topics (job model in force) as inputs; with
+``openlineage_inject_parent_job_info`` / ``openlineage_inject_transport_info`` (defaults: the
+``[openlineage] spark_inject_*`` settings) the parent job and transport reach the Spark
+application as ``spark.openlineage.*`` conf, as ``SparkSubmitOperator`` does.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from airflow_samza_expand.airflow import lineage
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.order import with_order_check
 from airflow_samza_expand.airflow.shell import KafkaClients, holder_of, protocol_outcomes
@@ -119,7 +124,7 @@ def _binary_path(binary: str) -> str:
     return found
 
 
-class SubmitStreamJobOperator(SparkSubmitOperator):
+class SubmitStreamJobOperator(lineage.ReportsLineage, SparkSubmitOperator):
     """``SparkSubmitOperator`` that returns once a continuous job runs (module docstring).
 
     Extra arguments: ``run_mode`` (templated), ``log_dir`` for detached launches (default
@@ -208,7 +213,14 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
             self.application_args = with_order_check(
                 self.application_args or [], self.on_stale_placement
             )
-        conf = detached_conf(self.conf) if mode == "continuous" else dict(self.conf or {})
+        conf = lineage.spark_conf_with_parent_job(
+            self.conf,
+            context,
+            # SparkSubmitOperator's arguments (apache-spark provider >= 5.1)
+            parent_job=getattr(self, "_openlineage_inject_parent_job_info", False),
+            transport=getattr(self, "_openlineage_inject_transport_info", False),
+        )
+        conf = detached_conf(conf) if mode == "continuous" else conf
         secret_keys = [k for k in conf if is_secret_conf_key(str(k))]
         secrets = secret_values(conf, is_secret_conf_key)
         from airflow.sdk.log import mask_secret
@@ -229,6 +241,7 @@ class SubmitStreamJobOperator(SparkSubmitOperator):
             self.kafka_config_id,
         )
         skip = books.before(context, mode)
+        self.record_lineage(books.lineage)
         if skip is not None:
             return redact_doc({**base, **skip}, secrets)
         env = dict(self.env_vars or {})
@@ -311,6 +324,7 @@ class _Books(KafkaClients):
         self.expansion_id = expansion_id
         self.coordinator = coordinator
         self.kafka_config_id = conn_id
+        self.lineage = lineage.StepLineage()  # the job's input topics, once `before` read them
 
     def before(self, context: Any, mode: str) -> dict[str, Any] | None:
         if not self.job_name:
@@ -323,6 +337,7 @@ class _Books(KafkaClients):
                     continuous=mode == "continuous",
                     is_running=detached.is_running,
                 )
+                self.lineage = lineage.submit_step(self.store, self.kafka_config)
         finally:
             self.close_clients()
         if decision.launch:

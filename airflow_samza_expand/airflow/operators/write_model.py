@@ -7,6 +7,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_samza_expand.airflow import lineage
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.shell import (
     DEFAULT_CONN_ID,
@@ -21,7 +22,7 @@ from airflow_samza_expand.protocol.ownership import take
 NextModel = Callable[[JobModel, dict[str, int], str], JobModel]
 
 
-class WriteJobModelOperator(KafkaClients, BaseOperator):
+class WriteJobModelOperator(lineage.ReportsLineage, KafkaClients, BaseOperator):
     """Write job model vN+1: the newest model vN with the live partition counts, the new
     partitions mapped by the job's FixedTasks grouper (``core.plan``), so every key stays in the
     task that holds its state.
@@ -34,6 +35,7 @@ class WriteJobModelOperator(KafkaClients, BaseOperator):
     ``created_by`` defaults to the DAG run, ``airflow:<dag_id>/<run_id>``. ``next_model``
     (``(latest, live_counts, writer) -> JobModel``) replaces the grouper's mapping (the demo's
     naive negative control). Returns ``{job_name, version, written, counts, tasks, created_by}``.
+    OpenLineage (`airflow.lineage`): the coordinator topic as output, the job model as a facet.
     """
 
     template_fields: Sequence[str] = ("job_name", "expansion_id", "coordinator", "created_by")
@@ -67,7 +69,7 @@ class WriteJobModelOperator(KafkaClients, BaseOperator):
         try:
             with protocol_outcomes():
                 lease = take(self.store, holder) if self.expansion_id else None
-                return restart.write_job_model(
+                result = restart.write_job_model(
                     self.admin,
                     self.store,
                     self.created_by or holder,
@@ -76,5 +78,8 @@ class WriteJobModelOperator(KafkaClients, BaseOperator):
                     lease=lease,
                     next_model=self.next_model,
                 )
+            store = lineage.store_dataset(self.store, self.kafka_config)
+            self.record_lineage(lineage.write_step(store, result))
+            return result
         finally:
             self.close_clients()
