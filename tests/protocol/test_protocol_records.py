@@ -26,7 +26,8 @@ def test_protocol_imports_no_airflow():
     probe = (
         "import sys, airflow_samza_expand.protocol.plan, airflow_samza_expand.protocol.expand, "
         "airflow_samza_expand.protocol.waits, airflow_samza_expand.protocol.restart, "
-        "airflow_samza_expand.protocol.report, airflow_samza_expand.protocol.secrets\n"
+        "airflow_samza_expand.protocol.report, airflow_samza_expand.protocol.secrets, "
+        "airflow_samza_expand.protocol.launch\n"
         "print(sorted(m for m in sys.modules if m == 'airflow' or m.startswith('airflow.')))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

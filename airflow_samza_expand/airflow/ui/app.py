@@ -68,7 +68,7 @@ def _two_models(snap: data.JobSnapshot, a: int, b: int) -> None:
 
 
 def _svg(model: Any) -> str:
-    from airflow_samza_expand.demo.report import render_svg
+    from airflow_samza_expand.core.render import render_svg
 
     return render_svg(model)
 
