@@ -221,8 +221,8 @@ def test_example_dag_expands_live_job_on_real_cluster(
     from airflow_samza_expand.demo.jobs import spark_env
     from airflow_samza_expand.kafka.admin import KafkaAdmin
     from airflow_samza_expand.kafka.config import client_config
-    from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
     from airflow_samza_expand.protocol import launch as detached
+    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
     suffix = uuid.uuid4().hex[:8]
     job_name = f"systest-{suffix}"
