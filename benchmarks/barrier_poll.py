@@ -46,9 +46,11 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import barrier_status, snapshot_barrier
 from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.coordinator import JOB_MODEL, KafkaCoordinatorStore, encode_key
 from airflow_samza_expand.kafka.partitioners import crc32_partition
 from airflow_samza_expand.kafka.stale_scan import StaleScanner
+from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store.kafka_log import encode_key
+from airflow_samza_expand.store.protocol import JOB_MODEL
 
 STATS_INTERVAL_MS = 100
 

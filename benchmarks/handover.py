@@ -44,7 +44,7 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.demo.jobs import wait_for as demo_wait_for
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.coordinator import open_store
+from airflow_samza_expand.store import open_store
 from airflow_samza_expand.testing.processors import JobProcess
 
 KEYS = [f"key-{i}" for i in range(40)]

@@ -102,7 +102,7 @@ def run_job(
     master: str = "local[2]",
 ) -> dict[str, Any]:
     from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.kafka.coordinator import open_store
+    from airflow_samza_expand.store import open_store
 
     where = "standalone" if master.startswith("spark://") else "local"
     name = f"bench-{topic}-b{buckets}-{where}"  # a fresh consumer group per run

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up .venv (idempotent) and run the whole test suite: lint, then pytest in two parts:
+# Set up .venv (idempotent) and run the whole test suite: lint (ruff, the layering contract),
+# then pytest in two parts:
 #   1. tests/kafka_layer, tests/airflow, tests/e2e, tests/kafka on Apache Kafka (started by the
 #      fixtures from the Maven-fetched broker; marker apache_ci), minus the dev-broker fault tests;
 #   2. everything else, and those fault tests, on the development broker.
@@ -17,6 +18,8 @@ export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"  # driver and UI on loopback, not the host address
 echo "[test] ruff check"
 .venv/bin/ruff check airflow_samza_expand dags tests benchmarks
+echo "[test] lint-imports (the layering contract in pyproject.toml, DESIGN section 2)"
+.venv/bin/lint-imports --no-cache
 if [ $# -gt 0 ]; then
     echo "[test] pytest $*"
     exec .venv/bin/pytest "$@"

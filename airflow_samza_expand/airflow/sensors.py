@@ -280,6 +280,7 @@ class JobModelAckSensor(_WaitSensor):
             poll_interval_s=self.poke_interval,
             accept_stopped=self.accept_stopped,
             holder=holder_of(context) if self.expansion_id else None,
+            expansion_id=str(self.expansion_id) if self.expansion_id else None,
             coordinator=self.coordinator,
             kafka_config_id=self.kafka_config_id,
             request_timeout_s=self.request_timeout_s,

@@ -182,7 +182,8 @@ class OrderingBarrierTrigger(PollingTrigger):
 class JobModelAckTrigger(PollingTrigger):
     """Fires ``{"status": "acknowledged", ...}`` once ``min_processors`` processors heartbeat
     ``running`` job model ``version`` (``accept_stopped``: or a clean ``stopped``); logs who
-    runs what on every poll; renews ``holder``'s expansion lease."""
+    runs what on every poll; renews ``holder``'s expansion lease; the first poll starts
+    ``expansion_id``'s ``ack`` step."""
 
     job_name: str
     version: int
@@ -190,15 +191,20 @@ class JobModelAckTrigger(PollingTrigger):
     accept_stopped: bool = False
     poll_interval_s: float = 5.0
     holder: str | None = None
+    expansion_id: str | None = None
     coordinator: str = DEFAULT_COORDINATOR
     kafka_config_id: str = DEFAULT_CONN_ID
     request_timeout_s: float = 30.0
 
     def poll(self, admin: Any, store: Any) -> Poll:
-        if self.holder:
-            take(store, self.holder)  # renews the owner's lease
+        lease = take(store, self.holder) if self.holder else None  # renews the owner's lease
         return waits.ack_poll(
-            store, int(self.version), int(self.min_processors), accept_stopped=self.accept_stopped
+            store,
+            int(self.version),
+            int(self.min_processors),
+            accept_stopped=self.accept_stopped,
+            expansion_id=self.expansion_id,
+            lease=lease,
         )
 
     def event(self, poll: Poll) -> dict[str, Any]:

@@ -1,13 +1,15 @@
 """Plain-text views of a job model and an expansion plan: a mapping table and a diagram of
 partitions -> buckets -> tasks (a bucket is the partition a key lived in when the stream had its
 initial count, ``partition_before_expansion(p, current, initial)``; every bucket stays in one
-task). ASCII only, so it reads the same in any terminal and in logs.
+task). ASCII only, so it reads the same in any terminal and in logs; `render_svg` draws the same
+diagram as SVG (the UI's job model view, the demo's report).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Sequence
+from html import escape
 
 from airflow_samza_expand.core.expansion import load_expansion_algorithm
 from airflow_samza_expand.core.model import JobModel, SystemStreamPartition
@@ -191,3 +193,74 @@ __all__ = [
     "render_plan",
     "split_buckets",
 ]
+
+
+_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+
+
+def render_svg(model: JobModel) -> str:
+    """SVG of partitions -> buckets -> tasks for every stream of ``model`` (new partitions,
+    those beyond the initial count, drawn dashed)."""
+    algorithm = load_expansion_algorithm(model.expansion_algorithm)
+    row_h, top = 34, 60
+    rows_total = sum(s.current for s in model.streams)
+    height = top + rows_total * row_h + 60 * len(model.streams) + 40
+    width = 760
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="Helvetica, Arial, sans-serif" font-size="13">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="20" y="28" font-size="16" font-weight="bold">{escape(model.job_name)}: '
+        f"job model v{model.version} - partitions -&gt; buckets -&gt; tasks</text>",
+        '<text x="60" y="52" fill="#555">partition</text>',
+        '<text x="330" y="52" fill="#555">bucket (partition at the initial count)</text>',
+        '<text x="600" y="52" fill="#555">task</text>',
+    ]
+    y0 = top
+    for s in model.streams:
+        buckets = sorted({algorithm.partition_before_expansion(p, s.current, s.initial)
+                          for p in range(s.current)})  # fmt: skip
+        tasks = sorted({model.ssp_to_task[SystemStreamPartition(s.system, s.stream, p)]
+                        for p in range(s.current)}, key=natural_key)  # fmt: skip
+        parts.append(f'<text x="20" y="{y0 + 14}" font-weight="bold">{escape(s.stream)} '
+                     f"({s.current} partitions, initial {s.initial})</text>")  # fmt: skip
+        y0 += 26
+        span = s.current * row_h
+
+        def ycenter(i: int, n: int, base: int = y0, span: int = span) -> float:
+            return base + (i + 0.5) * span / n
+
+        for q_index, q in enumerate(buckets):
+            yq = ycenter(q_index, len(buckets))
+            task = model.ssp_to_task[SystemStreamPartition(s.system, s.stream, q)]
+            yt = ycenter(tasks.index(task), len(tasks))
+            color = _COLORS[q_index % len(_COLORS)]
+            parts.append(f'<line x1="395" y1="{yq:.1f}" x2="580" y2="{yt:.1f}" '
+                         f'stroke="{color}" stroke-width="2.5"/>')  # fmt: skip
+            parts.append(f'<circle cx="380" cy="{yq:.1f}" r="14" fill="{color}"/>'
+                         f'<text x="380" y="{yq + 4:.1f}" fill="white" text-anchor="middle">'
+                         f"{q}</text>")  # fmt: skip
+        for p in range(s.current):
+            yp = ycenter(p, s.current)
+            q = algorithm.partition_before_expansion(p, s.current, s.initial)
+            yq = ycenter(buckets.index(q), len(buckets))
+            color = _COLORS[buckets.index(q) % len(_COLORS)]
+            dash = ' stroke-dasharray="6,4"' if p >= s.initial else ""
+            parts.append(f'<line x1="135" y1="{yp:.1f}" x2="366" y2="{yq:.1f}" stroke="{color}" '
+                         f'stroke-width="1.8"{dash}/>')  # fmt: skip
+            fill = "#fff7e6" if p >= s.initial else "#eef3fb"
+            parts.append(f'<rect x="40" y="{yp - 12:.1f}" width="95" height="24" rx="4" '
+                         f'fill="{fill}" stroke="{color}"/>'
+                         f'<text x="87" y="{yp + 4:.1f}" text-anchor="middle">partition {p}'
+                         "</text>")  # fmt: skip
+        for t_index, task in enumerate(tasks):
+            yt = ycenter(t_index, len(tasks))
+            parts.append(f'<rect x="580" y="{yt - 14:.1f}" width="150" height="28" rx="6" '
+                         f'fill="#f2f2f2" stroke="#333"/><text x="655" y="{yt + 4:.1f}" '
+                         f'text-anchor="middle">{escape(task)}</text>')  # fmt: skip
+        y0 += span + 30
+    parts.append(f'<text x="20" y="{height - 14}" fill="#555">dashed: partitions added by '
+                 "expansions; every bucket stays in one task, so each key keeps its state"
+                 "</text>")  # fmt: skip
+    parts.append("</svg>")
+    return "\n".join(parts)

@@ -1,6 +1,6 @@
 """The expansion DAG factory: ``build_expansion_dag`` and ``expansion_task_group``.
 
-Imported lazily, so ``python -m airflow_samza_expand.dags.detached`` does not load Airflow.
+Imported lazily: importing the package does not load Airflow.
 """
 
 from __future__ import annotations

@@ -27,7 +27,11 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_samza_expand.airflow.operators.jobs_report import JobsReportOperator, job_outcome
 from airflow_samza_expand.airflow.shell import KafkaClients, protocol_outcomes
-from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION, ExpansionSettings
+from airflow_samza_expand.dags.settings import (
+    DEFAULT_APPLICATION,
+    ExpansionSettings,
+    with_trigger,
+)
 from airflow_samza_expand.protocol.readers import find_readers
 
 ALL_JOBS = "all"
@@ -43,8 +47,6 @@ def is_mapped(value: Any) -> bool:
 
 def job_rows(s: ExpansionSettings, jobs: list[str]) -> list[dict[str, Any]]:
     """One row per job (`ROW_FIELDS`); ValueError/TypeError name a job whose fields are bad."""
-    from airflow_samza_expand.dags.factory import _with_trigger
-
     every = dataclasses.replace(s, jobs=jobs)
     rows = []
     for name in jobs:
@@ -58,7 +60,7 @@ def job_rows(s: ExpansionSettings, jobs: list[str]) -> list[dict[str, Any]]:
         one = every.for_job(name)
         args = [str(a) for a in one.application_args]
         if one.mode == "available-now" and one.application == DEFAULT_APPLICATION:
-            args = _with_trigger(args, "available-now")
+            args = with_trigger(args, "available-now")
         rows.append(
             {
                 "job_name": name,

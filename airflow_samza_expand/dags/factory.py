@@ -54,7 +54,11 @@ from airflow_samza_expand.airflow.operators.report import ExpansionReportOperato
 from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
 from airflow_samza_expand.dags.all_jobs import ALL_JOBS, add_all_jobs, is_mapped
-from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION, ExpansionSettings
+from airflow_samza_expand.dags.settings import (
+    DEFAULT_APPLICATION,
+    ExpansionSettings,
+    with_trigger,
+)
 from airflow_samza_expand.dags.standby import standby_tasks
 
 DEFAULT_DESCRIPTION = (
@@ -98,17 +102,6 @@ def stream_job_args_from_env(job_name: str) -> list[str]:
     )
 
 
-def _with_trigger(args: Sequence[str], trigger: str) -> list[str]:
-    """``args`` with its ``--trigger`` value replaced (or added)."""
-    out = list(args)
-    if "--trigger" in out:
-        i = out.index("--trigger")
-        out[i + 1 : i + 2] = [trigger]
-    else:
-        out += ["--trigger", trigger]
-    return out
-
-
 def _is_template(value: Any) -> bool:
     return isinstance(value, str) and "{{" in value
 
@@ -127,9 +120,9 @@ def _add_chain(
     application_args = s.application_args if mapped else list(s.application_args)
     drain_args = s.drain_application_args
     if mode == "available-now" and s.application == DEFAULT_APPLICATION and not mapped:
-        application_args = _with_trigger(application_args, "available-now")
+        application_args = with_trigger(application_args, "available-now")
         if drain_args is not None:
-            drain_args = _with_trigger(drain_args, "available-now")
+            drain_args = with_trigger(drain_args, "available-now")
     ids = {step: f"{prefix}{step}" for step in (*STEP_TASK_IDS, "barrier_snapshot", "report")}
     expansion_id = _pull(ids["plan"], "['expansion_id']", mapped)
     common = {"coordinator": s.coordinator, "kafka_config_id": s.kafka_conn_id}

@@ -158,4 +158,15 @@ class ExpansionSettings:
         return [self.topics] if isinstance(self.topics, str) else list(self.topics)
 
 
-__all__ = ["DEFAULT_APPLICATION", "ExpansionSettings"]
+def with_trigger(args: Sequence[str], trigger: str) -> list[str]:
+    """The job's command line ``args`` with its ``--trigger`` value replaced (or added)."""
+    out = list(args)
+    if "--trigger" in out:
+        i = out.index("--trigger")
+        out[i + 1 : i + 2] = [trigger]
+    else:
+        out += ["--trigger", trigger]
+    return out
+
+
+__all__ = ["DEFAULT_APPLICATION", "ExpansionSettings", "with_trigger"]

@@ -224,7 +224,8 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
 
             order = order_counts(scenario)  # rule 1.5: stale placements before/after snapshots
         with progress.step("writing report.json and buckets.svg"):
-            from airflow_samza_expand.demo.report import build_report, render_svg, render_text
+            from airflow_samza_expand.core.render import render_svg
+            from airflow_samza_expand.demo.report import build_report, render_text
 
             report = build_report(
                 scenario=scenario,

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_samza_expand.dags import detached
+from airflow_samza_expand.protocol import launch as detached
 
 JOB_PY = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark", "job.py"

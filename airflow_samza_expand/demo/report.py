@@ -1,17 +1,15 @@
-"""The demo's report: ``report.json`` (fields listed in issue 6), the text report and an SVG image
-of the partitions -> buckets -> tasks diagram."""
+"""The demo's report: ``report.json`` (fields listed in issue 6) and the text report (the SVG image
+of the partitions -> buckets -> tasks diagram: `core.render.render_svg`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
 from typing import Any
 
 from airflow_samza_expand.core.clock import parse_iso
-from airflow_samza_expand.core.expansion import load_expansion_algorithm
-from airflow_samza_expand.core.model import JobModel, SystemStreamPartition
+from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.order import DEFAULT_STALE_QUIET_S
-from airflow_samza_expand.core.render import natural_key, render_diagram, render_mapping_table
+from airflow_samza_expand.core.render import render_diagram, render_mapping_table
 
 DOWNTIME_TARGET_RATIO = 1.5  # a cold restart (stop, then start)
 HANDOVER_TARGET_RATIO = 0.3  # the handover to a warm standby (issue 14)
@@ -219,74 +217,3 @@ def figure_lines(report: dict[str, Any]) -> list[str]:
         f"{t['total_s']:.0f}s total"
     )
     return lines
-
-
-_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
-
-
-def render_svg(model: JobModel) -> str:
-    """SVG of partitions -> buckets -> tasks for every stream of ``model`` (new partitions,
-    those beyond the initial count, drawn dashed)."""
-    algorithm = load_expansion_algorithm(model.expansion_algorithm)
-    row_h, top = 34, 60
-    rows_total = sum(s.current for s in model.streams)
-    height = top + rows_total * row_h + 60 * len(model.streams) + 40
-    width = 760
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'font-family="Helvetica, Arial, sans-serif" font-size="13">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="20" y="28" font-size="16" font-weight="bold">{escape(model.job_name)}: '
-        f"job model v{model.version} - partitions -&gt; buckets -&gt; tasks</text>",
-        '<text x="60" y="52" fill="#555">partition</text>',
-        '<text x="330" y="52" fill="#555">bucket (partition at the initial count)</text>',
-        '<text x="600" y="52" fill="#555">task</text>',
-    ]
-    y0 = top
-    for s in model.streams:
-        buckets = sorted({algorithm.partition_before_expansion(p, s.current, s.initial)
-                          for p in range(s.current)})  # fmt: skip
-        tasks = sorted({model.ssp_to_task[SystemStreamPartition(s.system, s.stream, p)]
-                        for p in range(s.current)}, key=natural_key)  # fmt: skip
-        parts.append(f'<text x="20" y="{y0 + 14}" font-weight="bold">{escape(s.stream)} '
-                     f"({s.current} partitions, initial {s.initial})</text>")  # fmt: skip
-        y0 += 26
-        span = s.current * row_h
-
-        def ycenter(i: int, n: int, base: int = y0, span: int = span) -> float:
-            return base + (i + 0.5) * span / n
-
-        for q_index, q in enumerate(buckets):
-            yq = ycenter(q_index, len(buckets))
-            task = model.ssp_to_task[SystemStreamPartition(s.system, s.stream, q)]
-            yt = ycenter(tasks.index(task), len(tasks))
-            color = _COLORS[q_index % len(_COLORS)]
-            parts.append(f'<line x1="395" y1="{yq:.1f}" x2="580" y2="{yt:.1f}" '
-                         f'stroke="{color}" stroke-width="2.5"/>')  # fmt: skip
-            parts.append(f'<circle cx="380" cy="{yq:.1f}" r="14" fill="{color}"/>'
-                         f'<text x="380" y="{yq + 4:.1f}" fill="white" text-anchor="middle">'
-                         f"{q}</text>")  # fmt: skip
-        for p in range(s.current):
-            yp = ycenter(p, s.current)
-            q = algorithm.partition_before_expansion(p, s.current, s.initial)
-            yq = ycenter(buckets.index(q), len(buckets))
-            color = _COLORS[buckets.index(q) % len(_COLORS)]
-            dash = ' stroke-dasharray="6,4"' if p >= s.initial else ""
-            parts.append(f'<line x1="135" y1="{yp:.1f}" x2="366" y2="{yq:.1f}" stroke="{color}" '
-                         f'stroke-width="1.8"{dash}/>')  # fmt: skip
-            fill = "#fff7e6" if p >= s.initial else "#eef3fb"
-            parts.append(f'<rect x="40" y="{yp - 12:.1f}" width="95" height="24" rx="4" '
-                         f'fill="{fill}" stroke="{color}"/>'
-                         f'<text x="87" y="{yp + 4:.1f}" text-anchor="middle">partition {p}'
-                         "</text>")  # fmt: skip
-        for t_index, task in enumerate(tasks):
-            yt = ycenter(t_index, len(tasks))
-            parts.append(f'<rect x="580" y="{yt - 14:.1f}" width="150" height="28" rx="6" '
-                         f'fill="#f2f2f2" stroke="#333"/><text x="655" y="{yt + 4:.1f}" '
-                         f'text-anchor="middle">{escape(task)}</text>')  # fmt: skip
-        y0 += span + 30
-    parts.append(f'<text x="20" y="{height - 14}" fill="#555">dashed: partitions added by '
-                 "expansions; every bucket stays in one task, so each key keeps its state"
-                 "</text>")  # fmt: skip
-    parts.append("</svg>")
-    return "\n".join(parts)

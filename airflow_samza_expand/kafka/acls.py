@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from airflow_samza_expand.core.names import coordinator_topic
 from airflow_samza_expand.kafka.membership import lease_group, lease_topic
-from airflow_samza_expand.store.protocol import coordinator_topic
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,7 @@ def expand(
             source,
             " and this expansion grew it already" if done is not None else "",
         )
+        _begin(store, expansion_id, lease)
         _record(store, expansion_id, topic, target, applied=False, lease=lease)
         return result
     if current != baseline:
@@ -120,6 +121,7 @@ def expand(
         )
         return result
     log.info("Growing topic %s from %d to %d partitions.", topic, current, target)
+    _begin(store, expansion_id, lease)
     if store is not None and expansion_id:  # rule 1.5: where the stale-placement scan starts
         from airflow_samza_expand.protocol.order import record_scan_start
 
@@ -143,6 +145,12 @@ def expand(
     _record(store, expansion_id, topic, target, applied=True, lease=lease)
     result["changed"] = True
     return result
+
+
+def _begin(store: CoordinatorStore | None, expansion_id: str | None, lease: Lease | None) -> None:
+    """The expand step's start, on its first call that gets past the refusals."""
+    if store is not None and expansion_id:
+        records.begin(store, expansion_id, "expand", fence=lease)
 
 
 def _record(

@@ -89,6 +89,28 @@ def reached(record: ExpansionRecord, status: ExpansionStatus) -> bool:
     return ORDER.index(record.status) >= ORDER.index(status)
 
 
+def begin(
+    store: CoordinatorStore,
+    expansion_id: str,
+    step: str,
+    *,
+    fence: Lease | None = None,
+    record: ExpansionRecord | None = None,
+) -> ExpansionRecord:
+    """Note that `step`'s action begins now (its first call): the step's start. A step that
+    already has times keeps them, so a rerun or the next poll writes nothing; `record`, the
+    record as just read, spares the read then. Returns the record as stored."""
+    if record is not None and step in record.steps:
+        return record
+
+    def start(current: ExpansionRecord) -> ExpansionRecord | None:
+        if step in current.steps:
+            return None
+        return current.with_step(step, started_at=now_iso())
+
+    return update(store, expansion_id, start, fence=fence)
+
+
 def mark(
     record: ExpansionRecord,
     step: str,
@@ -99,8 +121,10 @@ def mark(
 ) -> ExpansionRecord:
     """`record` with `step` ended now (its result stored) and, when `status` is later than the
     record's and allowed next, advanced to it; an earlier status is kept (a rerun never moves
-    a record back)."""
-    out = record.with_step(step, started_at=started_at, ended_at=now_iso())
+    a record back). A start already recorded (`begin`) is kept."""
+    old = record.steps.get(step)
+    start = old.started_at if old is not None and old.started_at else started_at
+    out = record.with_step(step, started_at=start, ended_at=now_iso())
     if result is not None:
         out = out.with_result(step, result)
     if status is not None and not reached(out, status) and status in TRANSITIONS[out.status]:
@@ -111,6 +135,7 @@ def mark(
 __all__ = [
     "ORDER",
     "MissingExpansionError",
+    "begin",
     "expansion_id_for",
     "mark",
     "reached",

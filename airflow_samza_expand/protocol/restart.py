@@ -45,6 +45,8 @@ def request_stop(
 
     After the expansion wrote vN+1, nothing is stopped: the job that had to stop did, and a job
     running vN+1 is the restarted one."""
+    if expansion_id:
+        records.begin(store, expansion_id, "stop")
     latest = store.latest_job_model()
     version = latest.version if latest is not None else None
     if expansion_id and latest is not None:
@@ -153,6 +155,8 @@ def write_job_model(
         model = plan_expansion(
             latest, live, targets, require_power_of_two=require_power_of_two, created_by=writer
         ).new_job_model
+    if expansion_id:
+        records.begin(store, expansion_id, "write", fence=lease)
     log.info(
         "Writing job model v%d of %s: counts %s -> %s, %d tasks.",
         model.version,
@@ -256,7 +260,7 @@ def before_submit(
     earlier: dict[str, Any] = {}
     launched: list[Any] = []
     if expansion_id:
-        results = records.require(store, expansion_id).results
+        results = records.begin(store, expansion_id, "submit").results
         earlier = dict(results.get("submit") or {})
         launched = list((results.get("standby") or {}).get("launches") or ())
     if earlier.get("detached") and is_running is not None and is_running(earlier):

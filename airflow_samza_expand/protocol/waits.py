@@ -123,6 +123,7 @@ def snapshot_poll(
     """
     record = records.require(store, expansion_id)
     if not record.barrier:
+        record = records.begin(store, expansion_id, "barrier_snapshot", fence=lease, record=record)
         waiting = _order_wait(
             admin, store, record, grace_ends, lease=lease, quiet_s=stale_quiet_s,
             deadline=deadline,
@@ -225,6 +226,7 @@ def barrier_poll(
     if not snapshot.done:
         return snapshot
     record: ExpansionRecord = snapshot.detail["record"]
+    record = records.begin(store, expansion_id, "barrier", fence=lease, record=record)
     barrier = {t: dict(ps) for t, ps in (record.barrier or {}).items()}
     status = barrier_status(admin, group, barrier)
     if not status.holds:
@@ -343,11 +345,20 @@ def standby_poll(store: CoordinatorStore, version: int) -> Poll:
 
 
 def ack_poll(
-    store: CoordinatorStore, version: int, min_processors: int = 1, *, accept_stopped: bool = False
+    store: CoordinatorStore,
+    version: int,
+    min_processors: int = 1,
+    *,
+    accept_stopped: bool = False,
+    expansion_id: str | None = None,
+    lease: Lease | None = None,
 ) -> Poll:
     """Done once `min_processors` live active processors heartbeat ``running`` job model
     `version` (a dead one never counts, nor a standby; with `accept_stopped`, a clean
-    ``stopped`` counts too: a run that ended; a ``failed`` one alone is a refusal)."""
+    ``stopped`` counts too: a run that ended; a ``failed`` one alone is a refusal). With
+    `expansion_id`, the first poll is the start of the expansion's ``ack`` step."""
+    if expansion_id:
+        records.begin(store, expansion_id, "ack", fence=lease)
     processors = store.processors()
     mine = {p: s for p, s in processors.items() if s.get("job_model_version") == version}
     running = acknowledging(processors, version)

@@ -255,7 +255,7 @@ class StreamJob:
 
     def _prepare(self) -> JobModel | None:
         """Open the store, warm up as a standby, wait for the lease; the model to run or None."""
-        from airflow_samza_expand.kafka.coordinator import open_store
+        from airflow_samza_expand.store import open_store
 
         args = self.args
         try:

@@ -7,7 +7,7 @@ Layout under `<root>/<job>/` (ids URL-quoted)::
     leases/<name>/<revision>.json      lease record revisions (created exclusively)
     control/stop.json                  the stop request (replaced atomically)
     processor/<id>.json                heartbeats (replaced atomically)
-    expansion/<id>.json                legacy untyped expansion documents (kafka.coordinator shim)
+    expansion/<id>.json                legacy untyped expansion documents (the UI reads them)
 
 A conditional update of revision r creates `<r+1>.json` exclusively (local: temp file +
 `os.link`, atomic and failing if the file exists; fsspec: mode "xb" where the backend has it),
@@ -259,7 +259,7 @@ class FileCoordinatorStore:
                 result[identifier(name)] = record
         return result
 
-    # -- legacy untyped expansion documents (kafka.coordinator shim; removed with it) ---------
+    # -- legacy untyped expansion documents (records older than typed ones; the UI reads them) -
 
     def put_expansion_doc(self, expansion_id: str, record: dict) -> None:
         value = encode_json("expansion record", record)

@@ -359,7 +359,7 @@ class KafkaCoordinatorStore:
             if self._io.topic_exists():
                 self._produce(key, None)
 
-    # -- legacy untyped expansion documents (kafka.coordinator shim; removed with it) ---------
+    # -- legacy untyped expansion documents (records older than typed ones; the UI reads them) -
 
     def put_expansion_doc(self, expansion_id: str, record: Mapping) -> None:
         value = encode_json("expansion record", record)

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.core.names import coordinator_topic
 from airflow_samza_expand.core.record import ExpansionRecord
 
 JOB_MODEL = "job-model"
@@ -28,19 +29,6 @@ PROCESSOR = "processor"
 STOP_KEY = "stop"
 PROCESSOR_STATES = frozenset({"starting", "standby", "running", "stopping", "stopped", "failed"})
 PROCESSOR_ROLES = frozenset({"active", "standby"})
-
-_LEGAL_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-
-
-def coordinator_topic(job_name: str) -> str:
-    """Samza's coordinator topic name of a job: `__samza_coordinator_<job>`."""
-    topic = f"__samza_coordinator_{job_name}"
-    if not job_name or set(job_name) - _LEGAL_TOPIC_CHARS or len(topic) > 249:
-        raise ValueError(
-            f"job name {job_name!r} cannot name a Kafka topic - use 1-229 characters "
-            "of a-z, A-Z, 0-9, '.', '_' and '-'"
-        )
-    return topic
 
 
 @runtime_checkable

@@ -16,7 +16,7 @@ import time
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
 from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
 log = logging.getLogger("init_job")
 

@@ -27,7 +27,7 @@ def test_partitioner_mismatch_fails_on_the_first_try(kafka_default, make_job) ->
 def test_corrupt_coordinator_record_fails_on_the_first_try(kafka_default, make_job) -> None:
     from confluent_kafka import Producer
 
-    from airflow_samza_expand.kafka.coordinator import coordinator_topic
+    from airflow_samza_expand.store import coordinator_topic
 
     job = make_job(kafka_default)
     produce_keyed(job.config, job.topic, KEYS)

@@ -21,6 +21,7 @@ CORE_MODULES = (
     "airflow_samza_expand.core.secrets",
     "airflow_samza_expand.core.validate",
     "airflow_samza_expand.core.render",
+    "airflow_samza_expand.core.names",
     "airflow_samza_expand.core.cli_plan",
     "airflow_samza_expand.kafka.partitioners",
 )

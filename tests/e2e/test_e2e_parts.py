@@ -1,55 +1,11 @@
-"""Fast checks of the e2e/demo parts: the detached launcher (real processes), the output
-verifier's rules, and the report's SVG and summary rendering."""
+"""Fast checks of the e2e/demo parts: the output verifier's rules and the report's summary
+rendering (the detached launcher's checks: tests/protocol/test_protocol_launch.py; the SVG's:
+tests/core/test_core_render.py)."""
 
 from __future__ import annotations
 
-import sys
-import time
-import xml.etree.ElementTree as ET
-
-from airflow_samza_expand.dags import detached
 from airflow_samza_expand.demo.verify import check_outputs
 from airflow_samza_expand.protocol.report import seconds_per_step
-
-
-def _wait(cond, timeout_s=20.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def test_detached_launch_returns_at_once_and_terminates_by_handle(tmp_path) -> None:
-    # The command runs until the test creates `release` (300 s at most): a launch that waited
-    # for the command would return only after it exited, and the checks below would fail.
-    release = tmp_path / "release"
-    waits = (
-        "import os, time; print('up', flush=True)\n"
-        f"for _ in range(3000):\n    if os.path.exists({str(release)!r}): break\n"
-        "    time.sleep(0.1)\n"
-    )
-    handle = detached.launch([sys.executable, "-c", waits], log_path=str(tmp_path / "job.log"))
-    assert not release.exists()
-    assert detached.exit_code(handle) is None  # returned while the command still runs
-    assert detached.is_running(handle)
-    assert handle["pgid"] == handle["supervisor_pid"]  # its own session: killpg ends it all
-    assert _wait(lambda: "up" in detached.tail(handle["log_path"]))
-    code = detached.terminate(handle, timeout_s=10)
-    assert _wait(lambda: not detached.is_running(handle))
-    assert code is None or code != 0
-
-
-def test_detached_launch_records_the_exit_code_of_a_failing_command(tmp_path) -> None:
-    handle = detached.launch(
-        [sys.executable, "-c", "import sys; print('bad input', file=sys.stderr); sys.exit(2)"],
-        log_path=str(tmp_path / "bad.log"),
-    )
-    assert _wait(lambda: detached.exit_code(handle) is not None)
-    assert detached.exit_code(handle) == 2
-    assert not detached.is_running(handle)
-    assert "bad input" in detached.tail(handle["log_path"])
 
 
 def test_verifier_flags_mismatch_violation_and_count_going_back() -> None:
@@ -66,22 +22,6 @@ def test_verifier_flags_mismatch_violation_and_count_going_back() -> None:
     assert problems
     ok = check_outputs({"a": [{"count": 3, "violations": 0}]}, {"a": 3})
     assert ok == ({}, {}, {}, [])
-
-
-def test_svg_diagram_is_well_formed_and_names_every_partition_and_task() -> None:
-    from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.core.plan import plan_expansion
-    from airflow_samza_expand.demo.report import render_svg
-
-    v1 = JobModel.initial("job", {"orders": 2})
-    v2 = plan_expansion(v1, None, {"orders": 4}).new_job_model
-    v3 = plan_expansion(v2, None, {"orders": 8}).new_job_model
-    svg = render_svg(v3)
-    root = ET.fromstring(svg)
-    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    assert all(f"partition {p}" in texts for p in range(8))
-    assert {"Partition 0", "Partition 1"} <= set(texts)
-    assert svg.count('stroke-dasharray="6,4"') == 6  # partitions 2..7 are new
 
 
 def test_seconds_per_step_from_expansion_record() -> None:

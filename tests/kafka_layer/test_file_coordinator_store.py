@@ -13,7 +13,8 @@ from airflow_samza_expand.core.errors import (
     CorruptCoordinatorRecordError,
     InvalidJobModelError,
 )
-from airflow_samza_expand.kafka.coordinator import FileCoordinatorStore, open_store
+from airflow_samza_expand.store import open_store
+from airflow_samza_expand.store.files import FileCoordinatorStore
 
 JOB = "orders-counter"
 
@@ -69,11 +70,11 @@ def test_rewrite_same_content_is_noop_other_content_conflicts(store):
 
 
 def test_records(store):
-    store.put_expansion("exp-1", {"status": "planned", "barrier": {"orders": {"0": 5}}})
-    store.put_expansion("exp-1", {"status": "expanded"})
-    store.put_expansion("a/b c", {"status": "odd id"})
-    assert store.get_expansion("exp-1") == {"status": "expanded"}
-    assert store.get_expansion("a/b c") == {"status": "odd id"}
+    store.put_expansion_doc("exp-1", {"status": "planned", "barrier": {"orders": {"0": 5}}})
+    store.put_expansion_doc("exp-1", {"status": "expanded"})
+    store.put_expansion_doc("a/b c", {"status": "odd id"})
+    assert store.get_expansion_doc("exp-1") == {"status": "expanded"}
+    assert store.get_expansion_doc("a/b c") == {"status": "odd id"}
     store.request_stop(3, "expansion exp-1")
     stop = store.stop_request()
     assert stop["version"] == 3 and stop["reason"] == "expansion exp-1" and stop["requested_at"]
@@ -91,10 +92,10 @@ def test_bad_records_change_nothing(store):
     with pytest.raises(ValueError, match="state"):
         store.heartbeat("p", 1, "dancing")
     with pytest.raises(ValueError, match="JSON-serialisable"):
-        store.put_expansion("e", {"when": object()})
+        store.put_expansion_doc("e", {"when": object()})
     with pytest.raises(ValueError, match="version"):
         store.request_stop(0, "x")
-    assert store.processors() == {} and store.get_expansion("e") is None
+    assert store.processors() == {} and store.get_expansion_doc("e") is None
     assert store.stop_request() is None
 
 

@@ -72,7 +72,7 @@ def test_redact_masks_secrets_only():
 
 def test_admin_and_store_reprs_hide_secrets():
     from airflow_samza_expand.kafka.admin import KafkaAdmin
-    from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
     config = client_config("127.0.0.1:9", **{"sasl.username": "alice", "sasl.password": "pw2"})
     for thing in (KafkaAdmin(config), KafkaCoordinatorStore(config, "job")):

@@ -16,12 +16,9 @@ from airflow_samza_expand.core.errors import (
 )
 from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
 from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.coordinator import (
-    KafkaCoordinatorStore,
-    coordinator_topic,
-    encode_key,
-    open_store,
-)
+from airflow_samza_expand.store import coordinator_topic, open_store
+from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store.kafka_log import encode_key
 
 
 @pytest.fixture
@@ -94,15 +91,18 @@ def test_version_rules_and_idempotent_rewrite(job, stores):
 
 def test_expansion_control_and_processor_records(job, stores):
     store = stores()
-    store.put_expansion("exp-1", {"status": "planned"})
-    store.put_expansion("exp-1", {"status": "expanded", "barrier": {"orders": {"0": 7}}})
+    store.put_expansion_doc("exp-1", {"status": "planned"})
+    store.put_expansion_doc("exp-1", {"status": "expanded", "barrier": {"orders": {"0": 7}}})
     store.request_stop(4, "expansion exp-1")
     store.heartbeat("proc-a", 4, "running")
     store.heartbeat("proc-b", 4, "stopping")
     store.heartbeat("proc-a", 4, "stopped")
     reader = stores()
-    assert reader.get_expansion("exp-1") == {"status": "expanded", "barrier": {"orders": {"0": 7}}}
-    assert reader.get_expansion("exp-2") is None
+    assert reader.get_expansion_doc("exp-1") == {
+        "status": "expanded",
+        "barrier": {"orders": {"0": 7}},
+    }
+    assert reader.get_expansion_doc("exp-2") is None
     assert reader.stop_request()["version"] == 4
     assert {k: v["state"] for k, v in reader.processors().items()} == {
         "proc-a": "stopped",

@@ -9,7 +9,7 @@ from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
 from airflow_samza_expand.kafka.barrier import barrier_status, snapshot_barrier
 from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
 
 @pytest.fixture

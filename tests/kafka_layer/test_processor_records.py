@@ -6,7 +6,8 @@ import pytest
 
 from airflow_samza_expand.core.liveness import dead_processors, is_alive
 from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.coordinator import FileCoordinatorStore, KafkaCoordinatorStore
+from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 from airflow_samza_expand.testing.liveness import heartbeat_dead
 
 

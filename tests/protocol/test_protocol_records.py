@@ -26,7 +26,8 @@ def test_protocol_imports_no_airflow():
     probe = (
         "import sys, airflow_samza_expand.protocol.plan, airflow_samza_expand.protocol.expand, "
         "airflow_samza_expand.protocol.waits, airflow_samza_expand.protocol.restart, "
-        "airflow_samza_expand.protocol.report, airflow_samza_expand.protocol.secrets\n"
+        "airflow_samza_expand.protocol.report, airflow_samza_expand.protocol.secrets, "
+        "airflow_samza_expand.protocol.launch\n"
         "print(sorted(m for m in sys.modules if m == 'airflow' or m.startswith('airflow.')))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
@@ -156,3 +157,49 @@ def test_a_topic_named_like_a_secret_is_no_secret(kafka_bootstrap, unique_topic,
         record = store.get_expansion(planned.expansion_id)
         assert record.plan["counts_before"] == {topic: 2}
         assert record.barrier == {topic: {0: 0, 1: 0}}
+
+
+def test_a_completed_expansion_has_a_start_and_an_end_for_every_step(job):
+    """Each step's first call records its start (`records.begin`), its last its end: the UI's
+    expansion table shows start, end and duration of every step of a completed expansion."""
+    from airflow_samza_expand.protocol import restart, waits
+
+    name, topic, store, admin, _ = job
+    holder = cli_holder()
+    planned = plan(
+        store, admin, PlanRequest(job_name=name, topics=(topic,), check_partitioner=False), holder
+    )
+    eid = planned.expansion_id
+    lease = take(store, holder)
+    expand(admin, store, ExpandRequest(topic=topic, target=4), expansion_id=eid, lease=lease)
+    barrier = waits.barrier_poll(
+        admin, store, expansion_id=eid, group=name, grace_ends=0.0, lease=lease,
+        stale_quiet_s=0.0,
+    )  # fmt: skip
+    assert barrier.done, barrier.message
+    stop = restart.request_stop(store, "test", expansion_id=eid)
+    assert not stop.requested  # no processor runs: nothing to stop
+    restart.record_stopped(store, eid, {"requested": False}, lease)
+    written = restart.write_job_model(admin, store, holder, expansion_id=eid, lease=lease)
+    assert written["version"] == 2
+    assert restart.before_submit(store, eid, continuous=True).launch
+    restart.record_step(store, eid, "submit", restart.S.SUBMITTED, {"pid": 1}, lease)
+    assert not waits.ack_poll(store, 2, expansion_id=eid, lease=lease).done
+    store.heartbeat("proc-1", 2, "running", role="active", ttl_s=30)
+    ack = waits.ack_poll(store, 2, expansion_id=eid, lease=lease)
+    assert ack.done, ack.message
+    restart.record_step(store, eid, "ack", None, ack.result, lease)
+    records.begin(store, eid, "report", fence=lease)
+    restart.complete(store, eid, {"seconds_per_step": {}}, lease)
+
+    record = store.get_expansion(eid)
+    assert record.status == "completed"
+    steps = ("plan", "expand", "barrier_snapshot", "barrier", "stop", "write", "submit", "ack")
+    assert set(record.steps) == {*steps, "report"}
+    for step, times in record.steps.items():
+        assert times.started_at and times.ended_at, (step, times)
+        assert times.started_at <= times.ended_at, (step, times)
+    # a rerun of a step keeps the start of its first call
+    before = record.steps["expand"]
+    expand(admin, store, ExpandRequest(topic=topic, target=4), expansion_id=eid, lease=lease)
+    assert store.get_expansion(eid).steps["expand"].started_at == before.started_at

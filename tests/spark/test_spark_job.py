@@ -25,9 +25,9 @@ from airflow_samza_expand.core.model import (
     mapping_from_groups,
 )
 from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.kafka.coordinator import open_store
 from airflow_samza_expand.spark.job import main
 from airflow_samza_expand.spark.state import TASK_SET_FILE
+from airflow_samza_expand.store import open_store
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 

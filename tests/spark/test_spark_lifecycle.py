@@ -9,8 +9,8 @@ import pytest
 
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.coordinator import FileCoordinatorStore
 from airflow_samza_expand.spark.lifecycle import LeaseLostError, Lifecycle
+from airflow_samza_expand.store.files import FileCoordinatorStore
 from airflow_samza_expand.testing.liveness import heartbeat_dead
 
 pytestmark = [pytest.mark.kafka]

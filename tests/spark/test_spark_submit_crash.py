@@ -14,8 +14,8 @@ from spark_helpers import committed, create_topic, produce_sequenced, read_lates
 
 import airflow_samza_expand.spark.job as job_module
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.coordinator import open_store
 from airflow_samza_expand.spark.job import main
+from airflow_samza_expand.store import open_store
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 

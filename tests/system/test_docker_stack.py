@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.coordinator import KafkaCoordinatorStore
+from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "docker"

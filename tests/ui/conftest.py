@@ -5,7 +5,7 @@ free port and stopped by its pid (process group) at the end of the session.
 The expansion is written by the public operators run as a DAG with ``dag.test()``
 (plan -> expand -> barrier -> stop -> write -> report), not by Spark: the job's part is played
 by the test (it commits the consumer group's offsets, heartbeats as processors, and a stand-in
-``python`` process launched with ``dags.detached.launch`` writes the restarted job's log, whose
+``python`` process launched with ``protocol.launch.launch`` writes the restarted job's log, whose
 handle is recorded in the expansion record as the submit step records it).
 """
 
@@ -73,8 +73,8 @@ def expanded_job(ui_kafka: dict[str, str], tmp_path_factory: pytest.TempPathFact
     from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
     from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
     from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.dags import detached
     from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.protocol import launch as detached
     from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
     suffix = uuid.uuid4().hex[:8]

@@ -16,7 +16,7 @@ from airflow_samza_expand.airflow.shell import (
     holder_of,
     protocol_outcomes,
 )
-from airflow_samza_expand.protocol import order, restart
+from airflow_samza_expand.protocol import order, records, restart
 from airflow_samza_expand.protocol.ownership import give_up, take
 from airflow_samza_expand.protocol.report import build_summary, render_summary
 
@@ -87,6 +87,8 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
                 record = (
                     None if xcoms["plan"].get("dry_run") else store.get_expansion(self.expansion_id)
                 )
+                if not dry_run and record is not None:  # the report step starts
+                    record = records.begin(store, self.expansion_id, "report", record=record)
                 history = [m.version for m in store.job_model_history()]
                 summary = build_summary(
                     record, xcoms, run_mode=self.run_mode, history=history, dry_run=dry_run

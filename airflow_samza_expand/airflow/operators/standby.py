@@ -10,8 +10,8 @@ from airflow_samza_expand.airflow import lineage
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
 from airflow_samza_expand.airflow.shell import KafkaClients, holder_of, protocol_outcomes
-from airflow_samza_expand.dags import detached
 from airflow_samza_expand.protocol import handover
+from airflow_samza_expand.protocol import launch as detached
 from airflow_samza_expand.protocol.ownership import take
 
 

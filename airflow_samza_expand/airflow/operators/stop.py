@@ -77,6 +77,8 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
     def _stop(self, context: Any) -> dict[str, Any]:
         store = self.store
         lease = take(store, holder_of(context)) if self.expansion_id else None
+        if self.expansion_id:  # the stop step starts here, before a wait for a warm standby
+            records.begin(store, self.expansion_id, "stop", fence=lease)
         standby_waited = self._wait_for_warm_standby(store)
         decision = restart.request_stop(store, self.reason, expansion_id=self.expansion_id)
         self.log.info("%s.", decision.message)

@@ -5,7 +5,7 @@ built on the provider's public API (``SparkSubmitHook(...)`` and ``hook.submit(.
 * ``continuous`` on a cluster deploy mode: ``spark.{yarn,kubernetes,standalone}.submit.
   waitAppCompletion=false``, so spark-submit returns once the application is accepted.
 * ``continuous`` on a local master (or client deploy mode): ``hook.submit`` runs spark-submit
-  through the detached launcher (``dags.detached``, as the ``executable`` of the Popen the
+  through the detached launcher (``protocol.launch``, as the ``executable`` of the Popen the
   hook starts), which returns once the job runs; the task returns its handle.
 
 With ``job_name`` and ``expansion_id`` it keeps the expansion's books: no second launch of a
@@ -41,7 +41,7 @@ from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.order import with_order_check
 from airflow_samza_expand.airflow.shell import KafkaClients, holder_of, protocol_outcomes
 from airflow_samza_expand.core.secrets import is_secret_key
-from airflow_samza_expand.dags import detached
+from airflow_samza_expand.protocol import launch as detached
 from airflow_samza_expand.protocol import restart
 from airflow_samza_expand.protocol.ownership import take
 from airflow_samza_expand.protocol.secrets import redact_conf, redact_doc, secret_values

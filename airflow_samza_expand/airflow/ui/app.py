@@ -111,7 +111,7 @@ def check_versions(snap: data.JobSnapshot, *versions: int) -> None:
 
 
 def _svg(model: Any) -> str:
-    from airflow_samza_expand.demo.report import render_svg
+    from airflow_samza_expand.core.render import render_svg
 
     return render_svg(model)
 

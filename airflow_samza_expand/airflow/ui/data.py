@@ -367,7 +367,7 @@ def _barrier(snapshot: JobSnapshot, admin: Any, group: str) -> None:
 
 def _log(snapshot: JobSnapshot, settings: UiSettings) -> LogTail | None:
     """Tail of the log the newest detached launch wrote, if it is under an allowed directory."""
-    from airflow_samza_expand.dags.detached import tail
+    from airflow_samza_expand.protocol.launch import tail
 
     path = next((e.log_path for e in snapshot.expansions if e.log_path), None)
     if not path:

@@ -1,9 +1,12 @@
 """Detached launch of a long-running command (a streaming ``spark-submit`` on a local master).
 
+No Airflow import: the submit and standby operators, the UI (a launch's log tail), the demo and
+the tests use it alike.
+
 Nothing waits for the command: the caller gets a handle (pid, process group, log path, state
 file) and returns at once, so no Airflow worker slot is held while the stream job runs.
 
-``launch(cmd, log_path=...)`` runs ``python -m airflow_samza_expand.dags.detached`` as a short
+``launch(cmd, log_path=...)`` runs ``python -m airflow_samza_expand.protocol.launch`` as a short
 *launcher*, which starts a *supervisor* in a new session and exits once the supervisor has
 started the command. The supervisor owns the command (its child, same process group), writes its
 pid to the state file, reaps it and records its exit code - so the caller can tell "still
@@ -25,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 STATE_SUFFIX = ".state.json"
+_MODULE = "airflow_samza_expand.protocol.launch"  # run with -m as launcher and supervisor
 
 
 def _now() -> str:
@@ -58,7 +62,7 @@ def launcher_args(
     state_path = log_path + STATE_SUFFIX
     if os.path.exists(state_path):
         os.unlink(state_path)
-    args = [sys.executable, "-m", "airflow_samza_expand.dags.detached", "--state", state_path]
+    args = [sys.executable, "-m", _MODULE, "--state", state_path]
     args += ["--log", log_path, "--timeout", str(timeout_s)]
     for key in secret_keys:
         args += ["--secret-key", key]
@@ -198,7 +202,7 @@ def _shown(cmd: Sequence[str], secret_keys: Sequence[str]) -> list[str]:
 
 def _launch(args: argparse.Namespace) -> int:
     supervisor = subprocess.Popen(
-        [sys.executable, "-m", __spec__.name if __spec__ else "airflow_samza_expand.dags.detached"]
+        [sys.executable, "-m", __spec__.name if __spec__ else _MODULE]
         + ["--supervise", "--state", args.state, "--log", args.log]
         + [arg for key in args.secret_key for arg in ("--secret-key", key)]
         + ["--", *args.cmd],
@@ -222,7 +226,7 @@ def _launch(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m airflow_samza_expand.dags.detached")
+    parser = argparse.ArgumentParser(prog=f"python -m {_MODULE}")
     parser.add_argument("--state", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--timeout", type=float, default=60.0)
