@@ -159,7 +159,31 @@ def test_a_topic_named_like_a_secret_is_no_secret(kafka_bootstrap, unique_topic,
         assert record.barrier == {topic: {0: 0, 1: 0}}
 
 
-def test_a_completed_expansion_has_a_start_and_an_end_for_every_step(job):
+def _ui_shows_every_step_timed(store, record, tmp_path) -> None:
+    """The job page's expansion table (a file store holding the same models and record): a
+    start, an end and a duration in every step's row."""
+    import re
+
+    from airflow_samza_expand.airflow.ui.data import read_job
+    from airflow_samza_expand.airflow.ui.html import job_page
+    from airflow_samza_expand.airflow.ui.settings import UiSettings
+    from airflow_samza_expand.store.files import FileCoordinatorStore
+
+    files = FileCoordinatorStore(str(tmp_path / "ui"), store.job_name)
+    for model in store.job_model_history():
+        files.write_job_model(model)
+    files.put_expansion(record, expected_revision=0)
+    page = job_page(read_job(UiSettings(coordinator=str(tmp_path / "ui"), discover=False),
+                             store.job_name), "/samza-expand", "")  # fmt: skip
+    for step in record.steps:
+        row = re.search(rf"<tr><td>{step}</td>(.*?)</tr>", page)
+        assert row is not None, step
+        cells = re.findall(r"<td>(.*?)</td>", row.group(1))
+        assert len(cells) == 3 and "-" not in (cells[0], cells[1]), (step, cells)
+        assert re.search(r"\d+(\.\d+)? s", cells[2]), (step, cells)
+
+
+def test_a_completed_expansion_has_a_start_and_an_end_for_every_step(job, tmp_path):
     """Each step's first call records its start (`records.begin`), its last its end: the UI's
     expansion table shows start, end and duration of every step of a completed expansion."""
     from airflow_samza_expand.protocol import restart, waits
@@ -199,6 +223,7 @@ def test_a_completed_expansion_has_a_start_and_an_end_for_every_step(job):
     for step, times in record.steps.items():
         assert times.started_at and times.ended_at, (step, times)
         assert times.started_at <= times.ended_at, (step, times)
+    _ui_shows_every_step_timed(store, record, tmp_path)
     # a rerun of a step keeps the start of its first call
     before = record.steps["expand"]
     expand(admin, store, ExpandRequest(topic=topic, target=4), expansion_id=eid, lease=lease)
