@@ -197,15 +197,16 @@ def test_an_expansion_dag_run_emits_the_datasets_and_facets(
     model = write["outputs"][0]["facets"][lineage.JOB_MODEL_FACET]
     assert (model["version"], model["partitionCounts"]) == (2, {j.topic: 4})
 
-    # the restart is a handover (DESIGN 1.7): submit_standby launches the job, submit adopts it
+    # no job runs before the expansion: the plan chooses the cold restart (rule 1.8), so
+    # submit_standby launches nothing and submit launches the job (its lineage parent)
     for task_id in ("submit_standby", "submit"):
         inputs = complete[f"{dag_id}.{task_id}"]["inputs"]
         assert [(d["namespace"], d["name"]) for d in inputs] == [(namespace, j.topic)], task_id
     (argv,) = _launches(fake_spark)
     conf = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--conf")
     assert conf["spark.openlineage.parentJobNamespace"] == "samza-expand-test"
-    assert conf["spark.openlineage.parentJobName"] == f"{dag_id}.submit_standby"
-    launcher = complete[f"{dag_id}.submit_standby"]["run"]["runId"]
+    assert conf["spark.openlineage.parentJobName"] == f"{dag_id}.submit"
+    launcher = complete[f"{dag_id}.submit"]["run"]["runId"]
     assert conf["spark.openlineage.parentRunId"] == launcher
     assert conf["spark.openlineage.rootParentJobName"] == dag_id
 
