@@ -57,6 +57,8 @@ def running_view(snapshot: JobSnapshot, now: datetime | None = None) -> dict[str
             "ends_at": expansion.grace_ends_at,
             "left_s": max(0.0, round((ends - now).total_seconds(), 1)) if ends else None,
         }
+    if grace and step == "barrier_snapshot":  # the snapshot step's first wait is the grace
+        doing = "waiting out the producer refresh grace, then the snapshot"
     lag = {(r.topic, r.partition): r for r in snapshot.barrier_rows}
     mine = snapshot.barrier_of == expansion.expansion_id
     barrier = [
