@@ -262,11 +262,13 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expan
         browser.evaluate("window.watching = 'this document'")  # gone if the page reloads
 
         highs = admin.high_watermarks({topic: [0, 1]})[topic]
+        snapped = record.advance(S.BARRIER_SNAPSHOT, barrier={topic: dict(highs)}).with_step(
+            "barrier_snapshot",
+            started_at=record.steps["barrier_snapshot"].started_at,
+            ended_at=now_iso(),
+        )
         record = store.put_expansion(
-            record.advance(S.BARRIER_SNAPSHOT, barrier={topic: dict(highs)}).with_step(
-                "barrier", started_at=now_iso()
-            ),
-            expected_revision=record.revision,
+            snapped.with_step("barrier", started_at=now_iso()), expected_revision=record.revision
         )
         lags = []
         for behind in (9, 4, 0):  # 2. the barrier drains: the job commits towards it
@@ -304,6 +306,7 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expan
         text = wait_for(
             lambda: _section(browser, "SparkSession ready, waiting for the lease"), 20, "the log"
         )
+        assert "Step write_job_model (writing the new job model)" in text
         assert "Launched by step standby" in text and "(pid 4242)" in text
         assert "processor-v2 (standby): starting - warming up" in text
         assert browser.evaluate("window.watching") == "this document"
