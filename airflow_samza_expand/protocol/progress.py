@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from airflow_samza_expand.core.clock import now_iso, parse_iso, to_iso
 from airflow_samza_expand.core.lease import Lease
-from airflow_samza_expand.core.record import ExpansionRecord
+from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.protocol import records
 from airflow_samza_expand.store import CoordinatorStore
 
@@ -58,11 +58,14 @@ def note_lag(
     fence: Lease | None = None,
 ) -> None:
     """Append one barrier lag sample ``{at, total, partitions: {"topic[p]": lag}}`` to
-    ``results["barrier_lag"]``, keeping the newest `LAG_SAMPLES`."""
+    ``results["barrier_lag"]``, keeping the newest `LAG_SAMPLES`; only while the record waits at
+    its barrier (``barrier-snapshot``), so a rerun of a passed barrier writes nothing."""
     parts = {f"{t}[{p}]": int(n) for t, ps in sorted(lag.items()) for p, n in sorted(ps.items())}
     sample = {"at": now_iso(), "total": sum(parts.values()), "partitions": parts}
 
-    def add(current: ExpansionRecord) -> ExpansionRecord:
+    def add(current: ExpansionRecord) -> ExpansionRecord | None:
+        if current.status != ExpansionStatus.BARRIER_SNAPSHOT:
+            return None  # a rerun after the barrier passed (or failed) writes nothing
         earlier = list(current.results.get(BARRIER_LAG) or ())
         return current.with_result(BARRIER_LAG, [*earlier, sample][-LAG_SAMPLES:])
 

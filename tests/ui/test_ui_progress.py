@@ -17,6 +17,7 @@ from airflow_samza_expand.airflow.ui.html import job_page
 from airflow_samza_expand.airflow.ui.settings import UiSettings
 from airflow_samza_expand.airflow.ui.views import snapshot_json
 from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.core.record import ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.protocol import progress, waits
@@ -111,8 +112,30 @@ def test_the_barrier_lag_per_partition_is_recorded_and_charted_as_it_falls(expan
 
 def test_the_lag_history_keeps_the_newest_samples(expanded):
     _, topic, store, _, _, eid, lease = expanded
+    store.put_expansion(  # waiting at its barrier
+        store.get_expansion(eid).advance(ExpansionStatus.BARRIER_SNAPSHOT, barrier={topic: {0: 9}}),
+        expected_revision=store.get_expansion(eid).revision,
+    )
     for n in range(progress.LAG_SAMPLES + 5):
         progress.note_lag(store, eid, {topic: {0: n}}, fence=lease)
     samples = store.get_expansion(eid).results["barrier_lag"]
     assert len(samples) == progress.LAG_SAMPLES
     assert samples[-1]["total"] == progress.LAG_SAMPLES + 4 and samples[0]["total"] == 5
+
+
+def test_a_rerun_of_a_passed_barrier_writes_no_lag_sample(expanded):
+    name, topic, store, admin, config, eid, lease = expanded
+    highs = admin.high_watermarks({topic: [0, 1]})[topic]
+    commit_offsets(config, name, topic, dict(highs))
+    poll = waits.barrier_poll(
+        admin, store, expansion_id=eid, group=name, grace_ends=0.0, lease=lease,
+        stale_quiet_s=0.0,
+    )  # fmt: skip
+    assert poll.done, poll.message
+    record = store.get_expansion(eid)
+    assert [s["total"] for s in record.results["barrier_lag"]] == [0]
+    again = waits.barrier_poll(
+        admin, store, expansion_id=eid, group=name, grace_ends=0.0, lease=lease,
+        stale_quiet_s=0.0,
+    )  # fmt: skip
+    assert again.done and store.get_expansion(eid).revision == record.revision
