@@ -27,7 +27,7 @@ from airflow_samza_expand.core.order import DEFAULT_STALE_QUIET_S
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import barrier_status, barrier_to_dict, snapshot_barrier
-from airflow_samza_expand.protocol import order, records
+from airflow_samza_expand.protocol import order, progress, records
 from airflow_samza_expand.store import CoordinatorStore
 
 DEFAULT_PRODUCER_REFRESH_GRACE_S = 300.0
@@ -123,7 +123,7 @@ def snapshot_poll(
     """
     record = records.require(store, expansion_id)
     if not record.barrier:
-        record = records.begin(store, expansion_id, "barrier_snapshot", fence=lease, record=record)
+        record = progress.begin_barrier(store, expansion_id, grace_ends, fence=lease, record=record)
         waiting = _order_wait(
             admin, store, record, grace_ends, lease=lease, quiet_s=stale_quiet_s,
             deadline=deadline,
@@ -229,6 +229,7 @@ def barrier_poll(
     record = records.begin(store, expansion_id, "barrier", fence=lease, record=record)
     barrier = {t: dict(ps) for t, ps in (record.barrier or {}).items()}
     status = barrier_status(admin, group, barrier)
+    progress.note_lag(store, expansion_id, status.lag, fence=lease)  # the UI's lag trend
     if not status.holds:
         return Poll(
             False,

@@ -7,8 +7,10 @@ Screenshots go to the session's ``ui-screenshots`` directory under pytest's base
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -208,7 +210,13 @@ def _running_text(browser, api_server, job: str) -> str:
     return browser.text()
 
 
-def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output):
+def _section(browser, needle: str) -> str:
+    """The running section's text when it holds `needle` (read in place, no navigation)."""
+    text = browser.evaluate("(document.getElementById('running') || {}).innerText || ''") or ""
+    return text if needle in text else ""
+
+
+def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expanded_job):
     """An expansion written step by step with the typed store API while the browser watches:
     the grace, the barrier draining (lag falls), then completed with its lease released."""
     from kafka_helpers import commit_offsets, produce_keyed
@@ -219,6 +227,7 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output):
     from airflow_samza_expand.core.plan import plan_expansion
     from airflow_samza_expand.core.record import ExpansionStatus as S
     from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.protocol import progress
     from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
     suffix = uuid.uuid4().hex[:8]
@@ -242,24 +251,40 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output):
         text = _running_text(browser, api_server, job)  # 1. the producer refresh grace
         assert f"Expansion under way: {record.expansion_id}" in text
         assert "Step producer_refresh_grace" in text and "Producer refresh grace: running" in text
+        record = progress.begin_barrier(  # the barrier step's first poll records the grace
+            store, record.expansion_id, time.time() + 120, fence=lease
+        )
+        text = _running_text(browser, api_server, job)
+        assert "Step barrier_snapshot (waiting out the producer refresh grace" in text
+        left = int(text.split("Producer refresh grace: ")[1].split(" s left of 1")[0])
+        assert 100 < left <= 120, text
         browser.screenshot(ui_output / "running-grace.png")
+        browser.evaluate("window.watching = 'this document'")  # gone if the page reloads
 
         highs = admin.high_watermarks({topic: [0, 1]})[topic]
+        snapped = record.advance(S.BARRIER_SNAPSHOT, barrier={topic: dict(highs)}).with_step(
+            "barrier_snapshot",
+            started_at=record.steps["barrier_snapshot"].started_at,
+            ended_at=now_iso(),
+        )
         record = store.put_expansion(
-            record.advance(S.BARRIER_SNAPSHOT, barrier={topic: dict(highs)}).with_step(
-                "barrier", started_at=now_iso()
-            ),
-            expected_revision=record.revision,
+            snapped.with_step("barrier", started_at=now_iso()), expected_revision=record.revision
         )
         lags = []
         for behind in (9, 4, 0):  # 2. the barrier drains: the job commits towards it
             commit_offsets(ui_kafka, job, topic, {0: highs[0], 1: highs[1] - behind})
-            text = _running_text(browser, api_server, job)
+            progress.note_lag(store, record.expansion_id, {topic: {0: 0, 1: behind}}, fence=lease)
+            row = f"{topic} 1\t{highs[1]}\t{highs[1] - behind}\t{behind}"
+            text = wait_for(lambda row=row: _section(browser, row), 20, f"lag {behind} shown")
             assert "Step barrier (running)" in text
             lags.append(int(text.split(f"{topic} 1\t{highs[1]}\t")[1].split("\t")[1].split()[0]))
             if behind == 4:
                 browser.screenshot(ui_output / "running-barrier.png")
         assert lags == [9, 4, 0]
+        assert browser.evaluate("window.watching") == "this document"  # updated, not reloaded
+        chart = "document.querySelectorAll('#running svg.lag polyline').length"
+        assert browser.evaluate(chart) == 3  # the lag chart: total and both old partitions
+        record = store.get_expansion(record.expansion_id)
 
         for step, status in (("barrier", S.BARRIER_PASSED), ("stop", S.JOB_STOPPED)):
             stamp = record.steps[step].started_at if step in record.steps else now_iso()
@@ -268,6 +293,24 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output):
                 expected_revision=record.revision,
             )
         store.heartbeat("processor-v1", 1, "stopped", ttl_s=30, uncovered={topic: [2, 3]})
+        log = Path(expanded_job.log_dir) / f"standby-{suffix}.log"  # 3. the standby warms up
+        log.write_text("standby: JVM up\nstandby: SparkSession ready, waiting for the lease\n")
+        launch = {"pid": 4242, "log_path": str(log), "started_at": now_iso()}
+        record = store.put_expansion(
+            record.with_step("standby", started_at=now_iso(), ended_at=now_iso()).with_result(
+                "standby", {"launches": [launch]}
+            ),
+            expected_revision=record.revision,
+        )
+        store.heartbeat("processor-v2", 2, "starting", role="standby", ttl_s=30)
+        text = wait_for(
+            lambda: _section(browser, "SparkSession ready, waiting for the lease"), 20, "the log"
+        )
+        assert "Step write_job_model (writing the new job model)" in text
+        assert "Launched by step standby" in text and "(pid 4242)" in text
+        assert "processor-v2 (standby): starting - warming up" in text
+        assert browser.evaluate("window.watching") == "this document"
+        browser.screenshot(ui_output / "running-standby.png")
         store.write_job_model(plan_expansion(v1, {topic: 2}, {topic: 4}).new_job_model)
         for step, status in (
             ("write", S.JOB_MODEL_WRITTEN),
@@ -281,8 +324,14 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output):
             )
         store.heartbeat("processor-v2", 2, "running", ttl_s=30)
         store.release_lease(lease)
+    wait_for(  # once done, the script reloads the page for the completed state
+        lambda: "completed" in browser.text() and "Expansion under way" not in browser.text(),
+        20,
+        "the page to show the completed expansion",
+    )
+    assert browser.evaluate("window.watching") is None
 
-    text = _running_text(browser, api_server, job)  # 3. completed
+    text = _running_text(browser, api_server, job)  # 4. completed
     assert "Expansion under way" not in text and "completed" in text
     for step in ("plan", "expand", "barrier", "stop", "write", "submit", "ack"):
         row = next(line for line in text.splitlines() if line.startswith(f"{step}\t"))

@@ -72,3 +72,39 @@ def test_an_expansion_under_way_shows_its_step_grace_and_barrier(tmp_path):
     page, doc = _read(tmp_path)  # completed
     assert doc["running"] is None
     assert "Expansion under way" not in page and "http-equiv='refresh'" not in page
+
+
+def test_the_standby_warming_up_and_the_current_launchs_log_show_while_it_runs(tmp_path):
+    """Under a warm handover the standby step launched the new version: the running section
+    names the launch, the standby's warm-up and the tail of that launch's log."""
+    store = FileCoordinatorStore(str(tmp_path / "store"), JOB)
+    v1 = store.write_job_model(JobModel.initial(JOB, {"orders": 2}))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "standby-v2.log"
+    log.write_text("".join(f"line {i}\n" for i in range(100)) + "SparkSession ready\n")
+    launch = {"pid": 4242, "log_path": str(log), "started_at": now_iso()}
+    record = planned_record(v1, {"orders": 4})
+    for status in (S.EXPANDED, S.BARRIER_SNAPSHOT, S.BARRIER_PASSED):
+        record = record.advance(status)
+    record = record.with_step("standby", started_at=now_iso(), ended_at=now_iso()).with_result(
+        "standby", {"launches": [launch]}
+    )
+    store.put_expansion(record, expected_revision=0)
+    store.heartbeat("v2-standby", 2, "starting", role="standby", ttl_s=30)
+    snap = read_job(
+        UiSettings(coordinator=str(tmp_path / "store"), discover=False, log_dirs=(str(logs),)), JOB
+    )
+    page = job_page(snap, "/samza-expand", "")
+    doc = json.loads(json.dumps(snapshot_json(snap)))
+    running = doc["running"]
+    assert [(x["step"], x["pid"], x["log_path"]) for x in running["launches"]] == [
+        ("standby", 4242, str(log))
+    ]
+    assert running["log"]["path"] == str(log)
+    assert running["log"]["tail"].splitlines()[-1] == "SparkSession ready"
+    assert len(running["log"]["tail"].splitlines()) == 20  # the newest lines only
+    section = page.split("<section id='running'")[1].split("</section>")[0]
+    assert "Launched by step <b>standby</b>" in section and "(pid 4242)" in section
+    assert "v2-standby (standby): starting - warming up" in section
+    assert "line 99\nSparkSession ready</pre>" in section and "line 79\n" not in section

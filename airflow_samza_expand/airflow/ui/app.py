@@ -27,7 +27,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from airflow_samza_expand.airflow.ui import data, html, pages, views
+from airflow_samza_expand.airflow.ui import data, html, pages, running_html, views
 from airflow_samza_expand.airflow.ui.settings import load_settings
 
 log = logging.getLogger(__name__)
@@ -173,6 +173,11 @@ def create_app() -> FastAPI:
         snap = _snapshot(job)
         svg = _svg(snap.latest) if snap.latest is not None else ""
         return html.job_page(snap, _root(request), svg)
+
+    @app.get("/jobs/{job}/running", response_class=HTMLResponse, include_in_schema=False)
+    def running_fragment(job: str) -> str:
+        """The job page's "Expansion under way" section alone ("" once none runs)."""
+        return running_html.running_fragment(_snapshot(job))
 
     @app.get("/jobs/{job}/diff", response_class=HTMLResponse, include_in_schema=False)
     def diff_page(request: Request, job: str, a: int, b: int) -> str:

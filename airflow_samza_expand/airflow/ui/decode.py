@@ -64,17 +64,23 @@ def _step(name: str, start: Any, end: Any) -> Step:
 def current_log_path(results: Mapping[str, Any]) -> str | None:
     """The log of the current launch: the newest (``started_at``) detached launch recorded by
     the launch steps (submit; under a warm handover the standby step's ``launches``)."""
+    handles = launches(results)
+    return str(handles[-1]["log_path"]) if handles else None
+
+
+def launches(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The detached launches the launch steps recorded (with their ``step``), oldest first."""
     from airflow_samza_expand.protocol.handover import LAUNCH_STEPS
 
     handles = []
     for step in LAUNCH_STEPS:
         result = results.get(step)
         if isinstance(result, Mapping):
-            handles += [h for h in [result, *(result.get("launches") or ())] if _logged(h)]
-    if not handles:
-        return None
+            handles += [
+                {**h, "step": step} for h in [result, *(result.get("launches") or ())] if _logged(h)
+            ]
     oldest = datetime.min.replace(tzinfo=UTC)
-    return str(max(handles, key=lambda h: parse_time(h.get("started_at")) or oldest)["log_path"])
+    return sorted(handles, key=lambda h: parse_time(h.get("started_at")) or oldest)
 
 
 def _logged(handle: Any) -> bool:
@@ -154,4 +160,19 @@ def _typed_expansion(record: Any) -> Expansion:
         log_path=current_log_path(record.results),
         plan=plan,
         grace_started_at=_grace_start(record),
+        **_progress(record.results),
     )
+
+
+def _progress(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The grace length and end, the barrier lag samples and the launches of an expansion under
+    way (`protocol.progress`, the launch steps), as `Expansion` fields."""
+    grace = results.get("grace")
+    grace = grace if isinstance(grace, Mapping) else {}
+    samples = results.get("barrier_lag")
+    return {
+        "grace_s": grace.get("grace_s"),
+        "grace_ends_at": grace.get("ends_at"),
+        "lag_history": tuple(s for s in samples or () if isinstance(s, Mapping)),
+        "launches": tuple(launches(results)),
+    }

@@ -1,77 +1,24 @@
-"""Server-rendered HTML of the plugin's pages (no JavaScript, no external assets).
+"""Server-rendered HTML of the plugin's pages (no external assets; the one script, inline,
+updates a running expansion's section: `running_html`).
 
 Every value is escaped; links are built from ``root`` (the plugin's mount path).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from html import escape
-from typing import Any
-from urllib.parse import quote
+from collections.abc import Sequence
 
+from airflow_samza_expand.airflow.ui.markup import REFRESH_S, _e, job_href, page, table
+from airflow_samza_expand.airflow.ui.markup import seconds as _seconds
 from airflow_samza_expand.airflow.ui.records import JobRef, JobSnapshot, LeaseInfo
-from airflow_samza_expand.airflow.ui.running import (
-    PROCESSOR_DOING,
-    running_expansion,
-    running_view,
-)
+from airflow_samza_expand.airflow.ui.running import running_expansion
+from airflow_samza_expand.airflow.ui.running_html import running_section
 from airflow_samza_expand.airflow.ui.views import (
     diff_models,
     mapping_rows,
     stop_request_view,
     tasks_summary,
 )
-
-REFRESH_S = 5  # a job page reloads this often while an expansion runs
-CSS = """
-body{font-family:Inter,Helvetica,Arial,sans-serif;margin:0;color:#1a202c;background:#fff;font-size:14px}
-header{background:#017cee;color:#fff;padding:10px 20px}header a{color:#fff}
-main{padding:12px 20px;max-width:1200px}h1{font-size:20px;margin:4px 0}
-h2{font-size:16px;margin:22px 0 6px;border-bottom:1px solid #e2e8f0;padding-bottom:3px}
-table{border-collapse:collapse;margin:4px 0 8px}td,th{border:1px solid #e2e8f0;padding:3px 8px;
-text-align:left;vertical-align:top}th{background:#f7fafc}.num{text-align:right}
-.ok{color:#276749;font-weight:600}.bad{color:#c53030;font-weight:600}.muted{color:#718096}
-.new{background:#fffaf0}.box{border:1px solid #fc8181;background:#fff5f5;padding:10px 14px;
-border-radius:6px;margin:10px 0}.warn{border-color:#f6ad55;background:#fffaf0}
-pre{background:#1a202c;color:#e2e8f0;padding:10px;overflow:auto;max-height:360px;font-size:12px}
-code{font-size:12px}.chip{display:inline-block;padding:0 6px;border-radius:8px;background:#edf2f7}
-"""
-
-
-def _e(value: Any) -> str:
-    return escape("" if value is None else str(value))
-
-
-def job_href(root: str, job: str, suffix: str = "") -> str:
-    return f"{root}/jobs/{quote(job, safe='')}{suffix}"
-
-
-def page(
-    title: str, body: str, root: str, *, home: bool = True, refresh_s: int | None = None
-) -> str:
-    """A whole page; the header links to the jobs page unless `home` is False (signed out);
-    `refresh_s`: the browser reloads it that often."""
-    brand = f"<a href='{_e(root)}/'>Samza expansion</a>" if home else "Samza expansion"
-    meta = f"<meta http-equiv='refresh' content='{int(refresh_s)}'>" if refresh_s else ""
-    return (
-        f"<!doctype html><html lang='en'><head><meta charset='utf-8'>{meta}"
-        f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"
-        f"<header>{brand} &middot; {_e(title)}</header>"
-        f"<main>{body}</main></body></html>"
-    )
-
-
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: Sequence[str] = ()) -> str:
-    """Cells are HTML already (escape values with ``_e``); ``cls`` holds one class per row."""
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = []
-    for i, row in enumerate(rows):
-        attr = f" class='{cls[i]}'" if i < len(cls) and cls[i] else ""
-        body.append(f"<tr{attr}>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>")
-    if not body:
-        return "<p class='muted'>(none)</p>"
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
 def jobs_page(jobs: Sequence[JobRef], root: str, note: str = "") -> str:
@@ -89,10 +36,6 @@ def jobs_page(jobs: Sequence[JobRef], root: str, note: str = "") -> str:
         f"JSON: <a href='{_e(root)}/api/jobs'>api/jobs</a>.</p>"
     )
     return page("Jobs", body, root)
-
-
-def _seconds(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f} s"
 
 
 def _model_section(snap: JobSnapshot, svg: str) -> str:
@@ -199,47 +142,6 @@ def _expansions_section(snap: JobSnapshot) -> str:
     return "".join(out)
 
 
-def _running_section(snap: JobSnapshot) -> str:
-    run = running_view(snap)
-    if run is None:
-        return ""
-    out = [
-        f"<h2>Expansion under way: <code>{_e(run['expansion_id'])}</code></h2>",
-        f"<p>Step <b>{_e(run['step'])}</b> ({_e(run['doing'])}) for "
-        f"<b>{_seconds(run['elapsed_s'])}</b>, since {_e(run['since'])}; status "
-        f"<span class='chip'>{_e(run['status'])}</span>. This page reloads every "
-        f"{REFRESH_S} s while the expansion runs.</p>",
-    ]
-    if run["grace"]:
-        out.append(
-            f"<p>Producer refresh grace: running for {_seconds(run['grace']['elapsed_s'])} "
-            f"(since {_e(run['grace']['started_at'])}); the barrier snapshot follows its end "
-            "(the DAG's <code>producer_refresh_grace_s</code>).</p>"
-        )
-    for p in run["new_processors"]:
-        doing = PROCESSOR_DOING.get(p["state"], "running" if p["alive"] else "not alive")
-        out.append(
-            f"<p>New version: {_e(p['processor_id'])} ({_e(p['role'] or 'no role')}): "
-            f"{_e(p['state'])} - {_e(doing)}</p>"
-        )
-    if run["barrier"]:
-        out.append(
-            table(
-                ["old partition", "barrier offset", "committed", "lag"],
-                (
-                    [
-                        f"{_e(r['topic'])} {r['partition']}",
-                        str(r["barrier_offset"]),
-                        "-" if r["committed"] is None else str(r["committed"]),
-                        "-" if r["lag"] is None else str(r["lag"]),
-                    ]
-                    for r in run["barrier"]
-                ),
-            )
-        )
-    return "".join(out)
-
-
 def _barrier_section(snap: JobSnapshot) -> str:
     if not snap.barrier_rows:
         return ""
@@ -330,7 +232,7 @@ def job_page(snap: JobSnapshot, root: str, svg: str) -> str:
         f"JSON: <a href='{_e(job_href(root, snap.job, '').replace('/jobs/', '/api/jobs/', 1))}'>"
         "api</a></p>"
         + problems
-        + _running_section(snap)
+        + running_section(snap, root)
         + _model_section(snap, svg)
         + _history_section(snap, root)
         + _expansions_section(snap)
@@ -338,7 +240,7 @@ def job_page(snap: JobSnapshot, root: str, svg: str) -> str:
         + _processors_section(snap)
         + _log_section(snap)
     )
-    refresh = REFRESH_S if running_expansion(snap) is not None else None
+    refresh = REFRESH_S if running_expansion(snap) is not None else None  # without JS
     return page(f"Job {snap.job}", body, root, refresh_s=refresh)
 
 

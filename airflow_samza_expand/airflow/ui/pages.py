@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_samza_expand.airflow.ui.html import _e, page, table
+from airflow_samza_expand.airflow.ui.markup import _e, page, table
 
 
 def error_page(status: int, title: str, message: str, root: str, sign_in: str | None = None) -> str:

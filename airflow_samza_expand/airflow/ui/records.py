@@ -59,6 +59,12 @@ class Expansion:
     log_path: str | None
     plan: Mapping[str, Any]
     grace_started_at: str | None = None  # the producer refresh grace runs from here
+    grace_s: float | None = None  # its length, as the barrier step recorded it
+    grace_ends_at: str | None = None
+    # the barrier lag as the barrier step polled it: {at, total, partitions: {"topic[p]": lag}}
+    lag_history: tuple[Mapping[str, Any], ...] = ()
+    # detached launches of the new version (submit, standby): {started_at, log_path, pid, ...}
+    launches: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

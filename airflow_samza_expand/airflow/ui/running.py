@@ -3,13 +3,15 @@ refresh grace, the barrier lag per old partition. Pure (no store, no Kafka)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_samza_expand.airflow.ui.decode import age_s
+from airflow_samza_expand.airflow.ui.decode import age_s, parse_time
 from airflow_samza_expand.airflow.ui.records import Expansion, JobSnapshot
 
 DONE = frozenset({"completed", "failed"})
+LOG_LINES = 20  # lines of the current launch's log the running section shows
 # what a new version's processor is doing, by the state its heartbeat reports
 PROCESSOR_DOING = {"starting": "warming up", "standby": "warm, waiting to take over"}
 # what an expansion of a status waits for, until its next step starts
@@ -47,10 +49,16 @@ def running_view(snapshot: JobSnapshot, now: datetime | None = None) -> dict[str
         since = max(ends) if ends else expansion.updated_at
     grace = None
     if expansion.status == "expanded" and not expansion.barrier and expansion.grace_started_at:
+        ends = parse_time(expansion.grace_ends_at)
         grace = {
             "started_at": expansion.grace_started_at,
             "elapsed_s": age_s(expansion.grace_started_at, now),
+            "length_s": expansion.grace_s,  # None: the barrier step has not recorded it yet
+            "ends_at": expansion.grace_ends_at,
+            "left_s": max(0.0, round((ends - now).total_seconds(), 1)) if ends else None,
         }
+    if grace and step == "barrier_snapshot":  # the snapshot step's first wait is the grace
+        doing = "waiting out the producer refresh grace, then the snapshot"
     lag = {(r.topic, r.partition): r for r in snapshot.barrier_rows}
     mine = snapshot.barrier_of == expansion.expansion_id
     barrier = [
@@ -80,4 +88,27 @@ def running_view(snapshot: JobSnapshot, now: datetime | None = None) -> dict[str
         "elapsed_s": age_s(since, now),
         "grace": grace,
         "barrier": barrier if expansion.status == "barrier-snapshot" else [],
+        "lag_history": [dict(x) for x in expansion.lag_history],
+        "launches": [_launch(h, now) for h in expansion.launches],
+        "log": _log(snapshot, expansion),
     }
+
+
+def _launch(handle: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """A detached launch of the new version, for the page: which step, when, its log."""
+    return {
+        "step": handle.get("step"),
+        "started_at": handle.get("started_at"),
+        "age_s": age_s(handle.get("started_at"), now),
+        "pid": handle.get("pid"),
+        "log_path": handle.get("log_path"),
+    }
+
+
+def _log(snapshot: JobSnapshot, expansion: Expansion) -> dict[str, Any] | None:
+    """The tail of the current launch's log (the page's log section reads the same file)."""
+    log = snapshot.log
+    if log is None or log.path != expansion.log_path:
+        return None
+    lines = log.text.splitlines()[-LOG_LINES:]
+    return {"path": log.path, "tail": "\n".join(lines), "note": log.note}

@@ -1,0 +1,148 @@
+"""The "Expansion under way" section: the step and its time, the grace countdown, the barrier
+lag with its trend (a server-rendered SVG chart), the new version's launches, warm-up and log.
+
+With JavaScript a small inline script (no external asset) fetches the section again every
+`FETCH_S` and replaces it in place (no reload); without, the page's ``<noscript>`` meta refresh
+reloads the whole page."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow_samza_expand.airflow.ui.decode import parse_time
+from airflow_samza_expand.airflow.ui.markup import REFRESH_S, _e, job_href, seconds, table
+from airflow_samza_expand.airflow.ui.records import JobSnapshot
+from airflow_samza_expand.airflow.ui.running import PROCESSOR_DOING, running_view
+
+FETCH_S = 3  # the script fetches the section this often
+CHART_W, CHART_H, PAD = 420, 140, 28
+COLOURS = ("#805ad5", "#dd6b20", "#38a169", "#d53f8c", "#319795", "#718096")
+SCRIPT = """<script>(function(){var s=document.getElementById('running');
+if(!s||!window.fetch)return;window.samzaExpandLoadedAt=window.samzaExpandLoadedAt||Date.now();
+setInterval(function(){fetch(s.dataset.src,{credentials:'same-origin',cache:'no-store'})
+.then(function(r){return r.ok?r.text():null}).then(function(t){if(t===null)return;
+if(!t.trim()){location.reload();return}if(t!==s.innerHTML)s.innerHTML=t;
+s.dataset.fetches=(+(s.dataset.fetches||0)+1)}).catch(function(){})},%d);})();</script>"""
+
+
+def running_section(snap: JobSnapshot, root: str) -> str:
+    """The section with its refresh script, or "" when no expansion runs."""
+    inner = running_fragment(snap)
+    if not inner:
+        return ""
+    src = job_href(root, snap.job, "/running")
+    return f"<section id='running' data-src='{_e(src)}'>{inner}</section>" + SCRIPT % (
+        FETCH_S * 1000
+    )
+
+
+def running_fragment(snap: JobSnapshot, now: datetime | None = None) -> str:
+    """The section's content (the ``/jobs/<job>/running`` route), or "" when none runs."""
+    now = now or datetime.now(UTC)
+    run = running_view(snap, now)
+    if run is None:
+        return ""
+    out = [
+        f"<h2>Expansion under way: <code>{_e(run['expansion_id'])}</code></h2>",
+        f"<p>Step <b>{_e(run['step'])}</b> ({_e(run['doing'])}) for "
+        f"<b>{seconds(run['elapsed_s'])}</b>, since {_e(run['since'])}; status "
+        f"<span class='chip'>{_e(run['status'])}</span>. This section updates itself every "
+        f"{FETCH_S} s (without JavaScript the page reloads every {REFRESH_S} s); as of "
+        f"{now.strftime('%H:%M:%S')} UTC.</p>",
+    ]
+    grace = run["grace"]
+    if grace and grace["left_s"] is not None:
+        out.append(
+            f"<p>Producer refresh grace: <b>{grace['left_s']:.0f} s left</b> of "
+            f"{seconds(grace['length_s'])} (ends {_e(grace['ends_at'])}; running for "
+            f"{seconds(grace['elapsed_s'])}); the barrier snapshot follows its end.</p>"
+        )
+    elif grace:
+        out.append(
+            f"<p>Producer refresh grace: running for {seconds(grace['elapsed_s'])} "
+            f"(since {_e(grace['started_at'])}); the barrier snapshot follows its end "
+            "(the DAG's <code>producer_refresh_grace_s</code>).</p>"
+        )
+    for p in run["new_processors"]:
+        doing = PROCESSOR_DOING.get(p["state"], "running" if p["alive"] else "not alive")
+        out.append(
+            f"<p>New version: {_e(p['processor_id'])} ({_e(p['role'] or 'no role')}): "
+            f"{_e(p['state'])} - {_e(doing)}</p>"
+        )
+    if run["barrier"]:
+        out.append(
+            table(
+                ["old partition", "barrier offset", "committed", "lag"],
+                (
+                    [
+                        f"{_e(r['topic'])} {r['partition']}",
+                        str(r["barrier_offset"]),
+                        "-" if r["committed"] is None else str(r["committed"]),
+                        "-" if r["lag"] is None else str(r["lag"]),
+                    ]
+                    for r in run["barrier"]
+                ),
+            )
+        )
+    if run["lag_history"]:
+        out.append(lag_chart(run["lag_history"]))
+    out.append(_launches(run))
+    return "".join(out)
+
+
+def _launches(run: Mapping[str, Any]) -> str:
+    """The new version's detached launches (the standby warming up, a submit) and the current
+    one's log tail."""
+    out = [
+        f"<p>Launched by step <b>{_e(h['step'])}</b> {seconds(h['age_s'])} ago (pid "
+        f"{_e(h['pid'] or '-')}), log <code>{_e(h['log_path'])}</code></p>"
+        for h in run["launches"]
+    ]
+    log = run["log"]
+    if log is not None:
+        note = f"<p class='muted'>{_e(log['note'])}</p>" if log["note"] else ""
+        text = f"<pre class='tail'>{_e(log['tail'])}</pre>" if log["tail"] else ""
+        out.append(f"<p>Current launch's log <code>{_e(log['path'])}</code> (tail)</p>{note}{text}")
+    return "".join(out)
+
+
+def lag_chart(samples: Sequence[Mapping[str, Any]]) -> str:
+    """The barrier lag over time as an inline SVG: the total (thick) and each old partition."""
+    times = [parse_time(s.get("at")) for s in samples]
+    points = [(t, s) for t, s in zip(times, samples, strict=True) if t is not None]
+    if not points:
+        return ""
+    t0, t1 = points[0][0], points[-1][0]
+    span = max((t1 - t0).total_seconds(), 1.0)
+    top = max([int(s.get("total") or 0) for _, s in points] + [1])
+    names = sorted({n for _, s in points for n in s.get("partitions") or {}})
+
+    def line(values: Sequence[tuple[datetime, float]], colour: str, width: int) -> str:
+        xy = " ".join(
+            f"{PAD + (t - t0).total_seconds() / span * (CHART_W - 2 * PAD):.1f},"
+            f"{CHART_H - PAD - v / top * (CHART_H - 2 * PAD):.1f}"
+            for t, v in values
+        )
+        return f"<polyline fill='none' stroke='{colour}' stroke-width='{width}' points='{xy}'/>"
+
+    lines = [line([(t, float(s.get("total") or 0)) for t, s in points], "#017cee", 3)]
+    legend = ["<tspan fill='#017cee'>total</tspan>"]
+    for i, name in enumerate(names):
+        colour = COLOURS[i % len(COLOURS)]
+        values = [(t, float((s.get("partitions") or {}).get(name, 0))) for t, s in points]
+        lines.append(line(values, colour, 1))
+        legend.append(f"<tspan fill='{colour}'>{_e(name)}</tspan>")
+    last = int(points[-1][1].get("total") or 0)
+    return (
+        f"<svg class='lag' width='{CHART_W}' height='{CHART_H}' role='img' "
+        f"xmlns='http://www.w3.org/2000/svg'><title>barrier lag: {top} at most, {last} now, "
+        f"over {span:.0f} s</title><rect width='100%' height='100%' fill='#f7fafc'/>"
+        f"<text x='4' y='{PAD - 8}' font-size='11'>lag {top}</text>"
+        f"<text x='4' y='{CHART_H - PAD + 4}' font-size='11'>0</text>"
+        f"<text x='{CHART_W - PAD}' y='{CHART_H - 8}' font-size='11' text-anchor='end'>"
+        f"{span:.0f} s</text>"
+        + "".join(lines)
+        + f"<text x='{PAD}' y='{CHART_H - 8}' font-size='11'>{' '.join(legend)}</text></svg>"
+    )
