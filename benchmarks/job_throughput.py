@@ -11,7 +11,7 @@ Produces RECORDS sequenced records over KEYS keys to a 2-partition topic, then i
    cost of the source's Kafka->Arrow read and of the processor over the same records;
 4. the yardstick: the same stateful count read with Spark's own JVM Kafka source
    (spark-sql-kafka-0-10 of the installed pyspark's version, fetched with Maven from
-   benchmarks/spark_kafka/pom.xml into ~/.cache/airflow-samza-expand, passed with --jars;
+   airflow_samza_expand/testing/spark_kafka.py into ~/.cache/airflow-samza-expand, --jars;
    benchmarks/jvm_kafka_source_count.py), same records, same batch cap, steady rate measured
    the same way (records after the first batch / time from the first batch's end to the last's).
 
@@ -204,29 +204,6 @@ def profile_outside_spark(bootstrap: str, topic: str, partitions: int) -> dict[s
     }
 
 
-SPARK_KAFKA_POM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark_kafka", "pom.xml")
-
-
-def connector_jars() -> list[str]:
-    """spark-sql-kafka-0-10 for the installed pyspark and the jars it needs that pyspark lacks."""
-    import re
-    from pathlib import Path
-
-    import pyspark
-
-    from airflow_samza_expand.testing.launch import cache_root, maven_copy, pom_hash
-
-    pom = Path(SPARK_KAFKA_POM)
-    target = cache_root() / f"spark-sql-kafka-{pyspark.__version__}-{pom_hash(pom)}"
-    libs = maven_copy(pom, target, properties={"spark.version": pyspark.__version__})
-
-    def artifact(name: str) -> str:
-        return re.sub(r"-\d[^-]*(-[A-Za-z0-9.]+)?\.jar$", "", name)
-
-    shipped = {artifact(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return sorted(str(j) for j in libs.glob("*.jar") if artifact(j.name) not in shipped)
-
-
 def run_jvm_source(
     bootstrap: str, topic: str, partitions: int, records: int, workdir: str, cap: int,
     master: str, jars: list[str], buckets: int,
@@ -343,6 +320,8 @@ def main() -> int:
     if not masters or set(masters) - {"local", "standalone"}:
         parser.error(f"--masters {args.masters!r}: use local and/or standalone")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from airflow_samza_expand.testing.spark_kafka import connector_jars
+
     jars = connector_jars()
     print(f"JVM Kafka source jars: {', '.join(os.path.basename(j) for j in jars)}")
 
