@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_samza_expand.spark import runtime
 
     spark = SparkSession.builder.appName("user-job-keyed-count").getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
     job = runtime.attach(spark, argv)  # the DAG's command line: job name, Kafka, checkpoint ...
     own = argparse.ArgumentParser(prog="user_job.py")
     own.add_argument("--source", choices=("kafka", "python"), default="kafka")

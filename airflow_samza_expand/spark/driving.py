@@ -154,6 +154,7 @@ class QueryDriver:
         interval = heartbeat_interval(life.ttl_s)
         next_heartbeat = time.monotonic() + interval
         fast_until = time.monotonic() + FIRST_COMMIT_FAST_S
+        in_flight: int | None = None  # the last batch once a stop is requested
         while True:
             first_commit_due = self.committed is None and time.monotonic() < fast_until
             fast = life.stop_event.is_set() or first_commit_due
@@ -177,8 +178,19 @@ class QueryDriver:
             now = time.monotonic()
             if life.stop_event.is_set():
                 assert life.stop_seen_at is not None
-                if not query.status["isTriggerActive"] and now - life.stop_seen_at > STOP_SETTLE_S:
-                    log.info("stop: no batch in flight, stopping the query")
+                # the batch in flight when the stop came, if any, is the last one: a source
+                # without the stop gate (Spark's) keeps batches back to back, so stop once it
+                # is done; a batch started since is cut short (the next processor redoes it)
+                if in_flight is None:
+                    in_flight = self.last_batch_reported + 1
+                idle = not query.status["isTriggerActive"]
+                if (idle and now - life.stop_seen_at > STOP_SETTLE_S) or (
+                    self.last_batch_reported >= in_flight
+                ):
+                    log.info(
+                        "stop: %s, stopping the query",
+                        "no batch in flight" if idle else f"batch {in_flight} done",
+                    )
                     query.stop()
                     return False
                 continue
