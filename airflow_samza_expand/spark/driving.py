@@ -158,8 +158,17 @@ class QueryDriver:
         while True:
             first_commit_due = self.committed is None and time.monotonic() < fast_until
             fast = life.stop_event.is_set() or first_commit_due
-            if query.awaitTermination(FAST_POLL_S if fast else POLL_S):
+            try:
+                ended = query.awaitTermination(FAST_POLL_S if fast else POLL_S)
+            except Exception:  # noqa: BLE001 - the query failed: its exception is below
+                ended = True
+            if ended:
                 error = query.exception()
+                if error is not None and self.lease_lost is None and life.use_lease:
+                    try:  # a zombie's query fails on the checkpoint its successor writes
+                        life.guard("reporting the query's failure")
+                    except LeaseLostError as exc:
+                        self.lease_lost = exc
                 if self.lease_lost is not None:
                     return True
                 if error is not None:
