@@ -15,6 +15,7 @@ SUBCOMMAND_MODULES: dict[str, str] = {
     "demo": "airflow_samza_expand.demo.cli",
     "apache-kafka": "airflow_samza_expand.testing.cli_engines",
     "spark-standalone": "airflow_samza_expand.testing.spark_standalone",
+    "spark-kafka-jars": "airflow_samza_expand.testing.spark_kafka",
 }
 
 

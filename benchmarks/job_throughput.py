@@ -11,7 +11,7 @@ Produces RECORDS sequenced records over KEYS keys to a 2-partition topic, then i
    cost of the source's Kafka->Arrow read and of the processor over the same records;
 4. the yardstick: the same stateful count read with Spark's own JVM Kafka source
    (spark-sql-kafka-0-10 of the installed pyspark's version, fetched with Maven from
-   benchmarks/spark_kafka/pom.xml into ~/.cache/airflow-samza-expand, passed with --jars;
+   airflow_samza_expand/testing/spark_kafka.py into ~/.cache/airflow-samza-expand, --jars;
    benchmarks/jvm_kafka_source_count.py), same records, same batch cap, steady rate measured
    the same way (records after the first batch / time from the first batch's end to the last's).
 
@@ -20,7 +20,9 @@ standalone master + worker started from pyspark on 127.0.0.1; each application g
 Kafka: ``--kafka dev`` (development broker, default) or ``apache`` (Apache Kafka fetched with
 Maven); KAFKA_BOOTSTRAP_SERVERS wins. One last line per master:
 ``job_rps=<x> raw_rps=<y> ratio=<x/y> jvm_source_rps=<z> ratio_jvm=<x/z>
-submit_to_first_commit_s=<s> master=<local|standalone>``.
+submit_to_first_commit_s=<s> master=<local|standalone> runtime_rps=<r> ratio_runtime_jvm=<r/z>``
+(``runtime_rps``: step 4's query on the runtime - ``spark.runtime`` attach with the lease,
+``read_kafka()``, ``run`` with its group commits and heartbeats - beside the bare query).
 """
 
 from __future__ import annotations
@@ -204,35 +206,12 @@ def profile_outside_spark(bootstrap: str, topic: str, partitions: int) -> dict[s
     }
 
 
-SPARK_KAFKA_POM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark_kafka", "pom.xml")
-
-
-def connector_jars() -> list[str]:
-    """spark-sql-kafka-0-10 for the installed pyspark and the jars it needs that pyspark lacks."""
-    import re
-    from pathlib import Path
-
-    import pyspark
-
-    from airflow_samza_expand.testing.launch import cache_root, maven_copy, pom_hash
-
-    pom = Path(SPARK_KAFKA_POM)
-    target = cache_root() / f"spark-sql-kafka-{pyspark.__version__}-{pom_hash(pom)}"
-    libs = maven_copy(pom, target, properties={"spark.version": pyspark.__version__})
-
-    def artifact(name: str) -> str:
-        return re.sub(r"-\d[^-]*(-[A-Za-z0-9.]+)?\.jar$", "", name)
-
-    shipped = {artifact(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return sorted(str(j) for j in libs.glob("*.jar") if artifact(j.name) not in shipped)
-
-
 def run_jvm_source(
     bootstrap: str, topic: str, partitions: int, records: int, workdir: str, cap: int,
-    master: str, jars: list[str], buckets: int,
+    master: str, jars: list[str], buckets: int, on_runtime: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """The same stateful count (same state layout) with Spark's JVM Kafka source
-    (jvm_kafka_source_count.py)."""
+    (jvm_kafka_source_count.py); ``on_runtime``: read and driven by ``spark.runtime``."""
     from datetime import datetime
 
     from airflow_samza_expand.demo.jobs import spark_submit_binary
@@ -248,6 +227,15 @@ def run_jvm_source(
         script, bootstrap, topic, str(partitions), output,
         os.path.join(workdir, "jvm-checkpoint"), str(cap), str(buckets),
     ]  # fmt: skip
+    if on_runtime:  # job model v1 of the topic in a file store; the runtime attaches to it
+        from airflow_samza_expand.kafka.coordinator import FileCoordinatorStore
+
+        from airflow_samza_expand.core.model import JobModel
+
+        job, store_dir = f"bench-runtime-{uuid.uuid4().hex[:6]}", os.path.join(workdir, "store")
+        FileCoordinatorStore(store_dir, job).write_job_model(
+            JobModel.initial(job, {topic: partitions}))  # fmt: skip
+        cmd += [store_dir, job]
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
@@ -343,6 +331,8 @@ def main() -> int:
     if not masters or set(masters) - {"local", "standalone"}:
         parser.error(f"--masters {args.masters!r}: use local and/or standalone")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from airflow_samza_expand.testing.spark_kafka import connector_jars
+
     jars = connector_jars()
     print(f"JVM Kafka source jars: {', '.join(os.path.basename(j) for j in jars)}")
 
@@ -380,7 +370,15 @@ def main() -> int:
                 jvm = run_jvm_source(bootstrap, topic, args.partitions, args.records, workdir,
                                      args.max_records_per_batch, master, jars,
                                      layouts[-1])  # fmt: skip
-            jvm_rps = jvm["steady_rps"]
+            with tempfile.TemporaryDirectory(prefix="bench-runtime-") as workdir:
+                on_rt = run_jvm_source(bootstrap, topic, args.partitions, args.records, workdir,
+                                       args.max_records_per_batch, master, jars, layouts[-1],
+                                       on_runtime=True)  # fmt: skip
+            jvm_rps, runtime_rps = jvm["steady_rps"], on_rt["steady_rps"]
+            print(
+                f"runtime on Spark's Kafka source ({name}): wall {on_rt['wall_s']:.1f}s, "
+                f"steady {runtime_rps:,.0f} rec/s over {len(on_rt['batches'])} batches"
+            )
             print(f"JVM Kafka source ({name}, {layouts[-1]} state buckets): wall "
                   f"{jvm['wall_s']:.1f}s (incl. JVM start), steady {jvm_rps:,.0f} rec/s "
                   f"over {len(jvm['batches'])} batches")  # fmt: skip
@@ -391,7 +389,8 @@ def main() -> int:
             lines.append(
                 f"job_rps={job_rps:.0f} raw_rps={raw_rps:.0f} ratio={job_rps / raw_rps:.3f} "
                 f"jvm_source_rps={jvm_rps:.0f} ratio_jvm={job_rps / jvm_rps:.3f} "
-                f"submit_to_first_commit_s={result['submit_to_first_commit_s']:.1f} master={name}"
+                f"submit_to_first_commit_s={result['submit_to_first_commit_s']:.1f} master={name} "
+                f"runtime_rps={runtime_rps:.0f} ratio_runtime_jvm={runtime_rps / jvm_rps:.3f}"
             )
         outside = profile_outside_spark(bootstrap, topic, args.partitions)
         print(

@@ -6,6 +6,11 @@ available-now, outputs written to Kafka. Prints one JSON line with the per-batch
 
     spark-submit --jars <spark-sql-kafka jars> jvm_kafka_source_count.py BOOTSTRAP TOPIC
         PARTITIONS OUTPUT_TOPIC CHECKPOINT_DIR MAX_RECORDS_PER_BATCH STATE_BUCKETS
+        [COORDINATOR_DIR JOB_NAME]
+
+With COORDINATOR_DIR and JOB_NAME the same query runs on the runtime (``spark.runtime``:
+attach with the active lease, ``read_kafka()`` over job model v1 in that file store, ``run``
+with its group commits and heartbeats) instead of a bare ``subscribe`` query.
 
 STATE_BUCKETS as the job's ``--state-buckets`` (0: one state row per key; N: keys hashed into
 N buckets per task, ``pmod(xxhash64(key), N)``), so both sides keep the same state layout.
@@ -25,21 +30,32 @@ def main(argv: list[str]) -> int:
     from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
     from airflow_samza_expand.spark.state import OUTPUT_SCHEMA, STATE_SCHEMA, StatefulFunction
 
-    bootstrap, topic, partitions, output, checkpoint, cap, buckets_arg = argv
+    bootstrap, topic, partitions, output, checkpoint, cap, buckets_arg = argv[:7]
     buckets = int(buckets_arg)
     spark = SparkSession.builder.appName("samza-expand-bench-jvm-kafka-source").getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    job = None
+    if len(argv) == 9:  # on the runtime
+        from airflow_samza_expand.spark import runtime
+
+        job = runtime.attach(spark, ["--job-name", argv[8], "--coordinator", argv[7],
+                                     "--bootstrap-servers", bootstrap, "--checkpoint-dir",
+                                     checkpoint, "--max-records-per-batch", cap])  # fmt: skip
+        source = job.read_kafka()
+        task = F.col("task")
+    else:
+        source = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", cap)
+            .load()
+        )
+        task = F.concat(F.lit("Partition "), (F.col("partition") % int(partitions)).cast("string"))
     records = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", cap)
-        .load()
-        .select(
-            F.concat(
-                F.lit("Partition "), (F.col("partition") % int(partitions)).cast("string")
-            ).alias("task"),
+        source.select(
+            task.alias("task"),
             "topic",
             "partition",
             "offset",
@@ -74,7 +90,10 @@ def main(argv: list[str]) -> int:
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination()
+    if job is not None:
+        assert job.run(query) == 0
+    else:
+        query.awaitTermination()
     batches = [
         {
             "batchId": p["batchId"],

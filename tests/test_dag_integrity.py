@@ -25,6 +25,7 @@ EXPECTED = {
     "samza_expand": CHAIN,
     "samza_expand_on_partition_change": CHAIN,
     "samza_expand_on_schedule": CHAIN,
+    "samza_expand_user_job": CHAIN,
 }
 
 
@@ -56,6 +57,7 @@ def test_every_dag_file_imports_without_errors(dagbag) -> None:
         "samza_expand.py",
         "samza_expand_on_partition_change.py",
         "samza_expand_on_schedule.py",
+        "samza_expand_user_job.py",
     ]
     assert set(dagbag.dag_ids) == set(EXPECTED)
 

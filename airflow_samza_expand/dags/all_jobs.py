@@ -27,11 +27,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_samza_expand.airflow.operators.jobs_report import JobsReportOperator, job_outcome
 from airflow_samza_expand.airflow.shell import KafkaClients, protocol_outcomes
-from airflow_samza_expand.dags.settings import (
-    DEFAULT_APPLICATION,
-    ExpansionSettings,
-    with_trigger,
-)
+from airflow_samza_expand.dags.settings import ExpansionSettings, with_trigger
 from airflow_samza_expand.protocol.readers import find_readers
 
 ALL_JOBS = "all"
@@ -59,7 +55,7 @@ def job_rows(s: ExpansionSettings, jobs: list[str]) -> list[dict[str, Any]]:
             )
         one = every.for_job(name)
         args = [str(a) for a in one.application_args]
-        if one.mode == "available-now" and one.application == DEFAULT_APPLICATION:
+        if one.mode == "available-now" and one.takes_runtime_flags:
             args = with_trigger(args, "available-now")
         rows.append(
             {

@@ -119,7 +119,7 @@ def _add_chain(
     mapped = is_mapped(s.job_name)  # jobs="all": fields resolved per job at run time
     application_args = s.application_args if mapped else list(s.application_args)
     drain_args = s.drain_application_args
-    if mode == "available-now" and s.application == DEFAULT_APPLICATION and not mapped:
+    if mode == "available-now" and s.takes_runtime_flags and not mapped:
         application_args = with_trigger(application_args, "available-now")
         if drain_args is not None:
             drain_args = with_trigger(drain_args, "available-now")
@@ -234,9 +234,9 @@ def _add_chain(
         run_mode=mode,
         application_args=application_args,
         log_dir=s.log_dir,
-        # rule 1.5: the shipped job checks what it reads beyond the barrier (a job of your own
+        # rule 1.5: a job on the runtime checks what it reads beyond the barrier (another job
         # gets the flags in its application_args if it supports them)
-        on_stale_placement=s.on_stale_placement if s.application == DEFAULT_APPLICATION else None,
+        on_stale_placement=s.on_stale_placement if s.takes_runtime_flags else None,
         retries=0 if mode == "continuous" else s.retries,  # a second launch would run it twice
         retry_delay=s.retry_delay,
         on_failure_callback=on_step_failure,

@@ -43,6 +43,9 @@ class ExpansionSettings:
     kafka_conn_id: str = "kafka_default"
     spark_conn_id: str = "spark_default"
     application: str = DEFAULT_APPLICATION
+    # the application is built on airflow_samza_expand.spark.runtime (like the shipped job): it
+    # takes the runtime's flags (--trigger available-now, the rule-1.5 order check)
+    application_on_runtime: bool = False
     drain_application_args: Sequence[str] | None = None
     spark_conf: Mapping[str, Any] | None = None
     spark_env_vars: Mapping[str, Any] | None = None
@@ -82,6 +85,11 @@ class ExpansionSettings:
     # fails the report step and stops the job; stale_quiet_s None: the barrier's default
     on_stale_placement: str = "warn"
     stale_quiet_s: float | str | None = None
+
+    @property
+    def takes_runtime_flags(self) -> bool:
+        """The shipped job, or an application on ``spark.runtime``."""
+        return self.application == DEFAULT_APPLICATION or self.application_on_runtime
 
     def __post_init__(self) -> None:
         normalise_run_mode(self.run_mode)  # a clear error at parse time

@@ -10,7 +10,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from airflow_samza_expand.airflow.operators.standby import LaunchStandbyOperator
-from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION, ExpansionSettings
+from airflow_samza_expand.dags.settings import ExpansionSettings
 
 
 def standby_tasks(
@@ -31,9 +31,7 @@ def standby_tasks(
         "application_args": application_args,
         "log_dir": s.log_dir,
         # the standby becomes the restarted job: the same order check as the submit step's
-        "on_stale_placement": (
-            s.on_stale_placement if s.application == DEFAULT_APPLICATION else None
-        ),
+        "on_stale_placement": (s.on_stale_placement if s.takes_runtime_flags else None),
         "retries": s.retries,
         "retry_delay": s.retry_delay,
         **spark,

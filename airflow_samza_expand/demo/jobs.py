@@ -59,12 +59,14 @@ class StreamJob:
     log_dir: str
     master: str = "local[2]"
     handle: dict[str, Any] | None = None
+    application: str = JOB_PY  # or a job of your own on spark.runtime
+    conf: Mapping[str, str] | None = None  # added to LOCAL_SPARK_CONF
 
     def command(self) -> list[str]:
         cmd = [spark_submit_binary(), "--master", self.master]
-        for key, value in LOCAL_SPARK_CONF.items():
+        for key, value in {**LOCAL_SPARK_CONF, **(self.conf or {})}.items():
             cmd += ["--conf", f"{key}={value}"]
-        return [*cmd, JOB_PY, *self.args]
+        return [*cmd, self.application, *self.args]
 
     def launch(self) -> dict[str, Any]:
         log_path = os.path.join(self.log_dir, f"{self.job_name}-{time.strftime('%H%M%S')}.log")

@@ -55,6 +55,10 @@ class ScenarioConfig:
     master: str = "local[2]"
     # a second input stream the job reads (a join's other side) that the expansions never grow
     second_stream: bool = False
+    # the PySpark application (None: the shipped job) and its own extra arguments; one of
+    # your own must be on spark.runtime (examples/user_job.py); it gets Spark's Kafka connector
+    application: str | None = None
+    application_args: tuple[str, ...] = ()
     name: str = field(default_factory=lambda: f"demo-{uuid.uuid4().hex[:8]}")
 
 
@@ -171,6 +175,7 @@ class Scenario:
                 "available-now" if self.cfg.run_mode == "available-now" else "processing-time=500ms"
             )
         extra = ["--allow-task-change"] if self.cfg.naive else []
+        extra += list(self.cfg.application_args)
         return job_args(
             job_name=self.job_name,
             bootstrap=self.cfg.bootstrap,
@@ -191,11 +196,16 @@ class Scenario:
         self.store.write_job_model(
             JobModel.initial(self.job_name, dict.fromkeys(self.input_topics, 2))
         )
-        self.job = StreamJob(self.job_name, self.args(), self.log_dir, master=self.cfg.master)
+        self.job = self._stream_job(self.args())
         self.log(
             f"job {self.job_name}: input {', '.join(self.input_topics)} (2 partitions each), "
             f"output {self.output_topic}, job model v1 written"
         )
+
+    def _stream_job(self, args: list[str]) -> StreamJob:
+        own = {"application": self.cfg.application} if self.cfg.application else {}
+        return StreamJob(self.job_name, args, self.log_dir, master=self.cfg.master,
+                         conf=application_conf(self.cfg), **own)  # fmt: skip
 
     @property
     def input_topics(self) -> list[str]:
@@ -226,9 +236,7 @@ class Scenario:
     def run_once(self, what: str) -> None:
         """One available-now run of the job (blocking): processes what is there and ends."""
         assert self.job is not None
-        cmd = StreamJob(
-            self.job_name, self.args("available-now"), self.log_dir, master=self.cfg.master
-        ).command()
+        cmd = self._stream_job(self.args("available-now")).command()
         log_path = Path(self.log_dir) / f"{what}-{time.strftime('%H%M%S')}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "wb") as out:
@@ -468,7 +476,7 @@ def dag_fields(cfg: ScenarioConfig) -> dict[str, Any]:
     scenario's grace, poll interval and rule-1.5 settings, generous timeouts, one quick
     retry."""
     return {
-        "spark_conf": LOCAL_SPARK_CONF,
+        "spark_conf": {**LOCAL_SPARK_CONF, **application_conf(cfg)},
         "spark_env_vars": {"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
         "producer_refresh_grace_s": cfg.grace_s,
         "barrier_timeout_s": 600,
@@ -479,7 +487,21 @@ def dag_fields(cfg: ScenarioConfig) -> dict[str, Any]:
         "retry_delay": timedelta(seconds=2),
         "on_stale_placement": cfg.on_stale_placement,  # rule 1.5
         "stale_quiet_s": cfg.stale_quiet_s,
+        **(
+            {"application": cfg.application, "application_on_runtime": True}
+            if cfg.application
+            else {}
+        ),  # fmt: skip
     }
+
+
+def application_conf(cfg: ScenarioConfig) -> dict[str, str]:
+    """Spark settings a job of your own needs: Spark's Kafka connector (fetched once)."""
+    if not cfg.application:
+        return {}
+    from airflow_samza_expand.testing.spark_kafka import connector_jars
+
+    return {"spark.jars": ",".join(connector_jars())}
 
 
 def _diff(a: float | None, b: float | None) -> float | None:

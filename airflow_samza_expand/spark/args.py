@@ -17,13 +17,8 @@ class UsageError(Exception):
     """Bad input: the message names the problem and the fix."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
-
-    p = argparse.ArgumentParser(
-        prog="python -m airflow_samza_expand.spark.job",
-        description="Stateful PySpark job reading Kafka by the tasks of its Samza-style job model.",
-    )
+def add_runtime_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of every job on the runtime (``spark.runtime``): what the DAG passes."""
     p.add_argument("--job-name", required=True, help="job name (also the consumer group)")
     p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers host:port[,...]")
     p.add_argument("--kafka-config", metavar="FILE", help="librdkafka key=value config file")
@@ -33,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="coordinator store: 'kafka', 'kafka://<topic>', a path or an fsspec URL",
     )
     p.add_argument("--checkpoint-dir", required=True, help="Spark checkpoint directory")
-    p.add_argument("--output-topic", required=True, help="topic the processor outputs go to")
+    p.add_argument("--output-topic", default=None, help="topic the job's outputs go to")
     p.add_argument(
         "--trigger",
         default="processing-time=5s",
@@ -46,32 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_RECORDS_PER_BATCH,
         help=f"cap of records per micro-batch, shared fairly by SSPs; 0 = no cap "
         f"(default {DEFAULT_MAX_RECORDS_PER_BATCH})",
-    )
-    p.add_argument(
-        "--processor",
-        default=DEFAULT_PROCESSOR,
-        help=f"keyed processor as module:Class (default {DEFAULT_PROCESSOR})",
-    )
-    p.add_argument(
-        "--allow-task-change",
-        action="store_true",
-        help="accept a checkpoint written under another task set (keyed state may be lost)",
-    )
-    p.add_argument(
-        "--master", default=None, help="Spark master when not run by spark-submit (local[2])"
-    )
-    p.add_argument(
-        "--shuffle-partitions",
-        type=int,
-        default=4,
-        help="state partitions of a new checkpoint (fixed once the checkpoint exists)",
-    )
-    p.add_argument(
-        "--state-buckets",
-        type=int,
-        default=0,
-        help="0: one Spark state row per (task, key); N: per (task, hash(key) %% N) holding "
-        "its keys' states - far fewer Python calls per batch (fixed once the checkpoint exists)",
     )
     p.add_argument(
         "--progress-file",
@@ -104,6 +73,54 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not take the job's active lease (one instance only, as before rule 1.7)",
     )
+    from airflow_samza_expand.spark.stale import add_arguments
+
+    add_arguments(p)  # --barrier-offsets, --partitioner, --on-stale-placement (rule 1.5)
+
+
+def build_runtime_parser() -> argparse.ArgumentParser:
+    """Command line of a job on the runtime (``runtime.attach``; unknown options are the job's)."""
+    p = argparse.ArgumentParser(
+        prog="<your job>", description="A PySpark job on airflow_samza_expand.spark.runtime."
+    )
+    add_runtime_arguments(p)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
+
+    p = argparse.ArgumentParser(
+        prog="python -m airflow_samza_expand.spark.job",
+        description="Stateful PySpark job reading Kafka by the tasks of its Samza-style job model.",
+    )
+    add_runtime_arguments(p)
+    p.add_argument(
+        "--processor",
+        default=DEFAULT_PROCESSOR,
+        help=f"keyed processor as module:Class (default {DEFAULT_PROCESSOR})",
+    )
+    p.add_argument(
+        "--allow-task-change",
+        action="store_true",
+        help="accept a checkpoint written under another task set (keyed state may be lost)",
+    )
+    p.add_argument(
+        "--master", default=None, help="Spark master when not run by spark-submit (local[2])"
+    )
+    p.add_argument(
+        "--shuffle-partitions",
+        type=int,
+        default=4,
+        help="state partitions of a new checkpoint (fixed once the checkpoint exists)",
+    )
+    p.add_argument(
+        "--state-buckets",
+        type=int,
+        default=0,
+        help="0: one Spark state row per (task, key); N: per (task, hash(key) %% N) holding "
+        "its keys' states - far fewer Python calls per batch (fixed once the checkpoint exists)",
+    )
     p.add_argument(
         "--spark-conf",
         action="append",
@@ -111,9 +128,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="extra Spark setting (repeatable) when run without spark-submit",
     )
-    from airflow_samza_expand.spark.stale import add_arguments
-
-    add_arguments(p)  # --barrier-offsets, --partitioner, --on-stale-placement (rule 1.5)
     return p
 
 
@@ -132,7 +146,8 @@ def parse_trigger(text: str) -> dict[str, Any]:
     return {"processingTime": f"{amount} {words[unit]}"}
 
 
-def validate_args(args: argparse.Namespace) -> None:
+def validate_runtime_args(args: argparse.Namespace) -> None:
+    """UsageError naming the fix for a bad runtime option."""
     if not args.bootstrap_servers and not args.kafka_config:
         raise UsageError("no Kafka given - pass --bootstrap-servers or --kafka-config FILE")
     if args.kafka_config and not os.path.isfile(args.kafka_config):
@@ -141,10 +156,6 @@ def validate_args(args: argparse.Namespace) -> None:
         )
     if args.max_records_per_batch < 0:
         raise UsageError("--max-records-per-batch must be >= 0 (0 means no cap)")
-    if args.state_buckets < 0:
-        raise UsageError("--state-buckets must be >= 0 (0 means one state row per key)")
-    if args.shuffle_partitions <= 0:
-        raise UsageError("--shuffle-partitions must be >= 1")
     if args.ttl < 1:
         raise UsageError("--ttl must be >= 1 s (Kafka's minimum session timeout is 6 s)")
     if args.job_model_version < 0:
@@ -152,6 +163,16 @@ def validate_args(args: argparse.Namespace) -> None:
     if args.standby and args.no_lease:
         raise UsageError("--standby needs the active lease - drop --no-lease")
     parse_trigger(args.trigger)
+
+
+def validate_args(args: argparse.Namespace) -> None:
+    validate_runtime_args(args)
+    if not args.output_topic:
+        raise UsageError("no output topic - pass --output-topic")
+    if args.state_buckets < 0:
+        raise UsageError("--state-buckets must be >= 0 (0 means one state row per key)")
+    if args.shuffle_partitions <= 0:
+        raise UsageError("--shuffle-partitions must be >= 1")
     for item in args.spark_conf:
         if "=" not in item:
             raise UsageError(f"--spark-conf {item!r} is not KEY=VALUE")

@@ -20,8 +20,15 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    try:  # Spark's Kafka source for the runtime's read_kafka() (scripts/setup.sh fetches it)
+        from airflow_samza_expand.testing.spark_kafka import connector_jars
+
+        builder = builder.config("spark.jars", ",".join(connector_jars()))
+    except RuntimeError as exc:  # no Maven: the tests on Spark's Kafka source skip
+        logging.getLogger(__name__).warning("no Spark Kafka connector: %s", exc)
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("airflow-samza-expand-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")

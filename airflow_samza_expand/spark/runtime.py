@@ -1,0 +1,350 @@
+"""The job-side runtime: any PySpark streaming job, expanded by the DAG, in three lines.
+
+    from airflow_samza_expand.spark import runtime
+    job = runtime.attach(spark)             # the command line the DAG passes (or keywords)
+    df = job.read_kafka()                   # Spark's Kafka source + a `task` column
+    query = my_logic(df).writeStream.option("checkpointLocation", job.checkpoint_dir).start()
+    sys.exit(job.run(query))
+
+* `attach` reads the newest job model (refuses to start without one), joins the job's active
+  lease and waits as a warm standby while another processor is active or with ``--standby``
+  (DESIGN rule 1.7); it heartbeats ``starting``/``standby``/``running``/``stopped`` with the job
+  model version and the ``standby`` capability (rule 1.8). A stop for its version while it
+  waits ends the process (exit 0).
+* `Job.read_kafka` reads exactly the job model's SSPs (``assign``, never ``subscribe``):
+  Spark's own Kafka source (``spark-sql-kafka-0-10``: ``--packages
+  org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>``), whose partitions new to the
+  checkpoint (added by an expansion) start at their log start; or ``source="python"``, the
+  provider's reader (`spark.source`). Kafka security settings go as ``kafka.`` options read from
+  ``--kafka-config FILE``, never on a command line.
+* `Job.run` drives the query: after each committed micro-batch it commits the batch's end
+  offsets to the consumer group ``<job>`` (the barrier reads it) only while it holds the lease;
+  on a stop record it lets the batch finish, commits, heartbeats ``stopped``, releases the lease
+  and returns 0; with ``--barrier-offsets`` it counts stale placements (rule 1.5). Exit codes:
+  0 done or stopped, 1 the query failed, 2 bad input, 3 the lease was lost.
+
+The lease fences the group commit exactly; a user's own sink is fenced at the watch interval
+(`POLL_S`) - call `Job.guard` in a ``foreachBatch`` to fence it per batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import socket
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from airflow_samza_expand.core.errors import ExpansionError
+from airflow_samza_expand.core.liveness import ROLE_STANDBY
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.spark.args import (
+    UsageError,
+    build_runtime_parser,
+    parse_trigger,
+    validate_runtime_args,
+)
+from airflow_samza_expand.spark.driving import EXIT_USAGE, QueryDriver
+from airflow_samza_expand.spark.lifecycle import (
+    LeaseLostError,
+    Lifecycle,
+)
+
+log = logging.getLogger("airflow_samza_expand.spark.runtime")
+
+
+class Job(QueryDriver):
+    """One processor of a job: its job model, lifecycle (`Lifecycle`) and offset commits
+    (`QueryDriver`)."""
+
+    def __init__(self, args: argparse.Namespace, spark: Any = None) -> None:
+        self.args = args
+        self.spark = spark
+        self.extra_args: list[str] = []  # the job's own options (`attach`)
+        self.processor_id = args.processor_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.kafka_options = {
+            "bootstrap_servers": args.bootstrap_servers or "",
+            "kafka_config_file": os.path.abspath(args.kafka_config) if args.kafka_config else "",
+        }
+        self.life: Lifecycle | None = None
+        self.model: JobModel | None = None
+        self.batches = 0
+        self.committed: dict[str, dict[str, int]] | None = None
+        self.last_batch_reported = -1
+        self.lease_lost: LeaseLostError | None = None
+        self.order_check: Any = None  # spark.stale.OrderCheck with --barrier-offsets
+        self._commit_consumer: Any = None
+        self._starting = contextlib.ExitStack()
+        self._closed = False
+        self.source_registered = False
+
+    # settings --------------------------------------------------------------------------------
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        assert self.life is not None
+        return self.life
+
+    @property
+    def checkpoint_dir(self) -> str:
+        return str(self.args.checkpoint_dir)
+
+    @property
+    def output_topic(self) -> str | None:
+        return self.args.output_topic
+
+    @property
+    def trigger(self) -> dict[str, Any]:
+        """``writeStream.trigger(**job.trigger)`` as ``--trigger`` says."""
+        return parse_trigger(self.args.trigger)
+
+    def kafka_config(self) -> dict[str, str]:
+        """The librdkafka settings (``--bootstrap-servers`` / ``--kafka-config``)."""
+        from airflow_samza_expand.spark.source import kafka_client_config
+
+        return kafka_client_config(self.kafka_options)
+
+    def spark_kafka_options(self) -> dict[str, str]:
+        """``kafka.*`` options for Spark's Kafka source or sink (``.options(**...)``)."""
+        from airflow_samza_expand.spark.kafka_options import spark_kafka_options
+
+        return spark_kafka_options(self.kafka_config())
+
+    # attach ----------------------------------------------------------------------------------
+
+    def prepare(self, warm: Callable[[], None] | None = None) -> JobModel | None:
+        """Open the store, heartbeat, join the lease and wait as a standby (warming up with
+        ``warm``); the job model to run, or None when a stop for it came first."""
+        from airflow_samza_expand.store import open_store
+
+        args = self.args
+        try:
+            store = open_store(args.coordinator, args.job_name, self.kafka_config())
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        self.life = Lifecycle(
+            store,
+            args.job_name,
+            self.processor_id,
+            self.kafka_config(),
+            ttl_s=args.ttl,
+            use_lease=not args.no_lease,
+        )
+        newest = store.latest_job_model()
+        if newest is None and not args.job_model_version:
+            raise UsageError(
+                f"coordinator store {args.coordinator!r} has no job model for job "
+                f"{args.job_name!r} - write job model v1 first (samza-expand init-job where "
+                "available, or JobModel.initial(...) and the store's write_job_model)"
+            )
+        self.life.version = args.job_model_version or newest.version  # type: ignore[union-attr]
+        self.life.reap_dead()
+        # a launched standby heartbeats ``starting`` until it is warm, then ``standby``: the
+        # handover's stop step waits for that before it stops the running version
+        warming = bool(args.standby and self.life.use_lease)
+        state = "starting" if warming or not self.life.use_lease else "standby"
+        with self.life.beating(state, ROLE_STANDBY if warming else None):
+            if newest is not None:
+                self.check_topics(newest)  # Kafka metadata warm (bad input refused early)
+            if self.life.use_lease:
+                self.life.join()
+                if args.standby and warm is not None:
+                    warm()
+        return self.life.wait_to_process(args.job_model_version or 1)
+
+    def start(self, model: JobModel) -> None:
+        """Take ``model`` on: check its topics, watch coverage, set up the order check."""
+        from airflow_samza_expand.spark import coverage
+        from airflow_samza_expand.spark.stale import order_check_from_args
+
+        self.model = model
+        log.info(
+            "job %r: processor %s runs job model v%d (grouper %s), tasks %s",
+            self.args.job_name,
+            self.processor_id,
+            model.version,
+            model.grouper,
+            {t: sorted(str(s) for s in ssps) for t, ssps in model.task_to_ssps().items()},
+        )
+        self.check_topics(model)
+        life = self.lifecycle
+        life.coverage = coverage.CoverageWatch(
+            model.partition_counts(), model.version, coverage.admin_live_counts(self.kafka_config())
+        )
+        try:
+            self.order_check = order_check_from_args(self.args, model, self.kafka_config())
+            life.order_check = self.order_check  # its counts go into the heartbeat
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+    def begin(self) -> None:
+        """Heartbeat ``starting`` from a thread until `run` (the query start takes a while)."""
+        self._starting.enter_context(self.lifecycle.beating("starting"))
+
+    def check_topics(self, model: JobModel) -> None:
+        from airflow_samza_expand.kafka.clients import AdminClient
+
+        metadata = AdminClient(self.kafka_config()).list_topics(timeout=30)
+        for stream, count in sorted(model.partition_counts().items()):
+            topic = metadata.topics.get(stream)
+            if topic is None or topic.error is not None:
+                raise UsageError(
+                    f"input topic {stream!r} of job model v{model.version} does not exist - "
+                    "create it or fix the job model"
+                )
+            if len(topic.partitions) < count:
+                raise UsageError(
+                    f"topic {stream!r} has {len(topic.partitions)} partitions but job model "
+                    f"v{model.version} reads {count} - expand the topic first"
+                )
+        out = self.output_topic
+        if out and (metadata.topics.get(out) is None or metadata.topics[out].error is not None):
+            raise UsageError(f"output topic {out!r} does not exist - create it first")
+
+    # reading ---------------------------------------------------------------------------------
+
+    def read_kafka(self, source: str = "kafka", **options: str) -> Any:
+        """A streaming DataFrame of exactly the job model's SSPs plus ``task``; ``options``
+        are added to (or override) the source's. ``source="python"``: the provider's reader."""
+        from pyspark.sql import functions as F
+
+        model = self.model
+        assert model is not None and self.spark is not None, "attach() first"
+        cap = self.args.max_records_per_batch
+        if source == "python":
+            self.register_source()
+            settings = self.python_source_options(model)
+            return self.spark.readStream.format("samza_kafka").options(**settings, **options).load()
+        if source != "kafka":
+            raise ValueError(f"source {source!r} - give 'kafka' (Spark's) or 'python'")
+        settings = {
+            **self.spark_kafka_options(),
+            "assign": json.dumps(assignment(model), sort_keys=True),
+            # a fresh checkpoint reads the job model's partitions from their log start; a
+            # restarted query reads a partition new to its checkpoint from its log start too
+            "startingOffsets": "earliest",
+            "failOnDataLoss": "true",
+            **({"maxOffsetsPerTrigger": str(cap)} if cap else {}),
+            **options,
+        }
+        if any("jaas" in k or "password" in k for k in settings):
+            from airflow_samza_expand.spark.kafka_options import REDACTION_REGEX
+
+            self.spark.conf.set("spark.sql.redaction.options.regex", REDACTION_REGEX)
+        frame = self.spark.readStream.format("kafka").options(**settings).load()
+        pairs = [F.lit(x) for key, task in sorted(task_of(model).items()) for x in (key, task)]
+        where = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
+        return frame.withColumn("task", F.element_at(F.create_map(*pairs), where))
+
+    def python_source_options(self, model: JobModel) -> dict[str, str]:
+        return {
+            "job_model": model.to_json(),
+            "group_id": self.args.job_name,
+            "max_records_per_batch": str(self.args.max_records_per_batch),
+            "stop_gate": self.lifecycle.gate_path,
+            # under the lease the driver commits, after confirming it (fencing a zombie)
+            "commit_offsets": "false" if self.lifecycle.use_lease else "true",
+            **self.kafka_options,
+        }
+
+    def register_source(self) -> None:
+        """Register the provider's data source with the session (once)."""
+        if not self.source_registered:
+            from airflow_samza_expand.spark.source import SamzaKafkaDataSource
+
+            self.spark.dataSource.register(SamzaKafkaDataSource)
+            self.source_registered = True
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._starting.close()
+        if self.order_check is not None:
+            self.order_check.close()
+        if self._commit_consumer is not None:
+            self._commit_consumer.close()
+        if self.life is not None:
+            self.life.close()
+            if hasattr(self.life.store, "close"):
+                self.life.store.close()
+
+
+class _AttachedJob(Job):
+    """A `Job` from `attach`: `run` also closes it (the job's last call)."""
+
+    def run(self, query: Any) -> int:
+        try:
+            return super().run(query)
+        finally:
+            self.close()
+
+
+def assignment(model: JobModel) -> dict[str, list[int]]:
+    """Spark's ``assign``: ``{topic: [partition, ...]}`` of every SSP of the job model."""
+    return {t: list(range(n)) for t, n in sorted(model.partition_counts().items())}
+
+
+def task_of(model: JobModel) -> dict[str, str]:
+    """``"topic:partition" -> task`` (a broadcast SSP, read by every task, is refused)."""
+    if model.broadcast_ssps:
+        raise UsageError(
+            f"job model v{model.version} has broadcast SSPs - read it with "
+            "read_kafka(source='python')"
+        )
+    return {
+        f"{s.stream}:{s.partition}": task
+        for task, ssps in model.task_to_ssps().items()
+        for s in ssps
+    }
+
+
+def parse_args(argv: Sequence[str] | None, overrides: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    """(runtime settings, the job's own options); keywords win over the command line."""
+    parser = build_runtime_parser()
+    known = {a.dest for a in parser._actions}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise TypeError(f"attach() got unknown settings {unknown}; known: {sorted(known)}")
+    for action in parser._actions:
+        if action.dest in overrides:
+            action.required = False
+    args, extra = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    for key, value in overrides.items():
+        setattr(args, key, value)
+    return args, extra
+
+
+def attach(spark: Any, argv: Sequence[str] | None = None, **overrides: Any) -> Job:
+    """Attach the running PySpark application to its job (see the module docstring).
+
+    Bad input prints the problem and exits 2; a stop while it waits as a standby exits 0."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+    args, extra = parse_args(argv, overrides)
+    job = _AttachedJob(args, spark)
+    job.extra_args = extra
+    try:
+        validate_runtime_args(args)
+        model = job.prepare(warm=lambda: spark.range(0, 8, numPartitions=2).count())
+        if model is None:
+            job.lifecycle.heartbeat("stopped")
+            log.info("job %r: stop requested while a standby: exiting", args.job_name)
+            job.close()
+            raise SystemExit(0)
+        job.start(model)
+        job.begin()
+    except (UsageError, ExpansionError) as exc:
+        job.close()
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    return job
+
+
+__all__ = ["Job", "assignment", "attach", "task_of"]

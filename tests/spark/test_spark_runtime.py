@@ -1,0 +1,98 @@
+"""The runtime (`spark.runtime`) with the example user job (`examples/user_job.py`) in-process:
+Spark's Kafka source reading exactly the job model's partitions, the partitions an expansion
+adds read from their log start by the restarted query (same checkpoint), per-key state kept,
+the group ``<job>`` committed, heartbeats; and the refusals."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spark_helpers import (
+    committed,
+    create_topic,
+    grow_topic,
+    produce_sequenced,
+    read_latest_outputs,
+)
+
+from airflow_samza_expand.core.liveness import CAPABILITY_STANDBY
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.core.plan import plan_expansion
+from airflow_samza_expand.store import open_store
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+USER_JOB = Path(__file__).resolve().parents[2] / "airflow_samza_expand" / "examples" / "user_job.py"
+
+
+def _user_job() -> Any:
+    spec = importlib.util.spec_from_file_location("user_job", USER_JOB)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _spark_kafka(spark) -> None:
+    if "spark-sql-kafka" not in (spark.conf.get("spark.jars", "") or ""):
+        pytest.skip("Spark's Kafka connector is not fetched (scripts/setup.sh, needs Maven)")
+
+
+class UserJob:
+    def __init__(self, spark, bootstrap: str, unique_topic, tmp_path: Path, source: str):
+        self.bootstrap, self.source = bootstrap, source
+        self.topic, self.output = unique_topic("uin"), unique_topic("uout")
+        self.name = "user-" + self.topic
+        create_topic(bootstrap, self.topic, 2)
+        create_topic(bootstrap, self.output, 1)
+        self.coordinator = str(tmp_path / "coordinator")
+        self.checkpoint = str(tmp_path / "checkpoint")
+        self.store = open_store(self.coordinator, self.name, {"bootstrap.servers": bootstrap})
+
+    def run(self) -> int:
+        argv = [
+            "--job-name", self.name, "--bootstrap-servers", self.bootstrap,
+            "--coordinator", self.coordinator, "--checkpoint-dir", self.checkpoint,
+            "--output-topic", self.output, "--trigger", "available-now",
+            "--processor-id", "user-1", "--max-records-per-batch", "700",
+            "--source", self.source, "--shuffle-partitions", "2",
+        ]  # fmt: skip
+        return _user_job().main(argv)
+
+
+@pytest.mark.parametrize("source", ["kafka", "python"])
+def test_user_job_keeps_counts_across_growth_and_reads_new_partitions_from_start(
+    spark, kafka_bootstrap, unique_topic, tmp_path, source
+) -> None:
+    if source == "kafka":
+        _spark_kafka(spark)
+    job = UserJob(spark, kafka_bootstrap, unique_topic, tmp_path, source)
+    v1 = job.store.write_job_model(JobModel.initial(job.name, {job.topic: 2}))
+    keys = [f"key-{i}" for i in range(40)]
+    seqs = produce_sequenced(kafka_bootstrap, job.topic, keys, 15)
+    assert job.run() == 0
+    assert sum(committed(kafka_bootstrap, job.name, job.topic, 2).values()) == 600
+    # the expansion: 2 -> 4 partitions, job model v2 (fixed tasks), the same checkpoint
+    grow_topic(kafka_bootstrap, job.topic, 4)
+    produce_sequenced(kafka_bootstrap, job.topic, keys, 15, first_seq=seqs)
+    job.store.write_job_model(plan_expansion(v1, {job.topic: 2}, {job.topic: 4}).new_job_model)
+    assert job.run() == 0
+    outputs = read_latest_outputs(kafka_bootstrap, job.output)
+    assert set(outputs) == set(keys)
+    for key, out in outputs.items():
+        assert (out["count"], out["last_seq"], out["violations"]) == (30, 29, 0), (key, out)
+        assert out["task"] in {"Partition 0", "Partition 1"}
+    ends = committed(kafka_bootstrap, job.name, job.topic, 4)
+    assert sum(ends.values()) == 1200 and all(ends[p] > 0 for p in (2, 3)), ends
+    proc = job.store.processors()["user-1"]
+    assert (proc["job_model_version"], proc["state"]) == (2, "stopped")
+    assert proc.get("capabilities") == [CAPABILITY_STANDBY]
+
+
+def test_attach_refuses_a_job_without_a_job_model(spark, kafka_bootstrap, unique_topic, tmp_path):
+    job = UserJob(spark, kafka_bootstrap, unique_topic, tmp_path, "kafka")
+    with pytest.raises(SystemExit) as exited:
+        job.run()
+    assert exited.value.code == 2
