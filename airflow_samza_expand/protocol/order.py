@@ -187,7 +187,6 @@ def _held_line(found: tuple[StalePlacement, ...], stored: OrderEvidence) -> str:
     )
 
 
-
 # -- submit, job, report -------------------------------------------------------------------------
 
 

@@ -49,13 +49,13 @@ STEPS: tuple[Step, ...] = (
     Step("write_model", "write_job_model", "write", "write_job_model", ("stop", "barrier")),
     Step("submit", "submit", "submit", "submit", ("write",)),
     Step("ack", "ack", "ack", "acknowledge", ("submit",)),
-    Step("report", "report", "report"),
+    Step("report", "report", "report", None, ("ack",)),
 )
 
 
 def step_named(record_step: str) -> Step:
     """The registry entry of a record step name (KeyError for an unknown one)."""
-    return next(s for s in STEPS if s.record_step == record_step)
+    return {s.record_step: s for s in STEPS}[record_step]
 
 
 __all__ = ["STEPS", "Step", "step_named"]

@@ -111,17 +111,7 @@ def expand(
     done = ExpandResult.of(record).topics.get(topic) if record is not None else None
     current = admin.partition_counts([topic])[topic]
     baseline, source = _baseline(current, request, record, store)
-    if request.target is not None:
-        target = int(request.target)
-    else:
-        target = baseline * int(request.factor or 2)
-    if record is not None:
-        planned = int(record.plan.get("counts_after", {}).get(topic, target))
-        if planned != target:
-            raise InvalidGrowthError(
-                f"expansion {expansion_id!r} plans {topic!r} at {planned} partitions, but this "
-                f"task asks for {target} - use the planned count"
-            )
+    target = _target(request, baseline, record)
     if not (source == "live count" and current == target):
         validate_growth(topic, baseline, target, require_power_of_two=request.require_power_of_two)
     result = {
@@ -164,6 +154,30 @@ def expand(
     _begin(store, expansion_id, lease)
     if store is not None and expansion_id:  # rule 1.5: where the stale-placement scan starts
         order.record_scan_start(admin, store, expansion_id, lease=lease)
+    _grow(admin, topic, target)
+    _record(store, expansion_id, topic, target, applied=True, lease=lease)
+    result["changed"] = True
+    return result
+
+
+def _target(request: ExpandRequest, baseline: int, record: ExpansionRecord | None) -> int:
+    """The count asked for; with an expansion it must be the planned one (else a refusal)."""
+    if request.target is not None:
+        target = int(request.target)
+    else:
+        target = baseline * int(request.factor or 2)
+    if record is not None:
+        planned = int(record.plan.get("counts_after", {}).get(request.topic, target))
+        if planned != target:
+            raise InvalidGrowthError(
+                f"expansion {record.expansion_id!r} plans {request.topic!r} at {planned} "
+                f"partitions, but this task asks for {target} - use the planned count"
+            )
+    return target
+
+
+def _grow(admin: KafkaAdmin, topic: str, target: int) -> None:
+    """CreatePartitions; when it does not confirm, the count re-read decides."""
     try:
         admin.create_partitions(topic, target)
     except (KafkaUnavailableError, InvalidGrowthError) as exc:
@@ -180,9 +194,6 @@ def expand(
             )
             raise
         log.info("Topic %s has %d partitions: the growth was applied.", topic, now)
-    _record(store, expansion_id, topic, target, applied=True, lease=lease)
-    result["changed"] = True
-    return result
 
 
 def _begin(store: CoordinatorStore | None, expansion_id: str | None, lease: Lease | None) -> None:
