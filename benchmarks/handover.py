@@ -127,7 +127,7 @@ class Bench:
         return dataclasses.replace(self.v1, version=latest.version + 1)
 
     def stop(self, proc: JobProcess, version: int) -> None:
-        """As the DAG's stop step (`protocol.waits.stop_poll`): request the stop and return at
+        """As the DAG's stop step (`protocol.steps.stop.stop_poll`): request the stop and return at
         the processor's ``stopped`` heartbeat - sent after its last committed batch, just before
         it releases the lease - not at its process exit (checked at the end, `check_exits`)."""
         self.store.request_stop(version, "benchmark")

@@ -27,9 +27,9 @@ from airflow_samza_expand.airflow.triggers import (
 )
 from airflow_samza_expand.core.errors import BarrierTimeoutError
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
-from airflow_samza_expand.protocol import restart, waits
 from airflow_samza_expand.protocol.ownership import take
-from airflow_samza_expand.protocol.waits import Reconnect
+from airflow_samza_expand.protocol.poll import Reconnect
+from airflow_samza_expand.protocol.steps import ack, barrier
 
 
 class _WaitSensor(KafkaClients, BaseSensorOperator):
@@ -136,7 +136,7 @@ class OrderingBarrierSensor(_WaitSensor):
         job_name: str,
         expansion_id: str,
         consumer_group: str | None = None,
-        producer_refresh_grace_s: float | str = waits.DEFAULT_PRODUCER_REFRESH_GRACE_S,
+        producer_refresh_grace_s: float | str = barrier.DEFAULT_PRODUCER_REFRESH_GRACE_S,
         barrier_timeout_s: float | str = 3600.0,
         snapshot_only: bool = False,
         deferrable: bool = True,
@@ -165,7 +165,7 @@ class OrderingBarrierSensor(_WaitSensor):
         holder = holder_of(context)
         with protocol_outcomes():
             lease = take(self.store, holder)
-            grace_ends = waits.grace_until(self.store, self.expansion_id, grace, lease=lease)
+            grace_ends = barrier.grace_until(self.store, self.expansion_id, grace, lease=lease)
         started = time.time()
         if self.reschedule and context.get("ti") is not None:
             first = context["ti"].get_first_reschedule_date(context)
@@ -192,8 +192,8 @@ class OrderingBarrierSensor(_WaitSensor):
             return super().poke(context)
         with protocol_outcomes():
             grace = float(self.producer_refresh_grace_s)
-            grace_ends = waits.grace_until(self.store, self.expansion_id, grace)
-            progress = waits.snapshot_poll(
+            grace_ends = barrier.grace_until(self.store, self.expansion_id, grace)
+            progress = barrier.snapshot_poll(
                 self.admin,
                 self.store,
                 expansion_id=self.expansion_id,
@@ -292,9 +292,7 @@ class JobModelAckSensor(_WaitSensor):
             try:
                 with protocol_outcomes():
                     lease = take(self.store, holder_of(context))
-                    restart.record_step(
-                        self.store, str(self.expansion_id), "ack", None, info, lease
-                    )
+                    ack.record_ack(self.store, str(self.expansion_id), info, lease)
             finally:
                 self.close_clients()
         return info

@@ -1,6 +1,7 @@
 """Async triggers of the expansion. Each owns its loop and its clients' cleanup; what one poll
-does is the protocol's poll function (`protocol.waits`), which poke mode calls too
-(`poll(admin, store)` here is that one call). Blocking client calls run in ``asyncio.to_thread``.
+does is the protocol's poll function (in its step's module under `protocol.steps`), which poke
+mode calls too (`poll(admin, store)` here is that one call). Blocking client calls run in
+``asyncio.to_thread``.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, SamzaExpandKafkaHook
 from airflow_samza_expand.core.errors import ConflictError, ExpansionError
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
-from airflow_samza_expand.protocol import waits
+from airflow_samza_expand.protocol import watch
 from airflow_samza_expand.protocol.ownership import lease_poll, take
-from airflow_samza_expand.protocol.waits import Poll, Reconnect
+from airflow_samza_expand.protocol.poll import Poll, Reconnect
+from airflow_samza_expand.protocol.steps import ack, barrier
 
 DEFAULT_CONN_ID = "kafka_default"
 _MODULE = __name__
@@ -136,7 +138,7 @@ class OrderingBarrierTrigger(PollingTrigger):
     job_name: str
     expansion_id: str
     consumer_group: str | None = None
-    producer_refresh_grace_s: float = waits.DEFAULT_PRODUCER_REFRESH_GRACE_S
+    producer_refresh_grace_s: float = barrier.DEFAULT_PRODUCER_REFRESH_GRACE_S
     stale_quiet_s: float | None = None  # rule 1.5 quiet window (None: the protocol default)
     deadline: float | None = None
     poll_interval_s: float = 10.0
@@ -152,8 +154,8 @@ class OrderingBarrierTrigger(PollingTrigger):
     def poll(self, admin: Any, store: Any) -> Poll:
         lease = take(store, self.holder) if self.holder else None  # renews the owner's lease
         grace = float(self.producer_refresh_grace_s)
-        grace_ends = waits.grace_until(store, self.expansion_id, grace, lease=lease)
-        return waits.barrier_poll(
+        grace_ends = barrier.grace_until(store, self.expansion_id, grace, lease=lease)
+        return barrier.barrier_poll(
             admin,
             store,
             expansion_id=self.expansion_id,
@@ -198,7 +200,7 @@ class JobModelAckTrigger(PollingTrigger):
 
     def poll(self, admin: Any, store: Any) -> Poll:
         lease = take(store, self.holder) if self.holder else None  # renews the owner's lease
-        return waits.ack_poll(
+        return ack.ack_poll(
             store,
             int(self.version),
             int(self.min_processors),
@@ -255,7 +257,7 @@ class PartitionCountChangeTrigger(PollingTrigger, BaseEventTrigger):
         self._watching = self.baseline
 
     def poll(self, admin: Any, store: Any) -> Poll:
-        progress = waits.partition_count_poll(admin, self.topic, self._watching)
+        progress = watch.partition_count_poll(admin, self.topic, self._watching)
         if self._watching is None:
             self._watching = progress.detail.get("baseline")
         return progress

@@ -8,7 +8,7 @@ later expansion plans on it. The job must run with ``--allow-task-change`` to ac
 that move then restart their counts from zero, which the verifier must catch.
 
 `naive_next_model` is the protocol's ``next_model`` of the write step
-(`protocol.restart.write_job_model`); `NaiveWriteJobModelOperator` is the public
+(`protocol.steps.write_model.write_job_model`); `NaiveWriteJobModelOperator` is the public
 ``WriteJobModelOperator`` with that flag set.
 """
 

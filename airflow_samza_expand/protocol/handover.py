@@ -10,8 +10,8 @@ Restart modes (``handover``):
   not said it can wait as a standby. The plan step chooses (`choose_restart`) and records the
   choice in the expansion record; the standby and stop steps follow it.
 * ``"warm"``: launch the vN+1 standby during the producer grace
-  (`before_standby`), stop vN, write vN+1; the submit step launches nothing while a live
-  processor of vN+1 exists (`protocol.restart.before_submit`); the acknowledgement waits until
+  (`protocol.steps.standby`), stop vN, write vN+1; the submit step launches nothing while a live
+  processor of vN+1 exists (`protocol.steps.submit.before_submit`); the acknowledgement waits until
   it is active on vN+1.
 * ``"cold"``: stop vN, write vN+1, then start vN+1 (a whole Spark start of downtime).
 
@@ -24,16 +24,12 @@ the active dies the standby takes over once the broker expires the dead member's
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from airflow_samza_expand.core.errors import ExpansionError
-from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.liveness import CAPABILITY_STANDBY, WORKING_STATES, statuses
-from airflow_samza_expand.protocol import records
-from airflow_samza_expand.protocol.restart import record_step
-from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
 
@@ -121,105 +117,6 @@ def choose_restart(
     )
 
 
-def standby_args(application_args: Sequence[Any], version: int) -> list[str]:
-    """The job's arguments for a standby of job model ``version``: ``--standby
-    --job-model-version <version>`` (replacing any given)."""
-    out: list[str] = []
-    skip = False
-    for arg in map(str, application_args):
-        if skip:
-            skip = False
-            continue
-        if arg == "--job-model-version":
-            skip = True
-            continue
-        if arg == "--standby" or arg.startswith("--job-model-version="):
-            continue
-        out.append(arg)
-    return [*out, "--standby", "--job-model-version", str(int(version))]
-
-
-def live_processors(processors: Mapping[str, Mapping[str, Any]], version: int) -> list[str]:
-    """Live processors of job model ``version`` that are standby, starting or running (ids)."""
-    return sorted(
-        pid
-        for pid, s in statuses(processors).items()
-        if s.job_model_version == version and s.state in WORKING_STATES - {"stopping"} and s.alive()
-    )
-
-
-@dataclass(frozen=True)
-class StandbyDecision:
-    """``launch``: how many processors of job model ``version`` to start now (0: enough run)."""
-
-    launch: int
-    version: int
-    live: list[str] = field(default_factory=list)
-    message: str = ""
-
-
-def before_standby(
-    store: CoordinatorStore,
-    expansion_id: str,
-    *,
-    processors: int = 1,
-    is_running: Callable[[Mapping[str, Any]], bool] | None = None,
-) -> StandbyDecision:
-    """How many standbys of the expansion's vN+1 to launch so that ``processors`` of it exist.
-
-    Counted: live processors of vN+1 (heartbeats) and, as they may not heartbeat yet (a JVM
-    start), the detached launches of earlier tries still running; the larger of the two."""
-    record = records.require(store, expansion_id)
-    version = record.target_version
-    choice = RestartChoice.of_record(record)
-    if choice is not None and choice.mode == COLD:
-        return StandbyDecision(
-            0, version, [], f"cold restart ({choice.reason}): launching no standby"
-        )
-    live = live_processors(store.processors(), version)
-    handles = [
-        handle
-        for step in LAUNCH_STEPS
-        for handle in _handles(record.results.get(step))
-        if is_running is not None and is_running(handle)
-    ]
-    have = max(len(live), len(handles))
-    missing = max(int(processors) - have, 0)
-    who = ", ".join(live) or "none heartbeating"
-    if not missing:
-        message = (
-            f"{have} processor(s) of job {store.job_name} v{version} exist ({who}; "
-            f"{len(handles)} launch(es) running): launching no standby"
-        )
-    else:
-        message = f"launching {missing} standby processor(s) of job {store.job_name} v{version}"
-    return StandbyDecision(missing, version, live, message)
-
-
-def _handles(result: Any) -> list[Mapping[str, Any]]:
-    """The detached launch handles in a step result (one, or a list under ``launches``)."""
-    if not isinstance(result, Mapping):
-        return []
-    found = [result] if result.get("detached") and "pid" in result else []
-    for item in result.get("launches") or ():
-        if isinstance(item, Mapping) and item.get("detached") and "pid" in item:
-            found.append(item)
-    return found
-
-
-def record_launches(
-    store: CoordinatorStore,
-    expansion_id: str,
-    step: str,
-    launches: list[dict[str, Any]],
-    lease: Lease | None,
-) -> None:
-    """Note the (redacted) handles of the standbys a step launched, added to earlier tries'."""
-    record = records.require(store, expansion_id)
-    earlier = list((record.results.get(step) or {}).get("launches") or ())
-    record_step(store, expansion_id, step, None, {"launches": [*earlier, *launches]}, lease)
-
-
 __all__ = [
     "AUTO",
     "COLD",
@@ -228,10 +125,5 @@ __all__ = [
     "HANDOVER_MODES",
     "LAUNCH_STEPS",
     "WARM",
-    "StandbyDecision",
-    "before_standby",
-    "live_processors",
     "normalise_handover",
-    "record_launches",
-    "standby_args",
 ]

@@ -4,10 +4,9 @@ restarted job and the report step. No Airflow import.
 
 * `record_scan_start` - the expand step, right **before** CreatePartitions: the old partitions'
   end offsets, where the barrier's stale-placement scan starts.
-* `order_poll` - the barrier poll, while it has no snapshot: scan what was appended to the old
-  partitions since the last poll (bounded), log the held stale placements in one INFO line,
-  keep the counts in the record's ``stale_placements`` and decide
-  (`core.order.decide_snapshot`): wait, snapshot, or timeout.
+* `scan_before_snapshot` - the barrier poll (`protocol.steps.barrier.order_poll`), while it has
+  no snapshot: scan what was appended to the old partitions since the last poll (bounded), log
+  the held stale placements in one INFO line, keep the counts in ``stale_placements``.
 * `job_order_args` - the submit step: the restarted job's ``--barrier-offsets``,
   ``--partitioner`` and ``--on-stale-placement``.
 * `job_publisher` / `record_job_placements` - the restarted job: its counts of stale
@@ -22,25 +21,15 @@ import dataclasses
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from airflow_samza_expand.core.clock import parse_iso, to_iso
 from airflow_samza_expand.core.lease import Lease
-from airflow_samza_expand.core.order import (
-    DEFAULT_STALE_QUIET_S,
-    BarrierDecision,
-    OrderEvidence,
-    check_on_stale_placement,
-    decide_snapshot,
-    order_report,
-)
+from airflow_samza_expand.core.order import OrderEvidence, check_on_stale_placement, order_report
 from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import barrier_to_dict, snapshot_barrier
-from airflow_samza_expand.kafka.stale_scan import StaleScanner
+from airflow_samza_expand.kafka.stale_scan import ScanResult, StaleScanner
 from airflow_samza_expand.protocol import records
 from airflow_samza_expand.store import CoordinatorStore
 
@@ -51,17 +40,19 @@ HELD_EXAMPLES = 3  # example keys in the barrier's one line per poll about held 
 REPORT_SCAN_MAX_POLLS = 20  # x StaleScanner's 10,000 records per poll
 
 
-def _update(
+def update_record(
     store: CoordinatorStore, expansion_id: str, change: Any, lease: Lease | None
 ) -> ExpansionRecord:
     return records.update(store, expansion_id, change, fence=lease)
 
 
-def _evidence(record: ExpansionRecord) -> OrderEvidence:
+def evidence_of(record: ExpansionRecord) -> OrderEvidence:
+    """The record's proof of order so far (scan start, positions, stale placements)."""
     return OrderEvidence.from_dict(record.stale_placements)
 
 
-def _with_evidence(record: ExpansionRecord, evidence: OrderEvidence) -> ExpansionRecord:
+def with_evidence(record: ExpansionRecord, evidence: OrderEvidence) -> ExpansionRecord:
+    """`record` holding `evidence`."""
     return dataclasses.replace(record, stale_placements=evidence.to_dict())
 
 
@@ -99,60 +90,45 @@ def record_scan_start(
     Call it right before CreatePartitions: a record placed with the old count before the growth
     is then counted as held by the barrier, never missed."""
     record = store.get_expansion(expansion_id)
-    if record is not None and _evidence(record).scan_start:
-        return _evidence(record)
+    if record is not None and evidence_of(record).scan_start:
+        return evidence_of(record)
     offsets = snapshot_barrier(admin, old_counts(record)) if record is not None else {}
 
     def change(current: ExpansionRecord) -> ExpansionRecord | None:
-        evidence = _evidence(current)
+        evidence = evidence_of(current)
         if evidence.scan_start:
             return None
         partitioner = tuple(detected_partitioners(current) or ())
         started = OrderEvidence(partitioner=partitioner, scan_start=offsets)
-        return _with_evidence(current, started)
+        return with_evidence(current, started)
 
-    return _evidence(_update(store, expansion_id, change, lease))
-
-
-# -- the barrier poll --------------------------------------------------------------------------
+    return evidence_of(update_record(store, expansion_id, change, lease))
 
 
-@dataclass(frozen=True)
-class OrderPoll:
-    """One look before the snapshot: the decision and what the scan found this time."""
-
-    decision: BarrierDecision
-    evidence: OrderEvidence
-    found: tuple[StalePlacement, ...]
-    records_read: int
+# -- the barrier's scan before the snapshot (the decision: `protocol.steps.barrier`) -------------
 
 
-def order_poll(
+def scan_before_snapshot(
     admin: KafkaAdmin,
     store: CoordinatorStore,
     kafka_config: Mapping[str, str],
-    *,
     expansion_id: str,
-    expanded_at: float,
-    grace_ends: float,
-    deadline: float | None,
-    quiet_s: float = DEFAULT_STALE_QUIET_S,
+    stamp: str,
+    *,
     lease: Lease | None = None,
     scanner: StaleScanner | None = None,
-    now: float | None = None,
-) -> OrderPoll:
-    """Scan (bounded) what was appended to the old partitions since the last poll, store the
-    counts, decide whether the barrier may snapshot. Call it only while there is no snapshot.
+) -> tuple[OrderEvidence, ScanResult]:
+    """Scan (bounded) what was appended to the old partitions since the last poll; store the
+    positions and the held placements (once, against concurrent polls) and log them in one
+    INFO line. Returns the evidence as stored and this scan.
 
     Without a scan start (the expansion was done outside the expand step) the scan starts at
     the current end offsets: earlier placements are not seen (logged as a warning).
     """
-    now = datetime.now(UTC).timestamp() if now is None else now
-    stamp = to_iso(datetime.fromtimestamp(now, UTC))
     record = store.get_expansion(expansion_id)
     if record is None:
         raise ValueError(f"no expansion record {expansion_id!r} - run the plan step first")
-    evidence = _evidence(record)
+    evidence = evidence_of(record)
     if not evidence.scan_start:
         log.warning(
             "expansion %s has no scan start (expanded outside the expand step): checking for "
@@ -160,7 +136,7 @@ def order_poll(
             expansion_id,
         )
         record_scan_start(admin, store, expansion_id, lease=lease)
-        evidence = _evidence(store.get_expansion(expansion_id))  # type: ignore[arg-type]
+        evidence = evidence_of(store.get_expansion(expansion_id))  # type: ignore[arg-type]
     positions = evidence.scan_positions or evidence.scan_start
     own = scanner is None
     scanner = scanner or StaleScanner(
@@ -173,32 +149,19 @@ def order_poll(
             scanner.close()
 
     def change(current: ExpansionRecord) -> ExpansionRecord | None:
-        latest = _evidence(current)
+        latest = evidence_of(current)
         if current.barrier or latest.scan_positions != evidence.scan_positions:
             return None  # a concurrent poll stored its scan (or the snapshot) first
-        return _with_evidence(
+        return with_evidence(
             current, latest.with_scan(result.positions, list(result.placements), stamp)
         )
 
+    stored = evidence
     if result.placements or result.positions != positions:
-        stored = _evidence(_update(store, expansion_id, change, lease))
-    else:
-        stored = evidence
+        stored = evidence_of(update_record(store, expansion_id, change, lease))
     if result.placements:
         log.info("expansion %s: %s", expansion_id, _held_line(result.placements, stored))
-    last = stored.last_stale_at
-    decision = decide_snapshot(
-        now=now,
-        expanded_at=expanded_at,
-        grace_ends=grace_ends,
-        deadline=deadline,
-        quiet_s=quiet_s,
-        last_stale_at=parse_iso(last).timestamp() if last else None,
-        stale_records=stored.before_snapshot.records,
-        caught_up=result.caught_up,
-        backlog=result.backlog(),
-    )
-    return OrderPoll(decision, stored, result.placements, result.records_read)
+    return stored, result
 
 
 def _held_line(found: tuple[StalePlacement, ...], stored: OrderEvidence) -> str:
@@ -233,7 +196,7 @@ def job_order_args(record: ExpansionRecord, on_stale_placement: str = "warn") ->
     if not record.barrier:
         return []
     args = ["--barrier-offsets", json.dumps(barrier_to_dict(record.barrier), sort_keys=True)]
-    partitioners = detected_partitioners(record) or list(_evidence(record).partitioner)
+    partitioners = detected_partitioners(record) or list(evidence_of(record).partitioner)
     if len(partitioners) == 1:
         args += ["--partitioner", partitioners[0]]
     return [*args, "--on-stale-placement", on_stale_placement]
@@ -245,12 +208,12 @@ def record_job_placements(
     """Store the restarted job's counts (``after_snapshot``) in the expansion record."""
 
     def change(current: ExpansionRecord) -> ExpansionRecord | None:
-        evidence = _evidence(current)
+        evidence = evidence_of(current)
         if evidence.after_snapshot == summary:
             return None
-        return _with_evidence(current, evidence.with_job_placements(summary))
+        return with_evidence(current, evidence.with_job_placements(summary))
 
-    return _update(store, expansion_id, change, None)
+    return update_record(store, expansion_id, change, None)
 
 
 def job_publisher(store: Any, job_model_version: int) -> Callable[[StaleSummary], None] | None:
@@ -273,7 +236,7 @@ def job_publisher(store: Any, job_model_version: int) -> Callable[[StaleSummary]
 
 def stale_counts(record: ExpansionRecord) -> dict[str, int]:
     """``{stale_before_snapshot, stale_after_snapshot}`` for step results and progress lines."""
-    evidence = _evidence(record)
+    evidence = evidence_of(record)
     return {
         "stale_before_snapshot": evidence.before_snapshot.records,
         "stale_after_snapshot": evidence.after_snapshot.records,
@@ -292,7 +255,7 @@ def scan_after_snapshot(
         return None
     barrier = {t: {int(p): int(o) for p, o in ps.items()} for t, ps in record.barrier.items()}
     until = snapshot_barrier(admin, old_counts(record))
-    partitioners = detected_partitioners(record) or list(_evidence(record).partitioner) or None
+    partitioners = detected_partitioners(record) or list(evidence_of(record).partitioner) or None
     found: list[StalePlacement] = []
     positions: Mapping[str, Mapping[int, int]] = barrier
     with StaleScanner(admin.config, growths(record), partitioners, admin=admin) as scanner:
@@ -321,7 +284,7 @@ def order_summary(record: ExpansionRecord, scanned: StaleSummary | None = None) 
     """The report step's ``order`` (its ``line`` is the report's ``order:`` line): after the
     snapshot, the larger of the restarted job's published count and ``scanned``
     (`scan_after_snapshot`: the same range up to the report)."""
-    evidence = _evidence(record)
+    evidence = evidence_of(record)
     after = evidence.after_snapshot
     if scanned is not None and scanned.records > after.records:
         after = scanned
@@ -329,14 +292,19 @@ def order_summary(record: ExpansionRecord, scanned: StaleSummary | None = None) 
 
 
 __all__ = [
-    "OrderPoll",
+    "MAX_LOGGED_PER_POLL",
     "detected_partitioners",
+    "evidence_of",
     "job_order_args",
     "job_publisher",
-    "order_poll",
     "order_summary",
     "record_job_placements",
     "record_scan_start",
+    "scan_before_snapshot",
     "scan_after_snapshot",
+    "growths",
+    "old_counts",
     "stale_counts",
+    "update_record",
+    "with_evidence",
 ]

@@ -132,6 +132,21 @@ def mark(
     return out
 
 
+def record_step(
+    store: CoordinatorStore,
+    expansion_id: str | None,
+    step: str,
+    status: ExpansionStatus | None,
+    result: object,
+    lease: Lease | None,
+) -> ExpansionRecord | None:
+    """Note a step's end and result (submit: the redacted handle; ack: who runs vN+1); nothing
+    without an expansion id."""
+    if not expansion_id:
+        return None
+    return update(store, expansion_id, lambda r: mark(r, step, status, result=result), fence=lease)
+
+
 __all__ = [
     "ORDER",
     "MissingExpansionError",
@@ -139,6 +154,7 @@ __all__ = [
     "expansion_id_for",
     "mark",
     "reached",
+    "record_step",
     "require",
     "update",
 ]

@@ -29,7 +29,7 @@ from airflow_samza_expand.airflow.triggers import OrderingBarrierTrigger
 from airflow_samza_expand.dags import build_expansion_dag
 from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION
 from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol import waits
+from airflow_samza_expand.protocol.steps import barrier
 
 ARGS = ["--job-name", "j", "--trigger", "processing-time=5s"]
 
@@ -196,7 +196,7 @@ def test_report_names_a_key_placed_stale_after_the_snapshot_and_fails_with_fail(
     from airflow_samza_expand.kafka.admin import KafkaAdmin
 
     with KafkaAdmin(j.config) as admin:
-        snap = waits.snapshot_poll(
+        snap = barrier.snapshot_poll(
             admin, j.store, expansion_id=expansion_id, group=j.name, grace_ends=0.0,
             stale_quiet_s=0.0,
         )  # fmt: skip

@@ -187,7 +187,8 @@ def test_triggers_never_block_the_event_loop(job, dev_broker, monkeypatch):
     thread: a spy on the blocking functions records the thread each ran in (no clock involved;
     every broker answer is slowed by 0.5 s so a blocking call would stall the loop)."""
     from airflow_samza_expand.airflow.hooks import SamzaExpandKafkaHook
-    from airflow_samza_expand.protocol import waits
+    from airflow_samza_expand.protocol import watch
+    from airflow_samza_expand.protocol.steps import ack
 
     j = job(2)
     j.store.heartbeat("p-1", 1, "running")
@@ -201,9 +202,9 @@ def test_triggers_never_block_the_event_loop(job, dev_broker, monkeypatch):
         return call
 
     monkeypatch.setattr(
-        waits, "partition_count_or_zero", spy("count", waits.partition_count_or_zero)
+        watch, "partition_count_or_zero", spy("count", watch.partition_count_or_zero)
     )
-    monkeypatch.setattr(waits, "ack_poll", spy("ack", waits.ack_poll))
+    monkeypatch.setattr(ack, "ack_poll", spy("ack", ack.ack_poll))
     monkeypatch.setattr(
         SamzaExpandKafkaHook, "get_admin", spy("admin", SamzaExpandKafkaHook.get_admin)
     )
@@ -236,7 +237,7 @@ def test_a_trigger_times_out_only_after_a_poll_begun_past_its_deadline(monkeypat
     while it runs, the trigger looks once more (the barrier may snapshot and hold right at the
     end of its grace) instead of timing out on the stale answer. The slow poll is a clock race
     a real broker cannot produce on demand, so the poll is replaced here."""
-    from airflow_samza_expand.protocol.waits import Poll
+    from airflow_samza_expand.protocol.poll import Poll
 
     deadline = time.time() + 0.3
     polls: list[float] = []

@@ -5,7 +5,7 @@ tests/core/test_core_render.py)."""
 from __future__ import annotations
 
 from airflow_samza_expand.demo.verify import check_outputs
-from airflow_samza_expand.protocol.report import seconds_per_step
+from airflow_samza_expand.protocol.steps.report import seconds_per_step
 
 
 def test_verifier_flags_mismatch_violation_and_count_going_back() -> None:

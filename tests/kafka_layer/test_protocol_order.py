@@ -23,10 +23,10 @@ from airflow_samza_expand.kafka.partitioners import crc32_partition
 from airflow_samza_expand.protocol.order import (
     job_order_args,
     job_publisher,
-    order_poll,
     order_summary,
     record_scan_start,
 )
+from airflow_samza_expand.protocol.steps.barrier import order_poll
 from airflow_samza_expand.store.files import FileCoordinatorStore
 
 T0 = 1_900_000_000.0  # the expansion, in the poll's clock
@@ -186,9 +186,9 @@ def test_wired_expand_records_the_scan_start_and_snapshot_poll_holds(config, adm
     """The protocol's own steps: expand records where the scan starts (before the growth);
     snapshot_poll waits out stale placements, then reports how many it held; the report
     renders the order line."""
-    from airflow_samza_expand.protocol import waits
-    from airflow_samza_expand.protocol.expand import ExpandRequest, expand
-    from airflow_samza_expand.protocol.report import build_summary, render_summary
+    from airflow_samza_expand.protocol.steps import barrier
+    from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
+    from airflow_samza_expand.protocol.steps.report import build_summary, render_summary
 
     topic, store, expansion_id = setup
     before = snapshot_barrier(admin, {topic: 2})
@@ -198,7 +198,7 @@ def test_wired_expand_records_the_scan_start_and_snapshot_poll_holds(config, adm
     produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in _moved(3, "w")])
 
     def look(quiet_s):
-        return waits.snapshot_poll(
+        return barrier.snapshot_poll(
             admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
             stale_quiet_s=quiet_s,
         )  # fmt: skip
@@ -249,9 +249,9 @@ def two_streams(config, admin, unique_topic, tmp_path):
 def test_a_stream_that_stays_is_outside_the_barrier_and_the_order_check(config, admin, two_streams):
     """Issue: growing one of two streams failed the barrier ('growth 2 -> 2 is not a
     power-of-two multiple'). Only the grown stream is scanned, snapshot and checked."""
-    from airflow_samza_expand.protocol import waits
-    from airflow_samza_expand.protocol.expand import ExpandRequest, expand
     from airflow_samza_expand.protocol.order import scan_after_snapshot
+    from airflow_samza_expand.protocol.steps import barrier
+    from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
 
     orders, payments, store, expansion_id = two_streams
     expand(admin, store, ExpandRequest(topic=orders, target=4), expansion_id=expansion_id)
@@ -262,7 +262,7 @@ def test_a_stream_that_stays_is_outside_the_barrier_and_the_order_check(config, 
     produce(config, payments, [(k, b"{}", crc32_partition(k, 2)) for k in paid])
 
     def look(quiet_s):
-        return waits.snapshot_poll(
+        return barrier.snapshot_poll(
             admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
             stale_quiet_s=quiet_s,
         )  # fmt: skip
@@ -307,13 +307,13 @@ def test_held_stale_placements_are_one_info_line_per_poll(config, admin, setup, 
 def test_stale_placements_after_the_snapshot_stay_one_warning_each(config, admin, setup, caplog):
     """Unlike the held ones, a stale placement beyond the barrier puts its key's order at risk:
     the report's scan logs each one as a warning."""
-    from airflow_samza_expand.protocol import waits
-    from airflow_samza_expand.protocol.expand import ExpandRequest, expand
     from airflow_samza_expand.protocol.order import scan_after_snapshot
+    from airflow_samza_expand.protocol.steps import barrier
+    from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
 
     topic, store, expansion_id = setup
     expand(admin, store, ExpandRequest(topic=topic, target=4), expansion_id=expansion_id)
-    done = waits.snapshot_poll(
+    done = barrier.snapshot_poll(
         admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
         stale_quiet_s=0.0,
     )  # fmt: skip

@@ -12,7 +12,8 @@ from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.protocol import handover
-from airflow_samza_expand.protocol.restart import before_submit
+from airflow_samza_expand.protocol.steps import standby
+from airflow_samza_expand.protocol.steps.submit import before_submit
 from airflow_samza_expand.store.files import FileCoordinatorStore
 from airflow_samza_expand.testing.liveness import heartbeat_dead
 
@@ -43,33 +44,33 @@ def test_handover_mode_is_validated():
 
 def test_standby_args_name_the_new_version_once():
     args = ["--job-name", JOB, "--standby", "--job-model-version", "1", "--trigger", "x"]
-    assert handover.standby_args(args, 2) == [
+    assert standby.standby_args(args, 2) == [
         "--job-name", JOB, "--trigger", "x", "--standby", "--job-model-version", "2",
     ]  # fmt: skip
 
 
 def test_standby_is_launched_once_for_the_new_version(store):
-    first = handover.before_standby(store, EXPANSION)
+    first = standby.before_standby(store, EXPANSION)
     assert first.launch == 1 and first.version == 2
     # a standby of the OLD model (a hot standby of v1) does not count for v2
     store.heartbeat("v1-standby", 1, "standby", role="standby", ttl_s=30)
-    assert handover.before_standby(store, EXPANSION).launch == 1
+    assert standby.before_standby(store, EXPANSION).launch == 1
     # a launch of an earlier try that runs but does not heartbeat yet (JVM start) counts
     handle = {"detached": True, "pid": 4242, "pgid": 4242}
-    handover.record_launches(store, EXPANSION, "standby", [handle], None)
-    running = handover.before_standby(store, EXPANSION, is_running=lambda h: h["pid"] == 4242)
+    standby.record_launches(store, EXPANSION, "standby", [handle], None)
+    running = standby.before_standby(store, EXPANSION, is_running=lambda h: h["pid"] == 4242)
     assert running.launch == 0
-    assert handover.before_standby(store, EXPANSION, is_running=lambda h: False).launch == 1
+    assert standby.before_standby(store, EXPANSION, is_running=lambda h: False).launch == 1
     store.heartbeat("v2-standby", 2, "standby", role="standby", ttl_s=30)
-    assert handover.before_standby(store, EXPANSION).launch == 0
+    assert standby.before_standby(store, EXPANSION).launch == 0
     # a hot standby wants a second processor of v2
-    hot = handover.before_standby(store, EXPANSION, processors=2)
+    hot = standby.before_standby(store, EXPANSION, processors=2)
     assert hot.launch == 1 and hot.live == ["v2-standby"]
 
 
 def test_a_dead_standby_is_replaced(store):
     heartbeat_dead(store, "v2-standby", 2, "standby", role="standby")
-    assert handover.before_standby(store, EXPANSION).launch == 1
+    assert standby.before_standby(store, EXPANSION).launch == 1
 
 
 def test_submit_launches_nothing_while_a_live_standby_of_the_new_model_exists(store):
@@ -84,6 +85,6 @@ def test_submit_launches_nothing_while_a_live_standby_of_the_new_model_exists(st
 def test_submit_counts_the_handover_standby_launch_still_starting(store):
     store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
     handle = {"detached": True, "pid": 4242, "pgid": 4242}
-    handover.record_launches(store, EXPANSION, "standby", [handle], None)
+    standby.record_launches(store, EXPANSION, "standby", [handle], None)
     assert not before_submit(store, EXPANSION, continuous=True, is_running=lambda h: True).launch
     assert before_submit(store, EXPANSION, continuous=True, is_running=lambda h: False).launch

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.protocol import waits
-from airflow_samza_expand.protocol.restart import before_submit
+from airflow_samza_expand.protocol.steps import ack, standby, stop
+from airflow_samza_expand.protocol.steps.submit import before_submit
 from airflow_samza_expand.store.files import FileCoordinatorStore
 from airflow_samza_expand.testing.liveness import heartbeat_dead
 
@@ -23,25 +23,25 @@ def store(tmp_path):
 def test_dead_processor_is_not_acknowledged(store):
     heartbeat_dead(store, "dead", 1)
     store.heartbeat("standby", 1, "standby", role="standby", ttl_s=30)
-    poll = waits.ack_poll(store, 1)
+    poll = ack.ack_poll(store, 1)
     assert not poll.done and poll.detail["running"] == []
     store.heartbeat("live", 1, "running", role="active", ttl_s=30)
-    poll = waits.ack_poll(store, 1)
+    poll = ack.ack_poll(store, 1)
     assert poll.done and poll.result["running"] == ["live"]
 
 
 def test_dead_processor_does_not_block_the_stop_and_is_removed(store):
     heartbeat_dead(store, "dead", 1)
     store.heartbeat("live", 1, "running", role="active", ttl_s=30)
-    poll = waits.stop_poll(store, 1)
+    poll = stop.stop_poll(store, 1)
     assert not poll.done and "live" in poll.message and "dead" in poll.message
     assert "dead" not in store.processors()
     store.heartbeat("live", 1, "stopped", role="active", ttl_s=30)
-    assert waits.stop_poll(store, 1).done
+    assert stop.stop_poll(store, 1).done
 
 
 def test_stop_request_ignores_a_dead_processor_and_submit_launches(store):
-    from airflow_samza_expand.protocol.restart import request_stop
+    from airflow_samza_expand.protocol.steps.stop import request_stop
 
     heartbeat_dead(store, "dead", 1)
     decision = request_stop(store, "test")
@@ -52,14 +52,14 @@ def test_stop_request_ignores_a_dead_processor_and_submit_launches(store):
 def test_standby_poll_waits_while_the_new_version_warms_up(store):
     """The warm handover's stop waits for a warm vN+1: a standby still ``starting`` (JVM,
     SparkSession, workers) or a dead one does not count; ``standby`` or ``running`` does."""
-    assert not waits.standby_poll(store, 2).done  # nothing heartbeats v2 yet
+    assert not standby.standby_poll(store, 2).done  # nothing heartbeats v2 yet
     store.heartbeat("v3", 3, "standby", role="standby", ttl_s=30)  # another version
     heartbeat_dead(store, "gone", 2, state="standby", role="standby")
     store.heartbeat("warming", 2, "starting", role="standby", ttl_s=30)
-    poll = waits.stop_poll(store, 1)  # a warming v2 never blocks v1's stop
+    poll = stop.stop_poll(store, 1)  # a warming v2 never blocks v1's stop
     assert poll.done
-    poll = waits.standby_poll(store, 2)
+    poll = standby.standby_poll(store, 2)
     assert not poll.done and "warming (starting" in poll.message
     store.heartbeat("warming", 2, "standby", role="standby", ttl_s=30)
-    poll = waits.standby_poll(store, 2)
+    poll = standby.standby_poll(store, 2)
     assert poll.done and poll.result == {"warm": ["warming"]}

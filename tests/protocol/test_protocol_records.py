@@ -14,9 +14,9 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.protocol import records
-from airflow_samza_expand.protocol.expand import ExpandRequest, expand
 from airflow_samza_expand.protocol.ownership import cli_holder, give_up, lease_poll, take
-from airflow_samza_expand.protocol.plan import NOTHING, PlanRequest, plan
+from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
+from airflow_samza_expand.protocol.steps.plan import NOTHING, PlanRequest, plan
 from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
 pytestmark = pytest.mark.kafka
@@ -24,9 +24,12 @@ pytestmark = pytest.mark.kafka
 
 def test_protocol_imports_no_airflow():
     probe = (
-        "import sys, airflow_samza_expand.protocol.plan, airflow_samza_expand.protocol.expand, "
-        "airflow_samza_expand.protocol.waits, airflow_samza_expand.protocol.restart, "
-        "airflow_samza_expand.protocol.report, airflow_samza_expand.protocol.secrets, "
+        "import sys, airflow_samza_expand.protocol.steps.plan, "
+        "airflow_samza_expand.protocol.steps.expand, airflow_samza_expand.protocol.steps.barrier, "
+        "airflow_samza_expand.protocol.steps.stop, airflow_samza_expand.protocol.steps.standby, "
+        "airflow_samza_expand.protocol.steps.write_model, "
+        "airflow_samza_expand.protocol.steps.submit, airflow_samza_expand.protocol.steps.ack, "
+        "airflow_samza_expand.protocol.steps.report, airflow_samza_expand.protocol.secrets, "
         "airflow_samza_expand.protocol.launch\n"
         "print(sorted(m for m in sys.modules if m == 'airflow' or m.startswith('airflow.')))"
     )
@@ -132,7 +135,7 @@ def test_dry_run_plan_writes_nothing_and_takes_no_lease(job):
 def test_a_topic_named_like_a_secret_is_no_secret(kafka_bootstrap, unique_topic, name):
     """Topic names are keys of the record's maps (counts, barrier offsets, scan positions):
     a topic called ``password-resets`` is expanded like any other, its counts kept."""
-    from airflow_samza_expand.protocol import waits
+    from airflow_samza_expand.protocol.steps import barrier
 
     config = client_config(kafka_bootstrap)
     job_name = f"job-{uuid.uuid4().hex[:10]}"
@@ -149,7 +152,7 @@ def test_a_topic_named_like_a_secret_is_no_secret(kafka_bootstrap, unique_topic,
         expand(
             admin, store, ExpandRequest(topic=topic, target=4), expansion_id=planned.expansion_id
         )
-        snapshot = waits.snapshot_poll(
+        snapshot = barrier.snapshot_poll(
             admin, store, expansion_id=planned.expansion_id, group=job_name, grace_ends=0.0,
             stale_quiet_s=0.0,
         )  # fmt: skip
@@ -186,7 +189,12 @@ def _ui_shows_every_step_timed(store, record, tmp_path) -> None:
 def test_a_completed_expansion_has_a_start_and_an_end_for_every_step(job, tmp_path):
     """Each step's first call records its start (`records.begin`), its last its end: the UI's
     expansion table shows start, end and duration of every step of a completed expansion."""
-    from airflow_samza_expand.protocol import restart, waits
+    from airflow_samza_expand.protocol.steps import ack as ack_step
+    from airflow_samza_expand.protocol.steps import barrier as barrier_step
+    from airflow_samza_expand.protocol.steps import report as report_step
+    from airflow_samza_expand.protocol.steps import stop as stop_step
+    from airflow_samza_expand.protocol.steps import submit as submit_step
+    from airflow_samza_expand.protocol.steps import write_model as write_step
 
     name, topic, store, admin, _ = job
     holder = cli_holder()
@@ -196,25 +204,25 @@ def test_a_completed_expansion_has_a_start_and_an_end_for_every_step(job, tmp_pa
     eid = planned.expansion_id
     lease = take(store, holder)
     expand(admin, store, ExpandRequest(topic=topic, target=4), expansion_id=eid, lease=lease)
-    barrier = waits.barrier_poll(
+    barrier = barrier_step.barrier_poll(
         admin, store, expansion_id=eid, group=name, grace_ends=0.0, lease=lease,
         stale_quiet_s=0.0,
     )  # fmt: skip
     assert barrier.done, barrier.message
-    stop = restart.request_stop(store, "test", expansion_id=eid)
+    stop = stop_step.request_stop(store, "test", expansion_id=eid)
     assert not stop.requested  # no processor runs: nothing to stop
-    restart.record_stopped(store, eid, {"requested": False}, lease)
-    written = restart.write_job_model(admin, store, holder, expansion_id=eid, lease=lease)
+    stop_step.record_stopped(store, eid, {"requested": False}, lease)
+    written = write_step.write_job_model(admin, store, holder, expansion_id=eid, lease=lease)
     assert written["version"] == 2
-    assert restart.before_submit(store, eid, continuous=True).launch
-    restart.record_step(store, eid, "submit", restart.S.SUBMITTED, {"pid": 1}, lease)
-    assert not waits.ack_poll(store, 2, expansion_id=eid, lease=lease).done
+    assert submit_step.before_submit(store, eid, continuous=True).launch
+    submit_step.record_submitted(store, eid, {"pid": 1}, lease)
+    assert not ack_step.ack_poll(store, 2, expansion_id=eid, lease=lease).done
     store.heartbeat("proc-1", 2, "running", role="active", ttl_s=30)
-    ack = waits.ack_poll(store, 2, expansion_id=eid, lease=lease)
+    ack = ack_step.ack_poll(store, 2, expansion_id=eid, lease=lease)
     assert ack.done, ack.message
-    restart.record_step(store, eid, "ack", None, ack.result, lease)
+    ack_step.record_ack(store, eid, ack.result, lease)
     records.begin(store, eid, "report", fence=lease)
-    restart.complete(store, eid, {"seconds_per_step": {}}, lease)
+    report_step.complete(store, eid, {"seconds_per_step": {}}, lease)
 
     record = store.get_expansion(eid)
     assert record.status == "completed"

@@ -1,5 +1,5 @@
 """What the barrier step records for the running view (issue 28): the grace's length and end,
-the barrier lag per old partition over time - driven through the protocol's waits against the
+the barrier lag per old partition over time - driven through the protocol's barrier step against the
 test Kafka, then shown by the job page and its JSON (a file store holding the same record)."""
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.record import ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.protocol import progress, waits
-from airflow_samza_expand.protocol.expand import ExpandRequest, expand
+from airflow_samza_expand.protocol import progress
 from airflow_samza_expand.protocol.ownership import cli_holder, take
-from airflow_samza_expand.protocol.plan import PlanRequest, plan
+from airflow_samza_expand.protocol.steps import barrier
+from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
+from airflow_samza_expand.protocol.steps.plan import PlanRequest, plan
 from airflow_samza_expand.store.files import FileCoordinatorStore
 from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
@@ -60,8 +61,8 @@ def _ui(store, eid, tmp_path) -> tuple[str, dict]:
 
 def test_the_barrier_step_records_its_grace_and_the_page_counts_it_down(expanded, tmp_path):
     name, _, store, admin, _, eid, lease = expanded
-    ends = waits.grace_until(store, eid, 300.0, lease=lease)
-    poll = waits.snapshot_poll(
+    ends = barrier.grace_until(store, eid, 300.0, lease=lease)
+    poll = barrier.snapshot_poll(
         admin, store, expansion_id=eid, group=name, grace_ends=ends, lease=lease
     )
     assert not poll.done and "of grace left" in poll.message
@@ -78,7 +79,7 @@ def test_the_barrier_step_records_its_grace_and_the_page_counts_it_down(expanded
     shown = re.search(r"grace: <b>(\d+) s left</b> of 300\.0 s", page)
     assert shown is not None and 280 < int(shown.group(1)) <= 300, page
     first = store.get_expansion(eid).results["grace"]  # a later poll keeps the first record
-    waits.snapshot_poll(admin, store, expansion_id=eid, group=name, grace_ends=ends, lease=lease)
+    barrier.snapshot_poll(admin, store, expansion_id=eid, group=name, grace_ends=ends, lease=lease)
     assert store.get_expansion(eid).results["grace"] == first
 
 
@@ -88,7 +89,7 @@ def test_the_barrier_lag_per_partition_is_recorded_and_charted_as_it_falls(expan
     totals = []
     for behind in (6, 2, 0):  # the job commits towards the barrier
         commit_offsets(config, name, topic, {0: max(highs[0] - behind, 0), 1: highs[1]})
-        poll = waits.barrier_poll(
+        poll = barrier.barrier_poll(
             admin, store, expansion_id=eid, group=name, grace_ends=0.0, lease=lease,
             stale_quiet_s=0.0,
         )  # fmt: skip
@@ -127,14 +128,14 @@ def test_a_rerun_of_a_passed_barrier_writes_no_lag_sample(expanded):
     name, topic, store, admin, config, eid, lease = expanded
     highs = admin.high_watermarks({topic: [0, 1]})[topic]
     commit_offsets(config, name, topic, dict(highs))
-    poll = waits.barrier_poll(
+    poll = barrier.barrier_poll(
         admin, store, expansion_id=eid, group=name, grace_ends=0.0, lease=lease,
         stale_quiet_s=0.0,
     )  # fmt: skip
     assert poll.done, poll.message
     record = store.get_expansion(eid)
     assert [s["total"] for s in record.results["barrier_lag"]] == [0]
-    again = waits.barrier_poll(
+    again = barrier.barrier_poll(
         admin, store, expansion_id=eid, group=name, grace_ends=0.0, lease=lease,
         stale_quiet_s=0.0,
     )  # fmt: skip

@@ -18,8 +18,8 @@ from airflow_samza_expand.airflow.shell import (
     holder_of,
     protocol_outcomes,
 )
-from airflow_samza_expand.protocol.expand import ExpandRequest, expand
 from airflow_samza_expand.protocol.ownership import take
+from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
 
 
 class ExpandPartitionsOperator(lineage.ReportsLineage, KafkaClients, BaseOperator):

@@ -21,10 +21,10 @@ from airflow_samza_expand.airflow.triggers import ExpansionLeaseTrigger
 from airflow_samza_expand.core.errors import LeaseHeldError
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
-from airflow_samza_expand.protocol import plan as protocol_plan
 from airflow_samza_expand.protocol.handover import normalise_handover
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S
 from airflow_samza_expand.protocol.readers import TopicReaders, find_readers, normalise_other_jobs
+from airflow_samza_expand.protocol.steps import plan as protocol_plan
 
 
 class PlanExpansionOperator(KafkaClients, BaseOperator):

@@ -16,9 +16,9 @@ from airflow_samza_expand.airflow.shell import (
     holder_of,
     protocol_outcomes,
 )
-from airflow_samza_expand.protocol import order, records, restart
+from airflow_samza_expand.protocol import order, records
 from airflow_samza_expand.protocol.ownership import give_up, take
-from airflow_samza_expand.protocol.report import build_summary, render_summary
+from airflow_samza_expand.protocol.steps.report import build_summary, complete, render_summary
 
 
 class ExpansionReportOperator(KafkaClients, BaseOperator):
@@ -99,7 +99,7 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
                 if not dry_run and record is not None:
                     lease = take(store, holder)
                     times = {k: summary[k] for k in ("seconds_per_step", "downtime_s")}
-                    restart.complete(store, self.expansion_id, times, lease)
+                    complete(store, self.expansion_id, times, lease)
                     give_up(store, holder)
         finally:
             self.close_clients()

@@ -1,5 +1,5 @@
 """LaunchStandbyOperator: start standby processor(s) of the expansion's job model vN+1
-(`protocol.handover`): the handover's standby, launched during the producer grace while vN
+(`protocol.steps.standby`): the handover's standby, launched during the producer grace while vN
 still runs, or a hot standby kept for failover after the restart."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from airflow_samza_expand.airflow.shell import KafkaClients, holder_of, protocol
 from airflow_samza_expand.protocol import handover
 from airflow_samza_expand.protocol import launch as detached
 from airflow_samza_expand.protocol.ownership import take
+from airflow_samza_expand.protocol.steps import standby as standby_step
 
 
 class LaunchStandbyOperator(SubmitStreamJobOperator):
@@ -58,7 +59,7 @@ class LaunchStandbyOperator(SubmitStreamJobOperator):
         books = _StandbyBooks(self.job_name, self.coordinator, self.kafka_config_id)
         try:
             with protocol_outcomes():
-                decision = handover.before_standby(
+                decision = standby_step.before_standby(
                     books.store,
                     str(self.expansion_id),
                     processors=int(self.processors),
@@ -68,7 +69,7 @@ class LaunchStandbyOperator(SubmitStreamJobOperator):
             base_args = list(self.application_args or [])
             launches: list[dict[str, Any]] = []
             for _ in range(decision.launch):
-                self.application_args = handover.standby_args(base_args, decision.version)
+                self.application_args = standby_step.standby_args(base_args, decision.version)
                 launches.append(super().execute(context))
                 self.log.info(
                     "Standby of job model v%d launched: it warms up and waits for the active "
@@ -80,7 +81,7 @@ class LaunchStandbyOperator(SubmitStreamJobOperator):
             if launches:
                 with protocol_outcomes():
                     lease = take(books.store, holder_of(context))
-                    handover.record_launches(
+                    standby_step.record_launches(
                         books.store, str(self.expansion_id), self.step, launches, lease
                     )
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -15,8 +16,10 @@ from airflow_samza_expand.airflow.shell import (
     holder_of,
     protocol_outcomes,
 )
-from airflow_samza_expand.protocol import handover, records, restart, waits
+from airflow_samza_expand.protocol import handover, records
 from airflow_samza_expand.protocol.ownership import take
+from airflow_samza_expand.protocol.steps import standby as standby_step
+from airflow_samza_expand.protocol.steps import stop as stop_step
 
 
 class StopTimeoutError(Exception):
@@ -33,9 +36,9 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
     for. Not all stopped within ``stop_timeout_s``: a retryable error.
 
     ``standby_warm_timeout_s`` (the warm handover, with ``expansion_id``): first wait until the
-    vN+1 standby is warm (`protocol.waits.standby_poll`), so that vN stops only when the switch
-    is short; after that long without one, stop anyway (logged: the job is then down until the
-    standby has started).
+    vN+1 standby is warm (`protocol.steps.standby.standby_poll`), so that vN stops only when the
+    switch is short; after that long without one, stop anyway (logged: the job is then down
+    until the standby has started).
     Returns ``{version, stopped: [processor ids], waited_s, requested, standby_waited_s}``.
     """
 
@@ -80,23 +83,18 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         if self.expansion_id:  # the stop step starts here, before a wait for a warm standby
             records.begin(store, self.expansion_id, "stop", fence=lease)
         standby_waited = self._wait_for_warm_standby(store)
-        decision = restart.request_stop(store, self.reason, expansion_id=self.expansion_id)
+        decision = stop_step.request_stop(store, self.reason, expansion_id=self.expansion_id)
         self.log.info("%s.", decision.message)
-        result: dict[str, Any] = {
-            "version": decision.version,
-            "stopped": [],
-            "waited_s": 0.0,
-            "requested": False,
-            "standby_waited_s": standby_waited,
-        }
+        result = stop_step.StopResult(decision.version, standby_waited_s=standby_waited)
         if decision.requested:
             started = time.monotonic()
             while True:
-                progress = waits.stop_poll(store, decision.version)
+                progress = stop_step.stop_poll(store, decision.version)
                 waited = time.monotonic() - started
                 self.log.info("%s (%.0f s so far).", progress.message, waited)
                 if progress.done:
-                    result.update(
+                    result = dataclasses.replace(
+                        result,
                         stopped=progress.result["stopped"],
                         waited_s=round(waited, 3),
                         requested=True,
@@ -108,8 +106,8 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
                     )
                 time.sleep(self.poll_interval_s)
         if self.expansion_id:
-            restart.record_stopped(store, self.expansion_id, result, lease)
-        return result
+            stop_step.record_stopped(store, self.expansion_id, result, lease)
+        return result.to_dict()
 
     def _wait_for_warm_standby(self, store: Any) -> float | None:
         """Seconds waited for a warm vN+1 standby; None when not waiting (no warm handover, or
@@ -126,7 +124,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
             return None
         started = time.monotonic()
         while True:
-            progress = waits.standby_poll(store, version)
+            progress = standby_step.standby_poll(store, version)
             waited = time.monotonic() - started
             if progress.done:
                 self.log.info("%s: stopping the running version now.", progress.message)

@@ -42,9 +42,9 @@ from airflow_samza_expand.airflow.order import with_order_check
 from airflow_samza_expand.airflow.shell import KafkaClients, holder_of, protocol_outcomes
 from airflow_samza_expand.core.secrets import is_secret_key
 from airflow_samza_expand.protocol import launch as detached
-from airflow_samza_expand.protocol import restart
 from airflow_samza_expand.protocol.ownership import take
 from airflow_samza_expand.protocol.secrets import redact_conf, redact_doc, secret_values
+from airflow_samza_expand.protocol.steps import submit as submit_step
 
 RUN_MODES = ("continuous", "available-now")
 WAIT_APP_COMPLETION_CONFS = (
@@ -145,7 +145,8 @@ class SubmitStreamJobOperator(lineage.ReportsLineage, SparkSubmitOperator):
         "on_stale_placement",
     )
     ui_color = "#ffe5b4"
-    keeps_books = True  # the submit step's books (`protocol.restart`); a standby keeps its own
+    # the submit step's books (`protocol.steps.submit`); a standby keeps its own
+    keeps_books = True
 
     def __init__(
         self,
@@ -312,7 +313,7 @@ class SubmitStreamJobOperator(lineage.ReportsLineage, SparkSubmitOperator):
 
 
 class _Books(KafkaClients):
-    """The submit step's expansion bookkeeping (``protocol.restart``): launch once, record the
+    """The submit step's expansion bookkeeping (``protocol.steps.submit``): launch once, record the
     redacted handle."""
 
     request_timeout_s = 30.0
@@ -331,7 +332,7 @@ class _Books(KafkaClients):
             return None
         try:
             with protocol_outcomes():
-                decision = restart.before_submit(
+                decision = submit_step.before_submit(
                     self.store,
                     self.expansion_id or None,
                     continuous=mode == "continuous",
@@ -350,8 +351,6 @@ class _Books(KafkaClients):
         try:
             with protocol_outcomes():
                 lease = take(self.store, holder_of(context))
-                restart.record_step(
-                    self.store, self.expansion_id, "submit", restart.S.SUBMITTED, result, lease
-                )
+                submit_step.record_submitted(self.store, self.expansion_id, result, lease)
         finally:
             self.close_clients()

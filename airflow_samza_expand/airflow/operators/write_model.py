@@ -16,8 +16,8 @@ from airflow_samza_expand.airflow.shell import (
     protocol_outcomes,
 )
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.protocol import restart
 from airflow_samza_expand.protocol.ownership import take
+from airflow_samza_expand.protocol.steps import write_model as write_model_step
 
 NextModel = Callable[[JobModel, dict[str, int], str], JobModel]
 
@@ -69,7 +69,7 @@ class WriteJobModelOperator(lineage.ReportsLineage, KafkaClients, BaseOperator):
         try:
             with protocol_outcomes():
                 lease = take(self.store, holder) if self.expansion_id else None
-                result = restart.write_job_model(
+                result = write_model_step.write_job_model(
                     self.admin,
                     self.store,
                     self.created_by or holder,

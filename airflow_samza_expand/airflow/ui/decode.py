@@ -32,27 +32,36 @@ def age_s(value: Any, now: datetime) -> float | None:
     return None if moment is None else max(0.0, round((now - moment).total_seconds(), 1))
 
 
-# (step, field of its end, fields its start may be in) in a legacy (pre-typed) dict record.
-LEGACY_STEP_MARKS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("plan", "planned_at", ()),
-    ("expand", "expanded_at", ("planned_at",)),
-    ("producer_refresh_grace", "barrier_snapshot_at", ("expanded_at", "grace_started_at")),
-    ("barrier_drain", "barrier_passed_at", ("barrier_snapshot_at",)),
-    ("stop_job", "job_stopped_at", ("barrier_passed_at",)),
-    ("write_job_model", "job_model_written_at", ("job_stopped_at", "barrier_passed_at")),
-    ("submit", "submitted_at", ("job_model_written_at",)),
-    ("acknowledge", "acknowledged_at", ("submitted_at",)),
-    ("report", "completed_at", ("acknowledged_at",)),
-)
+# The field of each step's end in a legacy (pre-typed) dict record, by record step name.
+LEGACY_END_FIELDS: dict[str, str] = {
+    "plan": "planned_at",
+    "expand": "expanded_at",
+    "barrier_snapshot": "barrier_snapshot_at",
+    "barrier": "barrier_passed_at",
+    "stop": "job_stopped_at",
+    "write": "job_model_written_at",
+    "submit": "submitted_at",
+    "ack": "acknowledged_at",
+    "report": "completed_at",
+}
+# a legacy record's grace may have started outside the expand step
+LEGACY_EXTRA_STARTS = {"barrier_snapshot": ("grace_started_at",)}
 
 
 def _steps(record: Mapping[str, Any]) -> tuple[Step, ...]:
-    """Steps of a legacy record, from its ``<step>_at`` timestamps."""
-    marks = LEGACY_STEP_MARKS
-    return tuple(
-        _step(name, next((record[f] for f in starts if record.get(f)), None), record.get(end))
-        for name, end, starts in marks
-    )
+    """Steps of a legacy record, from its ``<step>_at`` timestamps, in `STEPS` order."""
+    from airflow_samza_expand.protocol.steps import STEPS
+
+    out = []
+    for step in STEPS:
+        end = LEGACY_END_FIELDS.get(step.record_step)
+        if end is None:
+            continue  # no legacy field (the standby step is newer than dict records)
+        starts = [LEGACY_END_FIELDS[s] for s in step.starts_after]
+        starts += LEGACY_EXTRA_STARTS.get(step.record_step, ())
+        start = next((record[f] for f in starts if record.get(f)), None)
+        out.append(_step(step.label, start, record.get(end)))
+    return tuple(out)
 
 
 def _step(name: str, start: Any, end: Any) -> Step:

@@ -1,8 +1,13 @@
-"""The expand step: grow one topic to its planned count, at most once per expansion intent."""
+"""The expand step: grow one topic to its planned count, at most once per expansion intent.
+
+Right before CreatePartitions it stores where the barrier's stale-placement scan starts
+(`order.record_scan_start`, rule 1.5). Its result in the record is `ExpandResult`: each grown
+topic's count, when, and whether this step applied it."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,10 +17,45 @@ from airflow_samza_expand.core.expansion import validate_growth
 from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
-from airflow_samza_expand.protocol import records
+from airflow_samza_expand.protocol import order, records
 from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TopicGrown:
+    """One topic of ``results["expand"]``: its count, when, and whether this step grew it."""
+
+    partitions: int
+    at: str
+    applied: bool
+
+
+@dataclass(frozen=True)
+class ExpandResult:
+    """``results["expand"]``: ``{topic: {partitions, at, applied}}``."""
+
+    topics: Mapping[str, TopicGrown]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            t: {"partitions": g.partitions, "at": g.at, "applied": g.applied}
+            for t, g in self.topics.items()
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any] | None) -> ExpandResult:
+        return cls(
+            {
+                str(t): TopicGrown(int(g["partitions"]), str(g.get("at")), bool(g.get("applied")))
+                for t, g in (doc or {}).items()
+            }
+        )
+
+    @classmethod
+    def of(cls, record: ExpansionRecord) -> ExpandResult:
+        return cls.from_dict(record.results.get("expand"))
 
 
 @dataclass(frozen=True)
@@ -68,20 +108,10 @@ def expand(
     grown for it is never grown again, whatever this task asks."""
     topic = request.topic
     record = records.require(store, expansion_id) if (store and expansion_id) else None
-    done = (record.results.get("expand") or {}).get(topic) if record is not None else None
+    done = ExpandResult.of(record).topics.get(topic) if record is not None else None
     current = admin.partition_counts([topic])[topic]
     baseline, source = _baseline(current, request, record, store)
-    if request.target is not None:
-        target = int(request.target)
-    else:
-        target = baseline * int(request.factor or 2)
-    if record is not None:
-        planned = int(record.plan.get("counts_after", {}).get(topic, target))
-        if planned != target:
-            raise InvalidGrowthError(
-                f"expansion {expansion_id!r} plans {topic!r} at {planned} partitions, but this "
-                f"task asks for {target} - use the planned count"
-            )
+    target = _target(request, baseline, record)
     if not (source == "live count" and current == target):
         validate_growth(topic, baseline, target, require_power_of_two=request.require_power_of_two)
     result = {
@@ -123,9 +153,31 @@ def expand(
     log.info("Growing topic %s from %d to %d partitions.", topic, current, target)
     _begin(store, expansion_id, lease)
     if store is not None and expansion_id:  # rule 1.5: where the stale-placement scan starts
-        from airflow_samza_expand.protocol.order import record_scan_start
+        order.record_scan_start(admin, store, expansion_id, lease=lease)
+    _grow(admin, topic, target)
+    _record(store, expansion_id, topic, target, applied=True, lease=lease)
+    result["changed"] = True
+    return result
 
-        record_scan_start(admin, store, expansion_id, lease=lease)
+
+def _target(request: ExpandRequest, baseline: int, record: ExpansionRecord | None) -> int:
+    """The count asked for; with an expansion it must be the planned one (else a refusal)."""
+    if request.target is not None:
+        target = int(request.target)
+    else:
+        target = baseline * int(request.factor or 2)
+    if record is not None:
+        planned = int(record.plan.get("counts_after", {}).get(request.topic, target))
+        if planned != target:
+            raise InvalidGrowthError(
+                f"expansion {record.expansion_id!r} plans {request.topic!r} at {planned} "
+                f"partitions, but this task asks for {target} - use the planned count"
+            )
+    return target
+
+
+def _grow(admin: KafkaAdmin, topic: str, target: int) -> None:
+    """CreatePartitions; when it does not confirm, the count re-read decides."""
     try:
         admin.create_partitions(topic, target)
     except (KafkaUnavailableError, InvalidGrowthError) as exc:
@@ -142,9 +194,6 @@ def expand(
             )
             raise
         log.info("Topic %s has %d partitions: the growth was applied.", topic, now)
-    _record(store, expansion_id, topic, target, applied=True, lease=lease)
-    result["changed"] = True
-    return result
 
 
 def _begin(store: CoordinatorStore | None, expansion_id: str | None, lease: Lease | None) -> None:
@@ -166,16 +215,16 @@ def _record(
         return
 
     def change(record: ExpansionRecord) -> ExpansionRecord | None:
-        expanded = dict(record.results.get("expand") or {})
+        expanded = dict(ExpandResult.of(record).topics)
         if topic in expanded:
             return None
-        expanded[topic] = {"partitions": count, "at": now_iso(), "applied": applied}
+        expanded[topic] = TopicGrown(count, now_iso(), applied)
         status = None
         if set(expanded) >= set(record.plan.get("counts_after", {})):
             status = ExpansionStatus.EXPANDED
-        return records.mark(record, "expand", status, result=expanded)
+        return records.mark(record, "expand", status, result=ExpandResult(expanded).to_dict())
 
     records.update(store, expansion_id, change, fence=lease)
 
 
-__all__ = ["ExpandRequest", "expand"]
+__all__ = ["ExpandRequest", "ExpandResult", "TopicGrown", "expand"]

@@ -1,5 +1,7 @@
-"""The expansion summary of the report step: built from the expansion record (its step times)
-and the steps' results, rendered as log lines. Pure functions (no Airflow, no Kafka)."""
+"""The report step: the expansion summary built from the record (its step times, iterated in
+`STEPS` order) and the steps' typed results, rendered as log lines (pure: no Airflow, no
+Kafka), and `complete`, the step's end (the record's ``completed``). Its own scan for stale
+placements beyond the barrier is `protocol.order.scan_after_snapshot`."""
 
 from __future__ import annotations
 
@@ -7,20 +9,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_samza_expand.core.clock import parse_iso
+from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.order import OrderEvidence, order_report
-from airflow_samza_expand.core.record import ExpansionRecord
+from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
+from airflow_samza_expand.protocol import records
 from airflow_samza_expand.protocol.recovery import earlier_failures
-
-# (step name, record step where it ends, record steps where it may start - first present wins)
-STEP_MARKS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("expand", "expand", ("plan",)),
-    ("producer_refresh_grace", "barrier_snapshot", ("expand",)),
-    ("barrier_drain", "barrier", ("barrier_snapshot",)),
-    ("stop_job", "stop", ("barrier",)),
-    ("write_job_model", "write", ("stop", "barrier")),
-    ("submit", "submit", ("write",)),
-    ("acknowledge", "ack", ("submit",)),
-)
+from airflow_samza_expand.protocol.steps import STEPS
+from airflow_samza_expand.protocol.steps.plan import PlanResult
+from airflow_samza_expand.protocol.steps.stop import StopResult
+from airflow_samza_expand.store import CoordinatorStore
 
 
 def _ts(value: Any) -> float | None:
@@ -33,16 +30,19 @@ def _ended(record: ExpansionRecord | None, step: str) -> float | None:
 
 
 def seconds_per_step(record: ExpansionRecord | None) -> dict[str, float | None]:
-    """Seconds of each step from the record's step times (None where a step left none; a
-    stop that found nothing running is None too)."""
+    """Seconds of each timed step of `STEPS` from the record's step times (None where a step
+    left none; a stop that found nothing running is None too)."""
+    stop = StopResult.of(record)
     out: dict[str, float | None] = {}
-    for step, end_step, start_steps in STEP_MARKS:
-        end = _ended(record, end_step)
-        start = next((t for t in (_ended(record, s) for s in start_steps) if t is not None), None)
-        stop = (record.results.get("stop") or {}) if record is not None else {}
-        if step == "stop_job" and not stop.get("requested"):
+    for step in STEPS:
+        if step.figure is None:
+            continue
+        end = _ended(record, step.record_step)
+        starts = (_ended(record, s) for s in step.starts_after)
+        start = next((t for t in starts if t is not None), None)
+        if step.record_step == "stop" and not (stop is not None and stop.requested):
             end = None
-        out[step] = None if end is None or start is None else round(max(end - start, 0.0), 3)
+        out[step.figure] = None if end is None or start is None else round(max(end - start, 0.0), 3)
     return out
 
 
@@ -73,6 +73,7 @@ def build_summary(
     plan_x = xcoms.get("plan") or {}
     plan = plan_x.get("plan") or (dict(record.plan) if record is not None else {})
     steps = seconds_per_step(record)
+    planned = PlanResult.of(record)
     stopped, acked = _ended(record, "stop"), _ended(record, "ack")
     if steps["stop_job"] is None:
         stopped = None
@@ -100,10 +101,8 @@ def build_summary(
         "downtime_s": downtime,
         "submit": xcoms.get("submit"),
         "acknowledged_by": (xcoms.get("ack") or {}).get("running"),
-        "policy": plan_x.get("policy")
-        or ((record.results.get("plan") or {}).get("policy") if record is not None else None),
-        "readers": plan_x.get("readers")
-        or ((record.results.get("plan") or {}).get("readers") if record is not None else None),
+        "policy": plan_x.get("policy") or (planned.policy if record is not None else None),
+        "readers": plan_x.get("readers") or (planned.readers if record is not None else None),
         "order": _order(record),
         # steps that failed for good before the run went on (cleared), with the state then
         "failures": earlier_failures(record),
@@ -164,3 +163,23 @@ def render_summary(summary: Mapping[str, Any]) -> str:
     if summary.get("order"):
         lines.append(summary["order"]["line"])
     return "\n".join(lines)
+
+
+def complete(
+    store: CoordinatorStore, expansion_id: str, summary: dict[str, Any], lease: Lease | None
+) -> ExpansionRecord:
+    """Mark the expansion completed (the report step) with its timing summary."""
+    done = records.record_step(
+        store, expansion_id, "report", ExpansionStatus.COMPLETED, summary, lease
+    )
+    assert done is not None  # an expansion id always names a record (or require raised)
+    return done
+
+
+__all__ = [
+    "build_summary",
+    "complete",
+    "mapping_diff",
+    "render_summary",
+    "seconds_per_step",
+]

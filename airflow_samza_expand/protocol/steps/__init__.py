@@ -1,0 +1,61 @@
+"""The expansion protocol by step (DESIGN section 2, layer 3): one module per step, each holding
+that step's action, its poll (the wait's one implementation, for the trigger and for poke mode)
+and its typed result as kept in ``ExpansionRecord.results[<record step>]``.
+
+* `plan` - validate, take the expansion lease, record the intent once (`PlanResult`).
+* `expand` - grow each topic at most once per expansion (`ExpandResult`).
+* `barrier` - producer refresh grace, stale placements, snapshot, lag drained (rule 1.5;
+  `GraceResult`, `SnapshotResult`).
+* `standby` - the warm handover's vN+1 processor waiting for the lease (`StandbyResult`).
+* `stop` - request the stop of vN and wait for it (`StopResult`).
+* `write_model` - write job model vN+1 (`ModelSummary`).
+* `submit` - launch vN+1 once (the handle is the result).
+* `ack` - wait until vN+1 runs (`AckResult`).
+* `report` - the summary, completion (`seconds_per_step` iterates `STEPS`).
+
+`STEPS` is their order in a chain: what the report and the UI iterate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the chain: its module (`protocol.steps.<name>`), the factory's task id, the
+    step name in the expansion record (``steps``/``results``) and, when the report times it,
+    its key in ``seconds_per_step`` with the record steps whose end starts it (first present)."""
+
+    name: str
+    task_id: str
+    record_step: str
+    figure: str | None = None
+    starts_after: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """The step's name in reports and the UI."""
+        return self.figure or self.record_step
+
+
+STEPS: tuple[Step, ...] = (
+    Step("plan", "plan", "plan"),
+    Step("expand", "expand", "expand", "expand", ("plan",)),
+    Step("barrier", "barrier_snapshot", "barrier_snapshot", "producer_refresh_grace", ("expand",)),
+    Step("barrier", "barrier", "barrier", "barrier_drain", ("barrier_snapshot",)),
+    Step("standby", "submit_standby", "standby"),
+    Step("stop", "stop_job", "stop", "stop_job", ("barrier",)),
+    Step("write_model", "write_job_model", "write", "write_job_model", ("stop", "barrier")),
+    Step("submit", "submit", "submit", "submit", ("write",)),
+    Step("ack", "ack", "ack", "acknowledge", ("submit",)),
+    Step("report", "report", "report", None, ("ack",)),
+)
+
+
+def step_named(record_step: str) -> Step:
+    """The registry entry of a record step name (KeyError for an unknown one)."""
+    return {s.record_step: s for s in STEPS}[record_step]
+
+
+__all__ = ["STEPS", "Step", "step_named"]

@@ -1,0 +1,149 @@
+"""The stop step: write the ``stop`` control record for the running version (its newest job
+model), once, and wait until no live processor of it runs (`stop_poll`: the wait's one
+implementation). Dead processors (silent past their TTL, rule 1.7) are never waited for. Its
+result in the record is `StopResult`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_samza_expand.core.lease import Lease
+from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
+from airflow_samza_expand.protocol import records
+from airflow_samza_expand.protocol.poll import Poll
+from airflow_samza_expand.protocol.processors import (
+    active_processors,
+    describe_processors,
+    reap_dead,
+)
+from airflow_samza_expand.store import CoordinatorStore
+
+S = ExpansionStatus
+
+
+@dataclass(frozen=True)
+class StopResult:
+    """``results["stop"]`` and the stop task's XCom: the version stopped, who stopped, how long
+    it waited, whether a stop was requested (False: nothing ran), the wait for a warm standby."""
+
+    version: int | None = None
+    stopped: list[str] = field(default_factory=list)
+    waited_s: float = 0.0
+    requested: bool = False
+    standby_waited_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "stopped": list(self.stopped),
+            "waited_s": self.waited_s,
+            "requested": self.requested,
+            "standby_waited_s": self.standby_waited_s,
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any] | None) -> StopResult:
+        doc = doc or {}
+        return cls(
+            doc.get("version"),
+            list(doc.get("stopped") or ()),
+            float(doc.get("waited_s") or 0.0),
+            bool(doc.get("requested")),
+            doc.get("standby_waited_s"),
+        )
+
+    @classmethod
+    def of(cls, record: ExpansionRecord | None) -> StopResult | None:
+        """The record's stop result; None when the step left none."""
+        if record is None or "stop" not in record.results:
+            return None
+        return cls.from_dict(record.results.get("stop"))
+
+
+@dataclass(frozen=True)
+class StopDecision:
+    """What the stop step does: nothing (``version`` None or nothing running) or wait."""
+
+    version: int | None
+    requested: bool
+    message: str
+
+
+def request_stop(
+    store: CoordinatorStore, reason: str, *, expansion_id: str | None = None
+) -> StopDecision:
+    """Write the ``stop`` control record for the running version (newest model), once.
+
+    After the expansion wrote vN+1, nothing is stopped: the job that had to stop did, and a job
+    running vN+1 is the restarted one."""
+    if expansion_id:
+        records.begin(store, expansion_id, "stop")
+    latest = store.latest_job_model()
+    version = latest.version if latest is not None else None
+    if expansion_id and latest is not None:
+        record = records.require(store, expansion_id)
+        if latest.version >= record.target_version:
+            return StopDecision(
+                None,
+                False,
+                f"job model v{latest.version} of expansion "
+                f"{expansion_id} is already written: nothing to stop",
+            )
+    active = active_processors(store, version)
+    if not active:
+        return StopDecision(
+            version,
+            False,
+            f"no processor of job {store.job_name} runs job model v{version}: nothing to stop",
+        )
+    existing = store.stop_request()
+    if existing and existing.get("version") == version:
+        return StopDecision(
+            version,
+            True,
+            f"stop of job {store.job_name} v{version} already "
+            f"requested at {existing.get('requested_at')}",
+        )
+    store.request_stop(version, reason)
+    return StopDecision(
+        version,
+        True,
+        f"requested stop of job {store.job_name} v{version} "
+        f"({reason}); processors: {describe_processors(active)}",
+    )
+
+
+def record_stopped(
+    store: CoordinatorStore,
+    expansion_id: str | None,
+    result: StopResult | Mapping[str, Any],
+    lease: Lease | None,
+) -> None:
+    """The stop step's end and `StopResult` in the record."""
+    stopped = StopResult.from_dict(result) if isinstance(result, Mapping) else result
+    records.record_step(store, expansion_id, "stop", S.JOB_STOPPED, stopped.to_dict(), lease)
+
+
+def stop_poll(store: CoordinatorStore, version: int | None) -> Poll:
+    """Done once no live processor of `version` is starting, running or stopping; dead ones
+    (silent past their TTL) are not waited for and their records are removed."""
+    dead = reap_dead(store)
+    gone = f" (dead, not waited for and removed: {', '.join(dead)})" if dead else ""
+    waiting = active_processors(store, version)
+    if waiting:
+        return Poll(
+            False,
+            f"waiting for {len(waiting)} processor(s) of job {store.job_name} v{version} to "
+            f"stop: {describe_processors(waiting)}{gone}",
+        )
+    stopped = sorted(
+        pid for pid, p in store.processors().items() if p.get("job_model_version") == version
+    )
+    return Poll(
+        True, f"all processors of v{version} stopped: {stopped}{gone}", {"stopped": stopped}
+    )
+
+
+__all__ = ["StopDecision", "StopResult", "record_stopped", "request_stop", "stop_poll"]
