@@ -45,6 +45,25 @@ def admin(config):
     admin.close()
 
 
+def _planned(store, job: str, grown: str, before: dict, after: dict) -> str:
+    """Store the planned expansion record of ``grown`` (CRC32 detected); its id."""
+    stamp = now_iso()
+    record = ExpansionRecord(
+        expansion_id=f"{job}~orders.2-4",
+        job_name=job,
+        base_version=1,
+        target_version=2,
+        plan={"counts_before": before, "counts_after": after, "streams_grown": [grown]},
+        status=ExpansionStatus.PLANNED,
+        owner="test",
+        created_at=stamp,
+        updated_at=stamp,
+        results={"plan": {"conformance": {grown: {"partitioner": "crc32"}}}},
+    )
+    store.put_expansion(record, expected_revision=0)
+    return record.expansion_id
+
+
 @pytest.fixture
 def setup(config, admin, unique_topic, tmp_path):
     """A 2-partition topic with traffic, its planned expansion 2 -> 4 in a typed store."""
@@ -52,21 +71,7 @@ def setup(config, admin, unique_topic, tmp_path):
     admin.ensure_topic(topic, 2)
     produce(config, topic, [(b"k%d" % i, b"{}", crc32_partition(b"k%d" % i, 2)) for i in range(30)])
     store = FileCoordinatorStore(str(tmp_path / "store"), job)
-    stamp = now_iso()
-    record = ExpansionRecord(
-        expansion_id=f"{job}~orders.2-4",
-        job_name=job,
-        base_version=1,
-        target_version=2,
-        plan={"counts_before": {topic: 2}, "counts_after": {topic: 4}},
-        status=ExpansionStatus.PLANNED,
-        owner="test",
-        created_at=stamp,
-        updated_at=stamp,
-        results={"plan": {"conformance": {topic: {"partitioner": "crc32"}}}},
-    )
-    store.put_expansion(record, expected_revision=0)
-    return topic, store, record.expansion_id
+    return topic, store, _planned(store, job, topic, {topic: 2}, {topic: 4})
 
 
 def _moved(n, prefix):
@@ -225,25 +230,8 @@ def two_streams(config, admin, unique_topic, tmp_path):
         keys = [b"k%d" % i for i in range(20)]
         produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in keys])
     store = FileCoordinatorStore(str(tmp_path / "store"), job)
-    stamp = now_iso()
-    record = ExpansionRecord(
-        expansion_id=f"{job}~orders.2-4",
-        job_name=job,
-        base_version=1,
-        target_version=2,
-        plan={
-            "counts_before": {orders: 2, payments: 2},
-            "counts_after": {orders: 4, payments: 2},
-            "streams_grown": [orders],
-        },
-        status=ExpansionStatus.PLANNED,
-        owner="test",
-        created_at=stamp,
-        updated_at=stamp,
-        results={"plan": {"conformance": {orders: {"partitioner": "crc32"}}}},
-    )
-    store.put_expansion(record, expected_revision=0)
-    return orders, payments, store, record.expansion_id
+    before, after = {orders: 2, payments: 2}, {orders: 4, payments: 2}
+    return orders, payments, store, _planned(store, job, orders, before, after)
 
 
 def test_a_stream_that_stays_is_outside_the_barrier_and_the_order_check(config, admin, two_streams):
