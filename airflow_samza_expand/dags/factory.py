@@ -6,11 +6,13 @@ TaskGroup for a DAG of your own::
     plan -> expand -> ordering barrier -> stop job -> write job model vN+1
          -> submit restarted job (SparkSubmitOperator) -> wait for acknowledgement -> report
 
-Restart (``handover``, `dags.standby`): ``"warm"`` (default, continuous mode) also launches
-the vN+1 processor as a standby right after the expansion (``submit_standby``, in parallel
-with the barrier's producer grace); vN releases the job's active lease after its last
-committed batch, the standby takes it once vN+1 is written, and ``submit`` launches nothing.
-``"cold"``: stop, then start. ``hot_standby=True`` keeps a second vN+1 processor waiting.
+Restart (``handover``, `dags.standby`, rule 1.8): ``"auto"`` (default, continuous mode) is
+``"warm"`` when the running processors advertise the ``standby`` capability (the plan step
+decides and records it), else ``"cold"``. ``"warm"`` also launches the vN+1 processor as a
+standby right after the expansion (``submit_standby``, in parallel with the barrier's producer
+grace); vN releases the job's active lease after its last committed batch, the standby takes
+it once vN+1 is written, and ``submit`` launches nothing. ``"cold"``: stop, then start.
+``hot_standby=True`` keeps a second vN+1 processor waiting.
 
 Run modes of the stateful job (``run_mode``):
 
