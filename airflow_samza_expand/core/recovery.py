@@ -32,13 +32,18 @@ class FailureState:
     latest_version: int | None
     processors: tuple[ProcessorStatus, ...] = field(default_factory=tuple)
 
+    def planned(self) -> dict[str, tuple[int, int]]:
+        """Stream -> (before, planned) for the streams the expansion grows."""
+        return {
+            s: (n, int(self.counts_after[s]))
+            for s, n in sorted(self.counts_before.items())
+            if self.counts_after.get(s, n) != n
+        }
+
     def grown(self) -> dict[str, tuple[int, int]]:
         """Stream -> (before, live) for the planned streams whose live count grew."""
-        return {
-            s: (n, int(self.live_counts.get(s, n)))
-            for s, n in sorted(self.counts_before.items())
-            if self.counts_after.get(s, n) != n and int(self.live_counts.get(s, n)) > n
-        }
+        live = {s: (n, int(self.live_counts.get(s, n))) for s, (n, _) in self.planned().items()}
+        return {s: (n, m) for s, (n, m) in live.items() if m > n}
 
 
 def describe_failure(state: FailureState, now: datetime | None = None) -> list[str]:
@@ -46,11 +51,7 @@ def describe_failure(state: FailureState, now: datetime | None = None) -> list[s
     what to do."""
     lines = [f"expansion {state.expansion_id}: step {state.step!r} failed: {state.error}"]
     grown = state.grown()
-    planned = {
-        s: (n, state.counts_after[s])
-        for s, n in sorted(state.counts_before.items())
-        if state.counts_after.get(s, n) != n
-    }
+    planned = state.planned()
     if grown:
         lines.append(
             "  topic: grown "

@@ -74,6 +74,16 @@ def setup(config, admin, unique_topic, tmp_path):
     return topic, store, _planned(store, job, topic, {topic: 2}, {topic: 4})
 
 
+def _snapshot_look(admin, store, expansion_id: str, quiet_s: float):
+    """One barrier snapshot poll with the grace already over."""
+    from airflow_samza_expand.protocol.steps import barrier
+
+    return barrier.snapshot_poll(
+        admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
+        stale_quiet_s=quiet_s,
+    )  # fmt: skip
+
+
 def _moved(n, prefix):
     keys = (f"{prefix}-{i}".encode() for i in range(10_000))
     return [k for k in keys if crc32_partition(k, 2) != crc32_partition(k, 4)][:n]
@@ -191,7 +201,6 @@ def test_wired_expand_records_the_scan_start_and_snapshot_poll_holds(config, adm
     """The protocol's own steps: expand records where the scan starts (before the growth);
     snapshot_poll waits out stale placements, then reports how many it held; the report
     renders the order line."""
-    from airflow_samza_expand.protocol.steps import barrier
     from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
     from airflow_samza_expand.protocol.steps.report import build_summary, render_summary
 
@@ -203,10 +212,7 @@ def test_wired_expand_records_the_scan_start_and_snapshot_poll_holds(config, adm
     produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in _moved(3, "w")])
 
     def look(quiet_s):
-        return barrier.snapshot_poll(
-            admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
-            stale_quiet_s=quiet_s,
-        )  # fmt: skip
+        return _snapshot_look(admin, store, expansion_id, quiet_s)
 
     waiting = look(60.0)
     assert not waiting.done and "stale placements still arriving (3 so far" in waiting.message
@@ -238,7 +244,6 @@ def test_a_stream_that_stays_is_outside_the_barrier_and_the_order_check(config, 
     """Issue: growing one of two streams failed the barrier ('growth 2 -> 2 is not a
     power-of-two multiple'). Only the grown stream is scanned, snapshot and checked."""
     from airflow_samza_expand.protocol.order import scan_after_snapshot
-    from airflow_samza_expand.protocol.steps import barrier
     from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
 
     orders, payments, store, expansion_id = two_streams
@@ -250,10 +255,7 @@ def test_a_stream_that_stays_is_outside_the_barrier_and_the_order_check(config, 
     produce(config, payments, [(k, b"{}", crc32_partition(k, 2)) for k in paid])
 
     def look(quiet_s):
-        return barrier.snapshot_poll(
-            admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
-            stale_quiet_s=quiet_s,
-        )  # fmt: skip
+        return _snapshot_look(admin, store, expansion_id, quiet_s)
 
     waiting = look(60.0)
     assert not waiting.done and waiting.detail["stale_before_snapshot"] == 2
