@@ -46,12 +46,25 @@ def give_up(store: CoordinatorStore, holder: str) -> None:
         store.release_lease(lease)
 
 
+def planned_by(record: ExpansionRecord) -> str | None:
+    """The holder whose plan step recorded `record`."""
+    return (record.results.get("plan") or {}).get("holder")
+
+
 def owned_by(store: CoordinatorStore, holder: str) -> ExpansionRecord | None:
-    """The newest expansion `holder` planned (done or not): a rerun finds its own intent."""
+    """The newest expansion `holder` planned or took over (done or not): a rerun finds its own
+    intent. A record planned by `holder` but owned by another run now was taken over
+    (`taken_over`)."""
     for record in store.expansions():
-        if (record.results.get("plan") or {}).get("holder") == holder:
+        if planned_by(record) == holder or record.owner == holder:
             return record
     return None
+
+
+def taken_over(record: ExpansionRecord | None, holder: str) -> bool:
+    """True when `holder` planned `record` but another run owns it now: the lease expired
+    while `holder` was gone, and that run took the expansion over (DESIGN 1.6)."""
+    return record is not None and planned_by(record) == holder and record.owner != holder
 
 
 @dataclass(frozen=True)

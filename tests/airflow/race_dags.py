@@ -21,21 +21,24 @@ def build(
     spark_conf: dict[str, Any] | None = None,
     **settings: Any,
 ):
+    fields: dict[str, Any] = {  # short waits, no retries; `settings` may override them
+        "producer_refresh_grace_s": 0.0,
+        "barrier_timeout_s": 120.0,
+        "poll_interval_s": 0.5,
+        "stop_timeout_s": 60.0,
+        "ack_timeout_s": 120.0,
+        "check_partitioner": False,
+        "retries": 0,
+        "retry_delay": timedelta(seconds=1),
+        **settings,
+    }
     return build_expansion_dag(
         dag_id,
         job_name=job_name,
         topics=[topic],
         follow_live_counts=follow_live_counts,
         dry_run=dry_run,
-        producer_refresh_grace_s=0.0,
-        barrier_timeout_s=120.0,
-        poll_interval_s=0.5,
-        stop_timeout_s=60.0,
-        ack_timeout_s=120.0,
-        check_partitioner=False,
         spark_conf=spark_conf,
-        retries=0,
-        retry_delay=timedelta(seconds=1),
         log_dir=log_dir,
         application_args=stream_job_args(
             job_name=job_name,
@@ -43,5 +46,5 @@ def build(
             checkpoint_dir=f"{log_dir}/checkpoint",
             output_topic=f"{topic}-out",
         ),
-        **settings,
+        **fields,
     )

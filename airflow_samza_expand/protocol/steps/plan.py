@@ -28,10 +28,16 @@ from airflow_samza_expand.core.policy import GrowthDecision, GrowthPolicy
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus, StepTimes
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.protocol import plan_checks
-from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S, give_up, owned_by, take
+from airflow_samza_expand.protocol.ownership import (
+    DEFAULT_LEASE_TTL_S,
+    give_up,
+    owned_by,
+    take,
+    taken_over,
+)
 from airflow_samza_expand.protocol.policy import policy_targets
 from airflow_samza_expand.protocol.readers import TopicReaders, readers_doc
-from airflow_samza_expand.protocol.records import expansion_id_for, require
+from airflow_samza_expand.protocol.records import expansion_id_for, require, update
 from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
@@ -146,14 +152,42 @@ def plan(
     when another holder owns the job's expansion: wait (`ownership.lease_poll`), then call again
     with ``joined_holder``. ``discover(topics)`` finds the other readers of the grown topics
     (`readers.find_readers`); `OtherJobsReadTopicError` refuses by ``request.other_jobs``."""
+    own = owned_by(store, holder)
+    if taken_over(own, holder):  # checked before the lease: a run that lost it writes nothing
+        return _from_record(
+            NOTHING,
+            own,
+            f"expansion {own.expansion_id} was planned by this run ({holder}) but taken over "
+            f"by {own.owner} once this run's lease had expired (status {own.status.value}): "
+            "that run finishes it, nothing left to do here",
+        )
     lease = None if request.dry_run else take(store, holder, lease_ttl_s)
     run = _Run(store, admin, request, holder, lease, kafka_config, discover)
     try:
-        return _decide(run, joined_holder)
+        return _take_over(run, _decide(run, joined_holder))
     except ExpansionError:
         if lease is not None and owned_by(store, holder) is None:
             give_up(store, holder)  # a refused plan owns nothing: others need not wait for it
         raise
+
+
+def _take_over(run: _Run, outcome: PlanOutcome) -> PlanOutcome:
+    """A run that goes on with an unfinished expansion of another holder (reused or resumed)
+    becomes its owner in the record: that holder's run, cleared later, then ends skipped."""
+    if run.lease is None or outcome.kind not in (REUSED, RESUMED) or not outcome.expansion_id:
+        return outcome
+
+    def own(record: ExpansionRecord) -> ExpansionRecord | None:
+        if record.owner == run.holder or record.status == ExpansionStatus.COMPLETED:
+            return None
+        log.info(
+            "This run (%s) takes expansion %s over from %s (status %s).",
+            run.holder, record.expansion_id, record.owner, record.status.value,
+        )  # fmt: skip
+        return dataclasses.replace(record, owner=run.holder, updated_at=now_iso())
+
+    update(run.store, outcome.expansion_id, own, fence=run.lease)
+    return outcome
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from airflow_samza_expand.core.plan import plan_expansion
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.protocol import records
+from airflow_samza_expand.protocol.ownership import planned_by
 from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
@@ -166,6 +167,12 @@ def write_job_model(
     return summary
 
 
+def _owners(record: ExpansionRecord, writer: str) -> tuple[str | None, ...]:
+    """Who may have written this expansion's vN+1: this writer, the record's owner, and the
+    run that planned it (before another run took it over)."""
+    return (writer, record.owner, planned_by(record))
+
+
 def _already_written(
     store: CoordinatorStore,
     latest: JobModel,
@@ -178,7 +185,7 @@ def _already_written(
     noted = ModelSummary.noted_version(record)
     ours = latest.version == record.target_version and (
         noted == latest.version
-        or (latest.created_by in (writer, record.owner) and latest.partition_counts() == planned)
+        or (latest.created_by in _owners(record, writer) and latest.partition_counts() == planned)
     )
     if not ours:
         raise ConcurrentExpansionError(
