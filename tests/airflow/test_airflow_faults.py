@@ -71,17 +71,10 @@ def _result(proc: subprocess.Popen, tmp_path: Path) -> dict:
 def _kill_when(proc: subprocess.Popen, j, step: str) -> dict[str, object]:
     """SIGKILL `proc`'s process group as soon as the expansion record shows `step` begun;
     returns where the run stood (steps begun and ended at the kill)."""
-    deadline = time.monotonic() + 180
-    while True:
-        assert proc.poll() is None, f"the run ended before step {step!r} began"
-        assert time.monotonic() < deadline, f"step {step!r} never began"
-        records = j.store.expansions()
-        if records and step in records[0].steps:
-            break
-        time.sleep(0.02)
+    _when_step_began(proc, j, step)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(30)
-    record = j.store.get_expansion(records[0].expansion_id)
+    record = j.store.expansions()[0]
     return {
         "begun": sorted(record.steps),
         "ended": sorted(s for s, t in record.steps.items() if t.ended_at),
@@ -172,3 +165,48 @@ def _stop(*procs: subprocess.Popen) -> None:
                 os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(60)
+
+
+def test_a_deferred_barrier_longer_than_the_lease_ttl_keeps_the_lease(
+    job, admin, fake_spark, tmp_path, kafka_bootstrap
+):
+    """A's barrier waits (deferred) three times its lease's TTL: its trigger renews the lease,
+    so B, triggered while A runs, finds it held all along, waits, and ends skipped once A has
+    completed - it never takes A's expansion over. (The TTL stays above the longest step
+    that does not renew: the standby launch's start-up check.)"""
+    ttl = 8.0
+    j = job(2)
+    spec = ownership._spec(
+        j, tmp_path, kafka_bootstrap, f"renew_{j.name}",
+        producer_refresh_grace_s=3 * ttl, lease_ttl_s=ttl,
+    )  # fmt: skip
+    airflow_env.serialize_dag_to_db(build(**spec))
+    v1 = handover._start_v1(j, tmp_path, kafka_bootstrap)
+    a, _ = _run(spec, A_DATE, tmp_path)
+    b, go_b = _run(spec, B_DATE, tmp_path, hold=True)
+    try:
+        _when_step_began(a, j, "plan")
+        go_b.touch()  # B starts while A runs; its plan waits for A's lease
+        a_result, b_result = _result(a, tmp_path), _result(b, tmp_path)
+    finally:
+        _stop(a, b, v1)
+    assert set(a_result["tasks"].values()) == {"success"}, a_result  # A never lost its lease
+    assert b_result["tasks"]["plan"] == "skipped", b_result
+    j.store.refresh()
+    lease = j.store.get_lease("expansion")  # epoch 1: A's, all along; 2: B's, once A was done
+    assert lease.epoch == 2 and lease.released and lease.holder.endswith(B_DATE), lease
+    (record,) = j.store.expansions()
+    _expanded_once(j, admin, fake_spark, record.expansion_id, max_launches=1)
+    assert record.owner.endswith(A_DATE), record.owner
+
+
+def _when_step_began(proc: subprocess.Popen, j, step: str) -> float:
+    """The monotonic time at which this test saw `step` begun in the expansion record."""
+    deadline = time.monotonic() + 180
+    while True:
+        assert proc.poll() is None, f"the run ended before step {step!r} began"
+        assert time.monotonic() < deadline, f"step {step!r} never began"
+        records = j.store.expansions()
+        if records and step in records[0].steps:
+            return time.monotonic()
+        time.sleep(0.02)

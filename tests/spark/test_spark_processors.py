@@ -1,7 +1,9 @@
 """Processors of one job (rule 1.7): one active, standbys, failover, zombie, handover race.
 
 Each processor is its own process (own JVM, own process group) on the same checkpoint and
-coordinator store, as two launches of the job would be.
+coordinator store, as two launches of the job would be. CI runs them on Apache Kafka
+(`apache_ci`): the failover waits for the broker to expire the dead member's session, and the
+zombie's fencing rests on the broker's group protocol.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from spark_helpers import produce_sequenced, read_latest_outputs
 
 from airflow_samza_expand.spark.lifecycle import EXIT_LEASE_LOST
 
-pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow, pytest.mark.apache_ci]
 
 KEYS = [f"key-{i}" for i in range(20)]
 
