@@ -25,7 +25,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,102 +98,149 @@ def test_a_real_expansion_as_it_runs(
     browser, api_server, ui_kafka, kafka_bootstrap, expanded_job, ui_output, job_env, tmp_path
 ):
     from kafka_helpers import produce_keyed
+    from live_expansion import build
 
     from airflow_samza_expand.core.model import JobModel
     from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.kafka.barrier import barrier_status
     from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
-    from live_expansion import build
-
     suffix = uuid.uuid4().hex[:8]
-    job, topic = f"ui-live-{suffix}", f"ui-live-{suffix}"
+    job = topic = f"ui-live-{suffix}"
     logs = Path(expanded_job.log_dir) / job  # under the api-server's ui_log_dirs
     logs.mkdir()
-    base = f"{api_server.base}/samza-expand/jobs/{job}"
-    with KafkaAdmin(ui_kafka, timeout_s=15) as admin, KafkaCoordinatorStore(ui_kafka, job) as store:
+    page = f"{api_server.base}/samza-expand/jobs/{job}"
+    gate = tmp_path / "standby-warm"
+    job_env["THROTTLED_JOB_WARM_GATE"] = str(gate)
+    spec = {"dag_id": f"ui_live_{suffix}", "job_name": job, "topic": topic,
+            "bootstrap": kafka_bootstrap, "log_dir": str(logs), "grace_s": GRACE_S}  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        admin = stack.enter_context(KafkaAdmin(ui_kafka, timeout_s=15))
+        store = stack.enter_context(KafkaCoordinatorStore(ui_kafka, job))
         admin.ensure_topic(topic, 2)
         store.write_job_model(JobModel.initial(job, {topic: 2}, created_by="ui-live-test"))
         produce_keyed(ui_kafka, topic, 40)
-        args = ["--job-name", job, "--bootstrap-servers", kafka_bootstrap]
-        with open(logs / "v1.log", "wb") as v1_log:
-            v1 = subprocess.Popen(  # the running job, v1
-                [sys.executable, str(HERE / "throttled_job.py"), *args],
-                env=job_env, stdout=v1_log, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-        try:
-            _run(browser, api_server, admin, store, job, topic, logs, base, ui_output, job_env,
-                 tmp_path, build, kafka_bootstrap, ui_kafka, v1)  # fmt: skip
-        finally:
-            if v1.poll() is None:
-                v1.kill()
-            v1.wait(30)
+        v1 = stack.enter_context(_process(  # the running job, v1
+            [str(HERE / "throttled_job.py"), "--job-name", job, "--bootstrap-servers",
+             kafka_bootstrap], job_env, logs / "v1.log",
+        ))  # fmt: skip
+        highs = admin.high_watermarks({topic: [0, 1]})
+        wait_for(lambda: barrier_status(admin, job, highs).total_lag == 0, 60, "v1 to catch up")
+        airflow_env.serialize_dag_to_db(build(**spec))
+        run_log = tmp_path / "dag-run.log"
+        runner = stack.enter_context(
+            _process([str(HERE / "live_expansion.py"), json.dumps(spec)], job_env, run_log)
+        )
 
-
-def _run(browser, api_server, admin, store, job, topic, logs, base, ui_output, job_env,
-         tmp_path, build, kafka_bootstrap, ui_kafka, v1) -> None:  # fmt: skip
-    from kafka_helpers import produce_keyed
-
-    from airflow_samza_expand.kafka.barrier import barrier_status
-
-    def caught_up() -> bool:  # v1 has read the 40 records: no lag before the expansion
-        status = barrier_status(admin, job, admin.high_watermarks({topic: [0, 1]}))
-        return status.total_lag == 0
-
-    wait_for(caught_up, 60, "v1 to read the first records")
-    spec = {"dag_id": f"ui_live_{job.replace('-', '_')}", "job_name": job, "topic": topic,
-            "bootstrap": kafka_bootstrap, "log_dir": str(logs), "grace_s": GRACE_S}  # fmt: skip
-    airflow_env.serialize_dag_to_db(build(**spec))
-    run_log = tmp_path / "dag-run.log"
-    with open(run_log, "wb") as out:
-        runner = subprocess.Popen(
-            [sys.executable, str(HERE / "live_expansion.py"), json.dumps(spec)],
-            env=job_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    try:
-
-        # 1. the grace: the barrier step records it at its first poll
-        def in_grace():
+        def in_grace():  # the barrier step's first poll records the grace
             assert runner.poll() is None, run_log.read_text()[-4000:]
-            for record in store.expansions():
-                if record.results.get("grace", {}).get("ends_at") and not record.barrier:
-                    return record
-            return None
+            return next((r for r in store.expansions() if r.results.get("grace")), None)
 
         record = wait_for(in_grace, 120, "the barrier step to start the grace")
-        produce_keyed(ui_kafka, topic, BURST, prefix=f"burst-{job}")  # v1 falls behind
-        assert browser.open(base) == 200
-        grace = wait_for(
-            lambda: "s left of" in (t := _section(browser)) and t, GRACE_S, "the grace countdown"
-        )
-        print(grace)
+        # new traffic from an up-to-date producer: the throttled v1 is behind at the snapshot
+        produce_keyed(ui_kafka, topic, BURST, prefix=f"burst-{suffix}")
+
+        # 1. the grace: its step and its countdown, on a page loaded while the expansion runs
+        assert browser.open(page) == 200
+        text = wait_for(lambda: _shows(browser, "s left of"), GRACE_S, "the grace countdown")
+        assert f"Expansion under way: {record.expansion_id}" in text, text
+        assert "Step barrier_snapshot (waiting out the producer refresh grace" in text, text
+        assert "status expanded" in text, text
+        left = re.search(r"Producer refresh grace: (\d+) s left of 10\.0 s", text)
+        assert left is not None and 0 <= int(left.group(1)) <= GRACE_S, text
         browser.screenshot(ui_output / "live-grace.png")
         browser.evaluate("window.watching = 'this document'")  # gone if the page reloads
 
-        # 2. the barrier drains
-        first = wait_for(
-            lambda: sum(_lags(t := _section(browser), topic).values()) > 0 and t, 60,
-            "the barrier lag",
-        )
-        print(first)
+        # 2. the barrier drains: the lag per old partition, falling from one update to the next
+        first = wait_for(lambda: _draining(browser, topic), 60, "the barrier lag")
+        snapshot = store.get_expansion(record.expansion_id).barrier[topic]
+        for partition, offset in snapshot.items():
+            assert re.search(rf"^{topic} {partition}\t{offset}\t\d+\t\d+$", first, re.M), first
+        assert "Step barrier (running)" in first and "status barrier-snapshot" in first, first
+        before = _lags(first, topic)
         seen = _fetches(browser)
         second = wait_for(
-            lambda: _fetches(browser) > seen and _section(browser), 20, "the next update"
+            lambda: _fetches(browser) > seen and _shows(browser, "Expansion under way"),
+            20,
+            "the section's next update",
         )
-        print(second)
+        after = _lags(second, topic)
+        if after:  # still draining: every partition's lag is lower or zero, the total lower
+            assert all(after[p] <= before[p] for p in before), (before, after)
+            assert sum(after.values()) < sum(before.values()), (before, after)
         browser.screenshot(ui_output / "live-barrier.png")
-        assert browser.evaluate("window.watching") == "this document"
+        chart = "document.querySelectorAll('#running svg.lag polyline').length"
+        assert after == {} or browser.evaluate(chart) == 3  # total and both old partitions
 
-        # 3. completed
+        # 3. the barrier held; the standby of v2 warms up (until the test opens its gate)
+        text = wait_for(
+            lambda: _shows(browser, "warming up for job model v2"), 60, "the standby's log"
+        )
+        standby = store.get_expansion(record.expansion_id).results["standby"]["launches"][0]
+        assert "Launched by step standby" in text and f"(pid {standby['pid']})" in text, text
+        assert f"New version: py-{standby['pid']} (standby): starting - warming up" in text, text
+        assert f"Current launch's log {standby['log_path']} (tail)" in text, text
+        browser.screenshot(ui_output / "live-standby.png")
+        assert browser.evaluate("window.watching") == "this document"  # updated in place
+        gate.touch()
+
+        # 4. completed: the page reloads itself once the expansion is done
         out, _ = runner.communicate(timeout=240)
-        print(run_log.read_text()[-2000:])
+        result = json.loads(run_log.read_text().strip().splitlines()[-1])
+        assert result["state"] == "success", result
         wait_for(
-            lambda: "Expansion under way" not in browser.text() and browser.text(), 20,
+            lambda: "Expansion under way" not in (t := browser.text()) and "Leases" in t,
+            20,
             "the page to reload for the completed expansion",
         )
+        assert browser.evaluate("window.watching") is None
         text = browser.text()
-        print(text)
         browser.screenshot(ui_output / "live-completed.png")
+        done = store.get_expansion(record.expansion_id)
+    assert done.status.value == "completed" and f"{record.expansion_id} completed" in text
+    steps = text.split("step\tstart\tend\tduration\n")[1].split("\nOrdering barrier")[0]
+    rows = dict(line.split("\t", 1) for line in steps.splitlines())
+    assert set(rows) == set(done.steps), rows
+    assert set(done.steps) >= {"plan", "expand", "barrier_snapshot", "barrier", "standby",
+                               "stop", "write", "submit", "ack", "report"}  # fmt: skip
+    for step, times in rows.items():  # every step: start, end, duration
+        start, end, duration = times.split("\t")
+        assert "-" not in (start, end, duration) and duration.endswith(" s"), (step, times)
+    holder = f"airflow:{spec['dag_id']}/{result['run_id']}"
+    assert re.search(rf"^expansion\t{re.escape(holder)}\t1\t\S+\treleased$", text, re.M), text
+    assert "expires in" not in text and "expired" not in text
+    assert f"py-{v1.pid}\t-\tstopped\t1\t" in text and "dead" not in text, text
+    assert re.search(rf"^py-{standby['pid']}\t\S+\trunning\t2\t.*\talive\t", text, re.M), text
+    assert "does not read" not in text and "Traceback" not in text
+    log = text.split("Restarted job's log\n")[1]
+    assert log.startswith(f"\n{standby['log_path']} (tail)"), log[:300]
+    assert f"standby py-{standby['pid']}: job model v2 written, taking over" in log, log
+    assert f"processor py-{standby['pid']}: running job model v2" in log, log
+    print(f"\nscreenshots: {ui_output}")
+
+
+@contextlib.contextmanager
+def _process(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
+    """``python *args`` in its own process group, its output to `log`; killed (by pid) at the
+    end if it still runs."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, *args], env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    try:
+        yield proc
     finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.wait(30)
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+
+
+def _shows(browser: Browser, needle: str) -> str:
+    """The running section's text if it holds `needle`, else ""."""
+    text = _section(browser)
+    return text if needle in text else ""
+
+
+def _draining(browser: Browser, topic: str) -> str:
+    text = _section(browser)
+    return text if sum(_lags(text, topic).values()) > 0 else ""

@@ -10,8 +10,9 @@ Python (no Spark) that really reads its input through confluent-kafka and lags.
   0.2 s, heartbeats ``running`` with the ``standby`` capability (rule 1.8: the DAG picks a warm
   handover) until a stop request for its version, then commits, heartbeats ``stopped`` and exits;
 * with ``--standby --job-model-version N``: heartbeats ``starting`` (role standby) for
-  ``$THROTTLED_JOB_WARM_S`` (default 1), then ``standby`` until job model vN exists, then runs
-  vN as above.
+  ``$THROTTLED_JOB_WARM_S`` (default 1) and until the file ``$THROTTLED_JOB_WARM_GATE`` exists
+  (when set: the test says when the warm-up ends), then ``standby`` until job model vN exists,
+  then runs vN as above.
 
 Every launch appends ``{"pid", "argv"}`` to ``$THROTTLED_JOB_LAUNCHES`` (when set) so the test
 can stop what the DAG launched; ``$THROTTLED_JOB_RUN_S`` (default 300) bounds its life.
@@ -63,7 +64,10 @@ def main(argv: list[str]) -> int:
 def _stand_by(store, pid: str, wanted: int, deadline: float) -> None:
     say(f"standby {pid}: warming up for job model v{wanted}")
     warm_until = time.monotonic() + float(os.environ.get("THROTTLED_JOB_WARM_S", "1"))
-    while time.monotonic() < warm_until:
+    gate = os.environ.get("THROTTLED_JOB_WARM_GATE")
+    while time.monotonic() < deadline and (
+        time.monotonic() < warm_until or (gate and not os.path.exists(gate))
+    ):
         store.heartbeat(pid, wanted, "starting", role="standby", ttl_s=30, capabilities=["standby"])
         time.sleep(0.3)
     say(f"standby {pid}: warm, waiting for job model v{wanted}")
