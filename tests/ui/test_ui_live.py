@@ -33,6 +33,8 @@ import airflow_env
 import pytest
 from browser import Browser, chromium_binary, wait_for
 
+from airflow_samza_expand.airflow.ui.running import WARMING
+
 pytestmark = pytest.mark.kafka
 
 HERE = Path(__file__).resolve().parent
@@ -174,8 +176,11 @@ def test_a_real_expansion_as_it_runs(
 
         # 3. the barrier held; the standby of v2 warms up (until the test opens its gate)
         text = wait_for(
-            lambda: _shows(browser, "warming up for job model v2"), 60, "the standby's log"
+            lambda: _shows(browser, "warming up for job model v2") and _shows(browser, WARMING),
+            60,
+            "the standby's log, the stop step waiting for its warm-up",
         )
+        assert "Step stop (" in text or "Step stop_job (" in text, text
         standby = store.get_expansion(record.expansion_id).results["standby"]["launches"][0]
         assert "Launched by step standby" in text and f"(pid {standby['pid']})" in text, text
         assert f"New version: py-{standby['pid']} (standby): starting - warming up" in text, text
