@@ -37,6 +37,7 @@ def build(
         retries=0,
         retry_delay=timedelta(seconds=1),
         log_dir=log_dir,
+        spark_submit_kwargs={"startup_check_s": 1.0},  # the stand-in starts in well under 1 s
         application_args=stream_job_args(
             job_name=job_name,
             bootstrap_servers=bootstrap,
