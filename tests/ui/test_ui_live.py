@@ -199,7 +199,7 @@ def test_a_real_expansion_as_it_runs(
         gate.touch()
 
         # 4. completed: the page reloads itself once the expansion is done
-        out, _ = runner.communicate(timeout=240)
+        runner.wait(240)
         result = json.loads(run_log.read_text().strip().splitlines()[-1])
         assert result["state"] == "success", result
         wait_for(
