@@ -66,6 +66,13 @@ def test_warm_handover_starts_the_standby_before_the_stop_and_submit_launches_no
     record = j.store.get_expansion(task_instance_xcom(run, "plan")["expansion_id"])
     # the standby was launched while v1 still ran: before the stop step ended
     assert record.steps["standby"].ended_at <= record.steps["stop"].ended_at
+    # every step the run went through has a start and an end (the UI shows their durations):
+    # the standby step from before its launch, the submit step that launched nothing included
+    for name, step in record.steps.items():
+        assert step.started_at and step.ended_at and step.started_at <= step.ended_at, name
+    assert (
+        record.steps["standby"].started_at <= record.results["standby"]["launches"][0]["started_at"]
+    )
     assert len(record.results["standby"]["launches"]) == 1
     assert len(record.results["hot_standby"]["launches"]) == 1
     assert task_instance_xcom(run, "ack")["running"]

@@ -108,3 +108,33 @@ def test_the_standby_warming_up_and_the_current_launchs_log_show_while_it_runs(t
     assert "Launched by step <b>standby</b>" in section and "(pid 4242)" in section
     assert "v2-standby (standby): starting - warming up" in section
     assert "line 99\nSparkSession ready</pre>" in section and "line 79\n" not in section
+
+
+def test_the_stop_step_waiting_for_the_standby_to_warm_up_says_so(tmp_path):
+    """Under a warm handover the stop step first waits for the vN+1 standby to be warm: until
+    then the running view says it waits for the warm-up, not that it stops the job (the live
+    browser test saw "stopping the running job model version" while v1 still ran)."""
+    store = FileCoordinatorStore(str(tmp_path), JOB)
+    v1 = store.write_job_model(JobModel.initial(JOB, {"orders": 2}))
+    record = planned_record(v1, {"orders": 4})
+    for status in (S.EXPANDED, S.BARRIER_SNAPSHOT, S.BARRIER_PASSED):
+        record = record.advance(status)
+    record = record.with_step("standby", started_at=now_iso(), ended_at=now_iso())
+    record = store.put_expansion(record, expected_revision=0)
+    store.heartbeat("v1", 1, "running", ttl_s=30)
+    store.heartbeat("v2-standby", 2, "starting", role="standby", ttl_s=30)
+
+    page, doc = _read(tmp_path)
+    waiting = "waiting for the new version's standby to warm up, then stopping the running version"
+    assert (doc["running"]["step"], doc["running"]["doing"]) == ("stop_job", waiting)
+    assert f"Step <b>stop_job</b> ({waiting})" in page.replace("&#x27;", "'")
+
+    record = store.put_expansion(  # the stop step has begun: it waits for the warm-up first
+        record.with_step("stop", started_at=now_iso()), expected_revision=record.revision
+    )
+    _, doc = _read(tmp_path)
+    assert (doc["running"]["step"], doc["running"]["doing"]) == ("stop", waiting)
+
+    store.heartbeat("v2-standby", 2, "standby", role="standby", ttl_s=30)  # warm now
+    _, doc = _read(tmp_path)
+    assert (doc["running"]["step"], doc["running"]["doing"]) == ("stop", "running")

@@ -10,7 +10,7 @@ from airflow_samza_expand.airflow import lineage
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
 from airflow_samza_expand.airflow.shell import KafkaClients, holder_of, protocol_outcomes
-from airflow_samza_expand.protocol import handover
+from airflow_samza_expand.protocol import handover, records
 from airflow_samza_expand.protocol import launch as detached
 from airflow_samza_expand.protocol.ownership import take
 from airflow_samza_expand.protocol.steps import standby as standby_step
@@ -66,6 +66,9 @@ class LaunchStandbyOperator(SubmitStreamJobOperator):
                     is_running=detached.is_running,
                 )
             self.log.info("%s.", decision.message)
+            if decision.launch:  # the step's start: its launches take the startup check's time
+                with protocol_outcomes():
+                    records.begin(books.store, str(self.expansion_id), self.step)
             base_args = list(self.application_args or [])
             launches: list[dict[str, Any]] = []
             for _ in range(decision.launch):

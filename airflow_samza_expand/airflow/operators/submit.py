@@ -243,8 +243,10 @@ class SubmitStreamJobOperator(lineage.ReportsLineage, SparkSubmitOperator):
         )
         skip = books.before(context, mode)
         self.record_lineage(books.lineage)
-        if skip is not None:
-            return redact_doc({**base, **skip}, secrets)
+        if skip is not None:  # the job runs vN+1 already (a handover): the step ends here
+            result = redact_doc({**base, **skip}, secrets)
+            books.after(context, result)
+            return result
         env = dict(self.env_vars or {})
         with protocol_outcomes():  # a secret about to reach the command line is a refusal
             self._job_kafka_config(conf)

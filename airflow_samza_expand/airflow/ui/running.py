@@ -14,6 +14,7 @@ DONE = frozenset({"completed", "failed"})
 LOG_LINES = 20  # lines of the current launch's log the running section shows
 # what a new version's processor is doing, by the state its heartbeat reports
 PROCESSOR_DOING = {"starting": "warming up", "standby": "warm, waiting to take over"}
+WARMING = "waiting for the new version's standby to warm up, then stopping the running version"
 # what an expansion of a status waits for, until its next step starts
 NEXT_STEP = {
     "planned": ("expand", "growing the topics"),
@@ -78,6 +79,8 @@ def running_view(snapshot: JobSnapshot, now: datetime | None = None) -> dict[str
         for p in snapshot.processors
         if expansion.new_version is not None and p.job_model_version == expansion.new_version
     ]
+    if step in ("stop", "stop_job") and any(p["state"] == "starting" and p["alive"] for p in new):
+        doing = WARMING  # a warm handover: the stop waits for the standby's warm-up first
     return {
         "expansion_id": expansion.expansion_id,
         "new_processors": new,
