@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 # the DAG's producer_refresh_grace_s, from the expand step's end: dag.test() may run the
 # submit_standby task (~2 s) before the barrier step records the grace; the rest must be long
 # enough for the page (updated every 3 s) to show the countdown
-GRACE_S = 10.0
+GRACE_S = 15.0  # room for a slow CI machine: the countdown must be seen inside it
 RECORDS_PER_S = 20  # v1's throttle
 # records produced as the grace starts, about half into the old partitions: v1 reads ~190 of
 # those during the grace, the rest (~12 s of reading) is the barrier's lag at the snapshot, so
