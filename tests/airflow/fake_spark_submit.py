@@ -28,6 +28,31 @@ def _arg(argv: list[str], name: str, default: str | None = None) -> str | None:
     return argv[argv.index(name) + 1] if name in argv else default
 
 
+class _Patient:
+    """The store, each call retried for a while on any error: as the real job does, the fake
+    rides out a broker restart (heartbeats and reads are idempotent)."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._store, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            deadline = time.monotonic() + 90
+            while True:
+                try:
+                    return attr(*args, **kwargs)
+                except Exception:  # noqa: BLE001 - a broker outage; give up after the deadline
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
+
+        return call
+
+
 def _stop_step_began(store, version: int) -> bool:
     """True once the stop step of the expansion to job model `version` has begun."""
     return any(r.target_version == version and "stop" in r.steps for r in store.expansions())
@@ -43,7 +68,8 @@ def main(argv: list[str]) -> int:
     from airflow_samza_expand.kafka.config import client_config
     from airflow_samza_expand.store import open_store
 
-    store = open_store(_arg(argv, "--coordinator", "kafka"), job, client_config(bootstrap))
+    coordinator = _arg(argv, "--coordinator", "kafka")
+    store = _Patient(open_store(coordinator, job, client_config(bootstrap)))
     deadline = time.monotonic() + float(os.environ.get("FAKE_SPARK_RUN_S", "120"))
     pid = f"fake-{os.getpid()}"
     wanted = int(_arg(argv, "--job-model-version", "0") or 0)
