@@ -61,10 +61,8 @@ class GrowthPolicy:
             raise InvalidPolicyError(
                 "growth policy lag_growing_for_s needs max_lag_records - set both or neither"
             )
-        if (
-            isinstance(self.max_factor, bool)
-            or not isinstance(self.max_factor, int)
-            or (self.max_factor < 2 or not _is_power_of_two(self.max_factor))
+        if isinstance(self.max_factor, bool) or not isinstance(self.max_factor, int) or (
+            self.max_factor < 2 or not _is_power_of_two(self.max_factor)
         ):
             raise InvalidPolicyError(
                 f"growth policy max_factor={self.max_factor!r} must be a power of two >= 2 "
@@ -141,7 +139,9 @@ class GrowthDecision:
         """One operator-readable line: what crossed what, or why nothing did."""
         if self.grow:
             cap = f" (capped at max_factor={self.policy.max_factor})" if self.capped else ""
-            return f"grow {self.figures.topic} x{self.factor}{cap}: " + "; ".join(self.reasons)
+            return (
+                f"grow {self.figures.topic} x{self.factor}{cap}: " + "; ".join(self.reasons)
+            )
         return f"no growth for {self.figures.topic}: " + "; ".join(self.reasons)
 
     def to_dict(self) -> dict[str, Any]:
@@ -175,21 +175,14 @@ def decide(policy: GrowthPolicy, figures: TopicFigures) -> GrowthDecision:
     ratios: dict[str, float] = {}
     factor = 1
     checks = (
-        (
-            "max_partition_bytes",
-            policy.max_partition_bytes,
-            figures.largest_partition_bytes,
-            f"partition {figures.largest_partition} holds {figures.largest_partition_bytes} bytes"
-            + (" (estimated)" if figures.size_estimated else ""),
-        ),
-        (
-            "max_records_per_s_per_partition",
-            policy.max_records_per_s_per_partition,
-            figures.max_records_per_s_per_partition,
-            f"partition {figures.busiest_partition} takes "
-            f"{figures.max_records_per_s_per_partition:.1f} records/s over "
-            f"{figures.window_s:.0f} s",
-        ),
+        ("max_partition_bytes", policy.max_partition_bytes, figures.largest_partition_bytes,
+         f"partition {figures.largest_partition} holds {figures.largest_partition_bytes} bytes"
+         + (" (estimated)" if figures.size_estimated else "")),
+        ("max_records_per_s_per_partition", policy.max_records_per_s_per_partition,
+         figures.max_records_per_s_per_partition,
+         f"partition {figures.busiest_partition} takes "
+         f"{figures.max_records_per_s_per_partition:.1f} records/s over "
+         f"{figures.window_s:.0f} s"),
     )
     for name, threshold, value, what in checks:
         if threshold is None:

@@ -48,6 +48,7 @@ def _discard(batches: Iterator[Any]) -> Iterator[Any]:
     """The output path's executor side without producing: Arrow in, the summary out."""
     import pyarrow as pa
 
+
     tasks: dict[str, int] = {}
     for batch in batches:
         cols = batch.to_pydict()
