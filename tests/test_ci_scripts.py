@@ -31,8 +31,13 @@ def test_a_part_lists_its_slowest_tests() -> None:
     assert "slowest 30 durations" in done.stdout
 
 
-def test_both_parts_of_test_sh_run_through_the_part_script() -> None:
+def test_every_part_of_test_sh_runs_through_the_part_script_and_the_lanes_split_each_part() -> None:
+    """Each Kafka's part is split into the Spark lane (`and spark`) and the rest (`and not
+    spark`) of the same selection: together they select every test of the part, once."""
     script = (REPO / "scripts" / "test.sh").read_text()
     assert 'bash scripts/test_part.sh "$@"' in script
-    parts = re.findall(r"^run_part (.+)$", script, flags=re.M)
-    assert len(parts) == 2, parts
+    parts = re.findall(r'^\s*run_part --kafka=(\w+) -m "(.+) and \$2"$', script, flags=re.M)
+    assert sorted(kafka for kafka, _ in parts) == ["apache", "dev"], parts
+    lanes = re.findall(r'^.*\blane (\w+) "([^"]+)"', script, flags=re.M)
+    assert sorted(marker for _, marker in lanes) == ["not spark", "spark"], lanes
+    assert 'wait "$rest_pid"' in script

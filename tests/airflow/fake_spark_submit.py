@@ -4,8 +4,10 @@ plays the shipped job's coordinator protocol - heartbeat ``running`` on the newe
 until a stop request for that version (or ``$FAKE_SPARK_RUN_S``), then ``stopped``; with
 ``--standby --job-model-version N`` it first heartbeats ``starting`` (role standby) for
 ``$FAKE_SPARK_WARM_S`` (its warm-up; the time it ended goes to ``$FAKE_SPARK_LAUNCHES.warm``),
-then ``standby`` until job model vN exists. Its heartbeats advertise the ``standby``
-capability (rule 1.8) as the shipped job's do.
+or with ``$FAKE_SPARK_WARM_UNTIL_STOP=1`` until the expansion's stop step has begun (and one
+second more, so the stop step sees it still warming: a warm-up that outlasts the barrier,
+without a fixed wait), then ``standby`` until job model vN exists. Its heartbeats advertise
+the ``standby`` capability (rule 1.8) as the shipped job's do.
 
 ``$FAKE_SPARK_NO_STANDBY=1`` plays instead an application that follows only the five-step
 protocol (heartbeats, honours stop) and knows nothing of ``--standby``: it advertises nothing
@@ -26,6 +28,11 @@ def _arg(argv: list[str], name: str, default: str | None = None) -> str | None:
     return argv[argv.index(name) + 1] if name in argv else default
 
 
+def _stop_step_began(store, version: int) -> bool:
+    """True once the stop step of the expansion to job model `version` has begun."""
+    return any(r.target_version == version and "stop" in r.steps for r in store.expansions())
+
+
 def main(argv: list[str]) -> int:
     with open(os.environ["FAKE_SPARK_LAUNCHES"], "a", encoding="utf-8") as out:
         out.write(json.dumps({"pid": os.getpid(), "argv": argv}) + "\n")
@@ -44,6 +51,13 @@ def main(argv: list[str]) -> int:
     capabilities = [] if five_step else ["standby"]
     if "--standby" in argv and not five_step:  # warms up ($FAKE_SPARK_WARM_S), waits for vN
         warm_until = time.monotonic() + float(os.environ.get("FAKE_SPARK_WARM_S", "0"))
+        if os.environ.get("FAKE_SPARK_WARM_UNTIL_STOP") == "1":
+            while time.monotonic() < deadline and not _stop_step_began(store, wanted):
+                store.heartbeat(
+                    pid, wanted, "starting", role="standby", ttl_s=30, capabilities=capabilities
+                )
+                time.sleep(0.5)
+            warm_until = time.monotonic() + 1.0
         while time.monotonic() < warm_until:
             store.heartbeat(
                 pid, wanted, "starting", role="standby", ttl_s=30, capabilities=capabilities

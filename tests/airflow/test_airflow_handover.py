@@ -74,9 +74,10 @@ def test_warm_handover_starts_the_standby_before_the_stop_and_submit_launches_no
 def test_warm_handover_stops_vn_only_once_the_standby_is_warm(
     job, fake_spark, tmp_path, kafka_bootstrap, run_dag, monkeypatch
 ):
-    """The standby warms up longer than the barrier takes: the stop step waits for its
-    ``standby`` heartbeat before it asks v1 to stop (else the job is down for the warm-up)."""
-    monkeypatch.setenv("FAKE_SPARK_WARM_S", "15")
+    """The standby warms up longer than the barrier takes (it is still warming when the stop
+    step begins): the stop step waits for its ``standby`` heartbeat before it asks v1 to stop
+    (else the job is down for the warm-up)."""
+    monkeypatch.setenv("FAKE_SPARK_WARM_UNTIL_STOP", "1")
     j = job(2)
     v1 = _start_v1(j, tmp_path, kafka_bootstrap)
     try:
