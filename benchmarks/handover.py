@@ -8,6 +8,11 @@ separate processes (`testing.processors.JobProcess`, local[2], own JVM each):
   heartbeats ``stopped`` - where the DAG's stop step returns - and releases the lease), write
   vN+1; the standby takes the lease and starts its query.
 * cold restart (x3): stop vN, write vN+1, then launch the vN+1 processor (today's restart).
+* in place (x3, first; rule 1.9): vN runs; vN+1 is written and the running processor switches
+  at a batch boundary (it heartbeats ``running`` on vN+1); nothing stops. Its downtime is the
+  longest gap between two committed batches from the last one before the write to the third
+  after the switch, minus the median gap of the 10 before the write (the trigger's own cadence
+  is not downtime).
 * failover (x3): an active and a hot standby (``--standby``) of the same version; SIGKILL the
   active's process group; the standby takes over when the lease (session) expires.
 
@@ -20,6 +25,7 @@ Uses KAFKA_BOOTSTRAP_SERVERS if set, else starts the development broker. Starts 
 under ``flock /tmp/spark.lock``. Figures only - no pass/fail. Last line:
 
     handover_downtime_s=<x> cold_restart_s=<y> ratio=<x/y> failover_s=<z>
+    in_place_downtime_s=<w> ratio_in_place=<w/y>
 """
 
 from __future__ import annotations
@@ -161,6 +167,21 @@ class Bench:
         wait_for(f"{new.name} commits", lambda: self.committing(new))
         return gap(active, new), new
 
+    def in_place(self, active: JobProcess) -> tuple[float, JobProcess]:
+        nxt = self.next_version()
+        before = active.commit_times()
+        steady = statistics.median(
+            (b - a).total_seconds() for a, b in zip(before[-11:-1], before[-10:], strict=True)
+        )
+        self.store.write_job_model(nxt)
+        wanted = ("running", "active", nxt.version)
+        wait_for(f"{active.name} runs v{nxt.version}", lambda: self.state(active) == wanted)
+        switched = len(active.commit_times())
+        wait_for(f"{active.name} commits on", lambda: self.committing(active, switched + 2))
+        times = active.commit_times()[len(before) - 1 :]
+        longest = max((b - a).total_seconds() for a, b in zip(times, times[1:], strict=False))
+        return max(0.0, longest - steady), active
+
     def failover(self, active: JobProcess) -> tuple[float, JobProcess]:
         standby = self.start("--standby")
         wait_for(f"{standby.name} warmed up", lambda: "warmed up" in standby.log_text())
@@ -208,8 +229,10 @@ def run(bootstrap: str, work: Path, ttl_s: float, rate: float, rounds: int) -> d
     try:
         active = bench.start()
         wait_for("the first processor commits", lambda: bench.committing(active))
-        figures: dict[str, list[float]] = {"handover": [], "cold": [], "failover": []}
-        for kind in ("handover", "cold", "failover"):
+        kinds = ("in_place", "handover", "cold", "failover")
+        figures: dict[str, list[float]] = {kind: [] for kind in kinds}
+        wait_for("10 committed batches", lambda: bench.committing(active, 11))
+        for kind in kinds:
             for i in range(rounds):
                 wait_for("a committed batch", lambda a=active: bench.committing(a, 1))
                 seconds, active = getattr(bench, kind)(active)
@@ -257,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     ratio = med["handover"] / med["cold"] if med["cold"] else float("nan")
     print(
         f"handover_downtime_s={med['handover']:.2f} cold_restart_s={med['cold']:.2f} "
-        f"ratio={ratio:.2f} failover_s={med['failover']:.2f}"
+        f"ratio={ratio:.2f} failover_s={med['failover']:.2f} "
+        f"in_place_downtime_s={med['in_place']:.2f} "
+        f"ratio_in_place={med['in_place'] / med['cold'] if med['cold'] else float('nan'):.3f}"
     )
     return 0
 

@@ -7,8 +7,10 @@ TaskGroup for a DAG of your own::
          -> submit restarted job (SparkSubmitOperator) -> wait for acknowledgement -> report
 
 Restart (``handover``, `dags.standby`, rule 1.8): ``"auto"`` (default, continuous mode) is
-``"warm"`` when the running processors advertise the ``standby`` capability (the plan step
-decides and records it), else ``"cold"``. ``"warm"`` also launches the vN+1 processor as a
+``"in-place"`` when the running processors advertise the ``in-place`` capability (rule 1.9: the
+running job switches at a batch boundary; the barrier holds at its snapshot and stop, standby
+and submit do nothing), else ``"warm"`` when they advertise ``standby`` (the plan step decides
+and records it), else ``"cold"``. ``"warm"`` also launches the vN+1 processor as a
 standby right after the expansion (``submit_standby``, in parallel with the barrier's producer
 grace); vN releases the job's active lease after its last committed batch, the standby takes
 it once vN+1 is written, and ``submit`` launches nothing. ``"cold"``: stop, then start.

@@ -20,7 +20,7 @@ from airflow_samza_expand.airflow.operators.write_model import WriteJobModelOper
 from airflow_samza_expand.airflow.order import check_order_settings
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
-from airflow_samza_expand.protocol.handover import AUTO, WARM, normalise_handover
+from airflow_samza_expand.protocol.handover import AUTO, IN_PLACE, WARM, normalise_handover
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S
 
 DEFAULT_APPLICATION = os.path.join(
@@ -64,8 +64,9 @@ class ExpansionSettings:
     max_partitions: int | str = DEFAULT_MAX_PARTITIONS
     policy: GrowthPolicy | Mapping[str, Any] | None = None
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
-    # restart of a continuous job (protocol.handover): "auto" (warm when the running job advertises
-    # the standby capability, else cold; rule 1.8), "warm" (a vN+1 standby takes over) or "cold"
+    # restart of a continuous job (protocol.handover): "auto" (in-place when the running job
+    # advertises it, else warm when it advertises the standby capability, else cold; rule 1.8),
+    # "in-place" (the running job switches at a batch boundary), "warm" or "cold"
     handover: str = AUTO
     hot_standby: bool = False  # keep a second processor of vN+1 waiting for the lease (failover)
     other_jobs: str = "refuse"  # other managed jobs reading the topics: include/refuse/ignore
@@ -158,9 +159,10 @@ class ExpansionSettings:
 
     @property
     def warm_handover(self) -> bool:
-        """The restart may be a handover to a standby launched early (continuous mode only; with
-        ``auto`` the plan step decides from the running job's capabilities)."""
-        return self.mode == "continuous" and self.handover in (AUTO, WARM)
+        """The restart may be a handover to a standby launched early or a switch in place
+        (continuous mode only; with ``auto`` the plan step decides from the running job's
+        capabilities, and the steps follow the choice it records)."""
+        return self.mode == "continuous" and self.handover in (AUTO, IN_PLACE, WARM)
 
     def topic_list(self) -> list[str]:
         return [self.topics] if isinstance(self.topics, str) else list(self.topics)

@@ -15,6 +15,13 @@ Restart modes (``handover``):
   it is active on vN+1.
 * ``"cold"``: stop vN, write vN+1, then start vN+1 (a whole Spark start of downtime).
 
+* ``"in-place"`` (rule 1.9): the running processor reads vN+1 from a micro-batch boundary
+  itself (the provider's reader), gating each child partition by its parent's snapshot: plan ->
+  expand -> grace and snapshot -> write vN+1 -> ack (running on vN+1) -> report. The barrier
+  does not wait for the job to drain (the job gates per parent); the stop, standby and submit
+  steps do nothing. ``"auto"`` chooses it when every live processor of vN advertises the
+  ``in-place`` capability.
+
 Available-now mode is always cold: no run is in progress to hand over from.
 
 A *hot standby* is one more processor of the new job model kept waiting for the lease: when
@@ -29,27 +36,35 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_samza_expand.core.errors import ExpansionError
-from airflow_samza_expand.core.liveness import CAPABILITY_STANDBY, WORKING_STATES, statuses
+from airflow_samza_expand.core.liveness import (
+    CAPABILITY_IN_PLACE,
+    CAPABILITY_STANDBY,
+    WORKING_STATES,
+    statuses,
+)
 
 log = logging.getLogger(__name__)
 
 AUTO = "auto"
 WARM = "warm"
 COLD = "cold"
-HANDOVER_MODES = (AUTO, WARM, COLD)
+IN_PLACE = "in-place"
+HANDOVER_MODES = (AUTO, IN_PLACE, WARM, COLD)
 # Steps of the expansion record whose result may hold a detached launch of the new model.
 LAUNCH_STEPS = ("standby", "submit", "hot_standby")
 
 
 def normalise_handover(value: Any, *, error: type[Exception] = ExpansionError) -> str:
-    """``auto``, ``warm`` or ``cold``; a clear ``error`` naming the values otherwise."""
+    """``auto``, ``in-place``, ``warm`` or ``cold``; a clear ``error`` naming the values
+    otherwise."""
     mode = str(value).strip().lower()
     if mode not in HANDOVER_MODES:
         raise error(
-            f"handover={value!r} is not known - use 'warm' (start the new job model's "
+            f"handover={value!r} is not known - use 'in-place' (the running job switches to the "
+            "new job model at a batch boundary: no restart), 'warm' (start the new job model's "
             "processor as a standby before the old one stops: the job is down for the switch "
             "only), 'cold' (stop, then start: down for a whole Spark start) or 'auto' (the "
-            "default: warm when the running job says it can be a standby, else cold)"
+            "default: in-place, else warm, else cold, from what the running job says it can do)"
         )
     return mode
 
@@ -58,7 +73,7 @@ def normalise_handover(value: Any, *, error: type[Exception] = ExpansionError) -
 class RestartChoice:
     """The restart an expansion uses (rule 1.8), as recorded in the plan's result."""
 
-    mode: str  # WARM or COLD
+    mode: str  # IN_PLACE, WARM or COLD
     requested: str
     reason: str
 
@@ -69,7 +84,7 @@ class RestartChoice:
     def of_record(cls, record: Any) -> RestartChoice | None:
         """The choice kept in an expansion record (None: the plan made none)."""
         doc = ((record.results.get("plan") or {}) if record is not None else {}).get("restart")
-        if not isinstance(doc, Mapping) or doc.get("mode") not in (WARM, COLD):
+        if not isinstance(doc, Mapping) or doc.get("mode") not in (IN_PLACE, WARM, COLD):
             return None
         return cls(str(doc["mode"]), str(doc.get("requested", "")), str(doc.get("reason", "")))
 
@@ -77,9 +92,10 @@ class RestartChoice:
 def choose_restart(
     processors: Mapping[str, Mapping[str, Any]], version: int, requested: str
 ) -> RestartChoice:
-    """Rule 1.8: warm only when every live processor of job model ``version`` advertises the
-    standby capability. ``requested="warm"`` for a job that does not is refused
-    (ExpansionError naming the processors); ``"auto"`` then chooses cold."""
+    """Rule 1.8: in-place when every live processor of job model ``version`` advertises the
+    in-place capability, else warm when every one advertises standby, else cold. An explicit
+    ``"in-place"`` or ``"warm"`` for a job that cannot is refused (ExpansionError naming the
+    processors); ``"auto"`` then falls back."""
     requested = normalise_handover(requested)
     if requested == COLD:
         return RestartChoice(COLD, requested, "handover='cold' was asked for")
@@ -88,7 +104,28 @@ def choose_restart(
         for s in statuses(processors).values()
         if s.job_model_version == version and s.state in WORKING_STATES and s.alive()
     ]
-    unable = sorted(s.processor_id for s in live if not s.can(CAPABILITY_STANDBY))
+    who = ", ".join(sorted(s.processor_id for s in live))
+    if not live:
+        if requested in (WARM, IN_PLACE):
+            reason = f"handover={requested!r} was asked for; no live processor of v{version}"
+            return RestartChoice(requested, requested, reason)
+        return RestartChoice(
+            COLD, requested, f"no live processor of v{version}: nothing to hand over from"
+        )
+    unable = _unable(live, CAPABILITY_IN_PLACE)
+    if not unable and requested in (AUTO, IN_PLACE):
+        return RestartChoice(
+            IN_PLACE, requested, f"every live processor of v{version} ({who}) can switch in place"
+        )
+    if requested == IN_PLACE:
+        raise ExpansionError(
+            f"handover='in-place' needs a job that can switch to a new job model while it runs, "
+            f"but processor(s) {', '.join(unable)} of v{version} do not advertise the "
+            "'in-place' capability in their heartbeat (rule 1.8; Spark's own Kafka source "
+            "cannot change assign in a running query) - use handover='auto', 'warm' or 'cold', "
+            "or read with Job.read_kafka(source='python')"
+        )
+    unable = _unable(live, CAPABILITY_STANDBY)
     if unable:
         if requested == WARM:
             raise ExpansionError(
@@ -104,17 +141,19 @@ def choose_restart(
             f"processor(s) {', '.join(unable)} of v{version} do not advertise the 'standby' "
             "capability: a cold restart (stop, write, start) never runs two instances",
         )
-    if not live:
-        if requested == WARM:
-            reason = f"handover='warm' was asked for; no live processor of v{version}"
-            return RestartChoice(WARM, requested, reason)
-        return RestartChoice(
-            COLD, requested, f"no live processor of v{version}: nothing to hand over from"
-        )
-    who = ", ".join(sorted(s.processor_id for s in live))
     return RestartChoice(
         WARM, requested, f"every live processor of v{version} ({who}) can be a standby"
     )
+
+
+def _unable(live: list[Any], capability: str) -> list[str]:
+    return sorted(s.processor_id for s in live if not s.can(capability))
+
+
+def in_place(record: Any) -> RestartChoice | None:
+    """The record's choice when it is the switch in place (rule 1.9), else None."""
+    choice = RestartChoice.of_record(record)
+    return choice if choice is not None and choice.mode == IN_PLACE else None
 
 
 __all__ = [
@@ -122,7 +161,9 @@ __all__ = [
     "COLD",
     "RestartChoice",
     "choose_restart",
+    "in_place",
     "HANDOVER_MODES",
+    "IN_PLACE",
     "LAUNCH_STEPS",
     "WARM",
     "normalise_handover",

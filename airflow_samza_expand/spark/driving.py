@@ -55,6 +55,9 @@ class QueryDriver:
     def kafka_config(self) -> dict[str, str]:
         raise NotImplementedError
 
+    def poll_switch(self) -> None:
+        """Rule 1.9's switch in place (`spark.runtime.Job`); nothing by default."""
+
     # offsets ---------------------------------------------------------------------------------
 
     def guard(self, what: str = "writing a batch") -> None:
@@ -203,6 +206,7 @@ class QueryDriver:
                     return False
                 continue
             if now >= next_stop_poll:
+                self.poll_switch()
                 life.check_stop()
                 next_stop_poll = now + STOP_POLL_S
             if now >= next_heartbeat:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from airflow_samza_expand.core.liveness import (
+    CAPABILITY_IN_PLACE,
     CAPABILITY_STANDBY,
     DEFAULT_TTL_S,
     ROLE_ACTIVE,
@@ -77,6 +78,7 @@ class Lifecycle:
         self.lease: Any = None
         self.coverage: Any = None  # spark.coverage.CoverageWatch once the job model is known
         self.order_check: Any = None  # spark.stale.OrderCheck with --barrier-offsets (rule 1.5)
+        self.in_place = False  # the query reads with the provider's reader (rule 1.9)
         self.epoch = 0
         self.version = 0
         self.store_lock = threading.Lock()
@@ -103,9 +105,14 @@ class Lifecycle:
                 ttl_s=self.ttl_s,
                 uncovered=uncovered or None,
                 stale_placements=summary.counts() if summary and summary.records else None,
-                # rule 1.8: with the lease it can wait as a warm standby (--standby)
-                capabilities=[CAPABILITY_STANDBY] if self.use_lease else [],
+                capabilities=self.capabilities(),
             )
+
+    def capabilities(self) -> list[str]:
+        """Rule 1.8: with the lease it can wait as a warm standby (--standby); with the
+        provider's reader it can switch in place (Spark's own Kafka source cannot change
+        ``assign`` in a running query)."""
+        return [CAPABILITY_STANDBY] * self.use_lease + [CAPABILITY_IN_PLACE] * self.in_place
 
     @contextlib.contextmanager
     def beating(self, state: str, role: str | None = None) -> Iterator[None]:

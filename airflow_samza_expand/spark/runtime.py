@@ -81,6 +81,7 @@ class Job(QueryDriver):
         self._starting = contextlib.ExitStack()
         self._closed = False
         self.source_registered = False
+        self.switch: Any = None  # spark.switch.SwitchPublisher with the python source
 
     # settings --------------------------------------------------------------------------------
 
@@ -218,6 +219,7 @@ class Job(QueryDriver):
         if source == "python":
             self.register_source()
             settings = self.python_source_options(model)
+            self.lifecycle.in_place = True  # rule 1.8: this query can switch in place
             return self.spark.readStream.format("samza_kafka").options(**settings, **options).load()
         if source != "kafka":
             raise ValueError(f"source {source!r} - give 'kafka' (Spark's) or 'python'")
@@ -241,7 +243,16 @@ class Job(QueryDriver):
         return frame.withColumn("task", F.element_at(F.create_map(*pairs), where))
 
     def python_source_options(self, model: JobModel) -> dict[str, str]:
+        from airflow_samza_expand.spark.switch import SwitchPublisher, snapshots_up_to
+
+        life = self.lifecycle
+        switch_path = os.path.join(life.gate_dir, "switch")
+        self.switch = SwitchPublisher(life.store, model, switch_path, life.store_lock)
+        with life.store_lock:
+            snapshots = snapshots_up_to(life.store, model.version) or []
         return {
+            "snapshots": json.dumps(snapshots, sort_keys=True),
+            "switch_path": switch_path,
             "job_model": model.to_json(),
             "group_id": self.args.job_name,
             "max_records_per_batch": str(self.args.max_records_per_batch),
@@ -258,6 +269,31 @@ class Job(QueryDriver):
 
             self.spark.dataSource.register(SamzaKafkaDataSource)
             self.source_registered = True
+
+    def poll_switch(self) -> None:
+        """Rule 1.9: publish a newer job model to the reader; once the reader plans batches on
+        it, take it on here (offset commits, coverage) and heartbeat ``running`` on it."""
+        if self.switch is None:
+            return
+        self.switch.poll()
+        version = self.switch.reading()
+        life = self.lifecycle
+        if version is None or version <= life.version:
+            return
+        with life.store_lock:
+            model = life.store.job_model(version)
+        if model is None:
+            return
+        from airflow_samza_expand.spark import coverage
+
+        log.info("job %r: processor %s reads job model v%d now (in place)",
+                 self.args.job_name, self.processor_id, version)  # fmt: skip
+        self.model = model
+        life.version = version
+        life.coverage = coverage.CoverageWatch(
+            model.partition_counts(), version, coverage.admin_live_counts(self.kafka_config())
+        )
+        life.heartbeat("running")
 
     def close(self) -> None:
         if self._closed:

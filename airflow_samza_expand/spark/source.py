@@ -14,7 +14,14 @@
 Options (all strings): ``job_model`` (JSON), ``bootstrap_servers`` and/or ``kafka_config_file``,
 ``group_id`` (default: the job name), ``max_records_per_batch`` (0 = no cap), ``stop_gate``
 (path of a file whose existence means "admit no more data", used for a clean stop),
-``commit_offsets`` ("false": the driver commits after it confirmed the active lease).
+``commit_offsets`` ("false": the driver commits after it confirmed the active lease),
+``snapshots`` (JSON list of the expansions' barrier snapshots, oldest first) and
+``switch_path`` (the file the driver publishes a newer job model in, `spark.switch`).
+
+Switch in place (rule 1.9): at each micro-batch's planning the reader takes a newer job model
+published in ``switch_path`` (read only when the file changed) and reads its SSPs from that
+batch on; a child partition only once the job's position on its parent reached the snapshot
+(`core.inplace.readable`), from its log start.
 """
 
 from __future__ import annotations
@@ -22,7 +29,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -43,7 +49,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from airflow_samza_expand.core.inplace import readable
 from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.spark.source_read import read_ranges
+from airflow_samza_expand.spark.switch import ReaderSwitch
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +69,6 @@ SOURCE_SCHEMA = StructType(
     ]
 )
 KAFKA_SYSTEM = "kafka"
-ARROW_BATCH_ROWS = 10_000
-# A read gives up when no record arrives for this long although the range is not done.
-READ_STALL_TIMEOUT_S = 120.0
 
 Offsets = dict[str, dict[str, int]]
 Range = tuple[str, int, int, int]  # topic, partition, start (inclusive), end (exclusive)
@@ -135,25 +141,47 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.options = dict(options)
         if "job_model" not in self.options:
             raise ValueError("samza_kafka source needs option 'job_model' (the job model JSON)")
-        self.model = JobModel.from_json(self.options["job_model"])
-        for ssp in self.model.ssp_to_task:
+        self.group_id = self.options.get("group_id") or ""
+        self.max_records = int(self.options.get("max_records_per_batch") or 0)
+        self.stop_gate = self.options.get("stop_gate") or None
+        self.commit_offsets = self.options.get("commit_offsets", "true").lower() != "false"
+        # rule 1.9: the expansions' barrier snapshots gate child partitions; a newer job model
+        # published by the driver (`spark.switch`) is taken at a batch's planning
+        self.snapshots: list[dict] = json.loads(self.options.get("snapshots") or "[]")
+        self.switch = ReaderSwitch(self.options.get("switch_path") or None)
+        self._use(JobModel.from_json(self.options["job_model"]))
+        self._target: Offsets | None = None
+        self._consumer: Any = None  # driver-side client, created lazily (never pickled)
+
+    def _use(self, model: JobModel) -> None:
+        for ssp in model.ssp_to_task:
             if ssp.system != KAFKA_SYSTEM:
                 raise ValueError(
                     f"SSP {ssp} is not of system '{KAFKA_SYSTEM}' - this source reads Kafka only"
                 )
-        self.group_id = self.options.get("group_id") or self.model.job_name
-        self.max_records = int(self.options.get("max_records_per_batch") or 0)
-        self.stop_gate = self.options.get("stop_gate") or None
-        self.commit_offsets = self.options.get("commit_offsets", "true").lower() != "false"
+        self.model = model
+        self.group_id = self.group_id or model.job_name
         self.ssps = sorted(
-            {
-                (ssp.stream, ssp.partition)
-                for ssps in self.model.task_to_ssps().values()
-                for ssp in ssps
-            }
+            {(s.stream, s.partition) for ss in model.task_to_ssps().values() for s in ss}
         )
-        self._target: Offsets | None = None
-        self._consumer: Any = None  # driver-side client, created lazily (never pickled)
+
+    def _reading(self, start: Mapping[str, Mapping[str, int]]) -> list[tuple[str, int]]:
+        """The SSPs to read in the batch after ``start``: switch to a published newer job model
+        first; a child partition only once the job's position on its parent reached H."""
+        switched = self.switch.poll(self.model.version)
+        if switched is not None:
+            log.info(
+                "switch in place: job model v%d -> v%d", self.model.version, switched[0].version
+            )
+            self._use(switched[0])
+            self.snapshots = switched[1]
+            self.stop()  # a new client: the old one's metadata has the old partition count
+            self.switch.reading(self.model.version)
+        if not self.snapshots:
+            return self.ssps
+        positions = {ssp: _lookup(start, ssp) or 0 for ssp in self.ssps}
+        now = readable(self.model.partition_counts(), self.snapshots, positions)
+        return [ssp for ssp in self.ssps if ssp in now]
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -171,12 +199,14 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             self._consumer = Consumer(config)
         return self._consumer
 
-    def _watermarks(self) -> dict[tuple[str, int], tuple[int, int]]:
+    def _watermarks(
+        self, ssps: list[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], tuple[int, int]]:
         from confluent_kafka import TopicPartition
 
         consumer = self._driver_consumer()
         marks = {}
-        for topic, partition in self.ssps:
+        for topic, partition in self.ssps if ssps is None else ssps:
             try:
                 marks[(topic, partition)] = consumer.get_watermark_offsets(
                     TopicPartition(topic, partition), timeout=30, cached=False
@@ -210,10 +240,11 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if self._gate_closed():
             log.info("stop requested: admitting no more data after %s", json.dumps(start))
             return start
-        marks = self._watermarks()
+        reading = self._reading(start)
+        marks = self._watermarks(reading)
         begin: dict[tuple[str, int], int] = {}
         available: dict[tuple[str, int], int] = {}
-        for ssp in self.ssps:
+        for ssp in reading:
             low, high = marks[ssp]
             if self._target is not None:
                 high = min(high, self._target.get(ssp[0], {}).get(str(ssp[1]), high))
@@ -224,15 +255,13 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             take = fair_split(available, limit.max_rows)
         else:
             take = available
-        end: dict[tuple[str, int], int] = {}
-        for ssp in self.ssps:
+        # a gated child keeps its start offset (if any): not read before its parent reached H
+        end = {ssp: o for ssp in self.ssps if (o := _lookup(start, ssp)) is not None}
+        for ssp in reading:
             low = marks[ssp][0]
-            if take[ssp] > 0:
-                end[ssp] = max(begin[ssp], low) + take[ssp]
-            else:
-                end[ssp] = begin[ssp]
+            end[ssp] = max(begin[ssp], low) + take[ssp] if take[ssp] > 0 else begin[ssp]
         result = offsets_json(_nest(end))
-        if all(_lookup(start, ssp) == end[ssp] for ssp in self.ssps):
+        if result == offsets_json(start):
             return start  # no new data: hand back start as is
         return result
 
@@ -308,98 +337,3 @@ def commit_group_offsets(consumer: Any, offsets: Mapping[str, Mapping[str, int]]
     ]
     if tps:
         consumer.commit(offsets=tps, asynchronous=False)
-
-
-def read_ranges(
-    options: Mapping[str, str],
-    group_id: str,
-    task: str,
-    ranges: list[Range],
-    schema: StructType,
-) -> Iterator:
-    """Yield Arrow record batches holding exactly the records of ``ranges``."""
-    import pyarrow as pa
-    from confluent_kafka import KafkaError, TopicPartition
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from airflow_samza_expand.kafka.clients import Consumer
-
-    arrow_schema = to_arrow_schema(schema, timezone="UTC")
-    config = kafka_client_config(options)
-    config.update(
-        {
-            "group.id": group_id,
-            "enable.auto.commit": "false",
-            "enable.auto.offset.store": "false",
-            "auto.offset.reset": "earliest",
-            "enable.partition.eof": "true",
-        }
-    )
-    consumer = Consumer(config)
-    try:
-        end = {(t, p): e for t, p, _s, e in ranges}
-        pending = set(end)
-        consumer.assign([TopicPartition(t, p, s) for t, p, s, _e in ranges])
-        columns: dict[str, list] = {name: [] for name in arrow_schema.names}
-        last_progress = time.monotonic()
-        while pending:
-            messages = consumer.consume(num_messages=ARROW_BATCH_ROWS, timeout=1.0)
-            if not messages:
-                if time.monotonic() - last_progress > READ_STALL_TIMEOUT_S:
-                    raise RuntimeError(
-                        f"task {task!r}: no records for {READ_STALL_TIMEOUT_S:.0f}s while "
-                        f"reading {sorted(pending)} up to {[end[s] for s in sorted(pending)]} - "
-                        "the brokers are unreachable or the records were deleted"
-                    )
-                continue
-            last_progress = time.monotonic()
-            done: list[tuple[str, int]] = []
-            for msg in messages:
-                ssp = (msg.topic(), msg.partition())
-                if ssp not in pending:
-                    continue
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        if msg.offset() >= end[ssp]:
-                            pending.discard(ssp)
-                            done.append(ssp)
-                        continue
-                    raise RuntimeError(f"task {task!r}: reading {ssp[0]}[{ssp[1]}] failed: {err}")
-                offset = msg.offset()
-                if offset >= end[ssp]:
-                    pending.discard(ssp)
-                    done.append(ssp)
-                    continue
-                columns["task"].append(task)
-                columns["topic"].append(ssp[0])
-                columns["partition"].append(ssp[1])
-                columns["offset"].append(offset)
-                raw_key = msg.key()
-                columns["key"].append(
-                    None if raw_key is None else raw_key.decode("utf-8", errors="replace")
-                )
-                columns["value"].append(msg.value())
-                _ts_type, ts = msg.timestamp()
-                columns["timestamp"].append(None if ts is None or ts < 0 else ts * 1000)
-                if offset + 1 >= end[ssp]:
-                    pending.discard(ssp)
-                    done.append(ssp)
-            if done:
-                consumer.incremental_unassign([TopicPartition(t, p) for t, p in done])
-            if len(columns["offset"]) >= ARROW_BATCH_ROWS or (not pending and columns["offset"]):
-                yield _to_batch(pa, columns, arrow_schema)
-                columns = {name: [] for name in arrow_schema.names}
-    finally:
-        consumer.close()
-
-
-def _to_batch(pa: Any, columns: dict[str, list], arrow_schema: Any) -> Any:
-    arrays = []
-    for field in arrow_schema:
-        values = columns[field.name]
-        if field.name == "timestamp":
-            arrays.append(pa.array(values, type=pa.int64()).cast(field.type))
-        else:
-            arrays.append(pa.array(values, type=field.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)

@@ -113,7 +113,7 @@ def test_cold_restart_launches_after_the_write(job, fake_spark, tmp_path, kafka_
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"handover": "hot"}, "handover='hot' is not known - use 'warm'"),
+        ({"handover": "hot"}, "handover='hot' is not known - use 'in-place'"),
         ({"hot_standby": True, "run_mode": "available-now"}, "hot_standby=True needs"),
     ],
 )

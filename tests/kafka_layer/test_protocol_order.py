@@ -315,3 +315,28 @@ def test_stale_placements_after_the_snapshot_stay_one_warning_each(config, admin
     assert scanned is not None and scanned.records == 3
     warned = [r for r in caplog.records if "after the snapshot: order at risk" in r.getMessage()]
     assert len(warned) == 3 and {r.levelno for r in warned} == {logging.WARNING}
+
+
+@pytest.mark.parametrize("mode", ["warm", "in-place"])
+def test_in_place_barrier_passes_at_the_snapshot_without_the_drain(config, admin, setup, mode):
+    """Rule 1.9: under the switch in place the job itself reads a child only once it passed its
+    parent's snapshot, so the barrier holds at the snapshot; a restart waits for the drain (the
+    group ``g`` committed nothing of the 30 records). The report names the restart."""
+    from airflow_samza_expand.protocol.steps import barrier
+    from airflow_samza_expand.protocol.steps.report import build_summary, render_summary
+
+    topic, store, expansion_id = setup
+    record = store.get_expansion(expansion_id)
+    choice = {"mode": mode, "requested": "auto", "reason": "test"}
+    plan = {**record.results["plan"], "restart": choice}
+    store.put_expansion(record.with_result("plan", plan), expected_revision=record.revision)
+    admin.create_partitions(topic, 4)
+    result = barrier.barrier_poll(
+        admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
+        stale_quiet_s=0.0,
+    )  # fmt: skip
+    assert result.done == (mode == "in-place"), result.message
+    summary = build_summary(
+        store.get_expansion(expansion_id), {}, run_mode="continuous", history=[1], dry_run=False
+    )
+    assert f"Restart: {mode} (test)" in render_summary(summary)

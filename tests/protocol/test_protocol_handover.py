@@ -88,3 +88,45 @@ def test_submit_counts_the_handover_standby_launch_still_starting(store):
     standby.record_launches(store, EXPANSION, "standby", [handle], None)
     assert not before_submit(store, EXPANSION, continuous=True, is_running=lambda h: True).launch
     assert before_submit(store, EXPANSION, continuous=True, is_running=lambda h: False).launch
+
+
+def _beat(store, pid: str, capabilities: list[str], version: int = 1) -> None:
+    store.heartbeat(pid, version, "running", role="active", ttl_s=30, capabilities=capabilities)
+
+
+def test_auto_chooses_in_place_only_when_every_live_processor_can_switch(store):
+    _beat(store, "a", ["in-place", "standby"])
+    choice = handover.choose_restart(store.processors(), 1, "auto")
+    assert (choice.mode, choice.requested) == ("in-place", "auto")
+    assert handover.choose_restart(store.processors(), 1, "in-place").mode == "in-place"
+    _beat(store, "b", ["standby"])  # Spark's own Kafka source: no switch in place
+    assert handover.choose_restart(store.processors(), 1, "auto").mode == "warm"
+    with pytest.raises(
+        ExpansionError, match=r"'in-place'.*processor\(s\) b of v1.*source='python'"
+    ):
+        handover.choose_restart(store.processors(), 1, "in-place")
+    assert handover.choose_restart(store.processors(), 1, "cold").mode == "cold"
+    assert handover.normalise_handover(" In-Place ") == "in-place"
+
+
+def _choose_in_place(store) -> None:
+    _beat(store, "a", ["in-place", "standby"])
+    choice = handover.choose_restart(store.processors(), 1, "auto")
+    record = store.get_expansion(EXPANSION)
+    changed = record.with_result("plan", {"restart": choice.to_dict()})
+    store.put_expansion(changed, expected_revision=record.revision)
+    assert handover.in_place(store.get_expansion(EXPANSION)) == choice
+
+
+def test_in_place_launches_no_standby_stops_nothing_and_submits_nothing(store):
+    from airflow_samza_expand.protocol.steps.stop import request_stop
+
+    _choose_in_place(store)
+    assert "in-place" in standby.before_standby(store, EXPANSION).message
+    assert standby.before_standby(store, EXPANSION).launch == 0
+    decision = request_stop(store, "expansion", expansion_id=EXPANSION)
+    assert decision.version is None and not decision.requested
+    assert "nothing to stop" in decision.message and store.stop_request() is None
+    store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
+    submit = before_submit(store, EXPANSION, continuous=True)  # v2 has no heartbeat yet
+    assert not submit.launch and "launching nothing" in submit.message

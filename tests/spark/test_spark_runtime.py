@@ -18,7 +18,7 @@ from spark_helpers import (
     read_latest_outputs,
 )
 
-from airflow_samza_expand.core.liveness import CAPABILITY_STANDBY
+from airflow_samza_expand.core.liveness import CAPABILITY_IN_PLACE, CAPABILITY_STANDBY
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import plan_expansion
 from airflow_samza_expand.store import open_store
@@ -88,7 +88,9 @@ def test_user_job_keeps_counts_across_growth_and_reads_new_partitions_from_start
     assert sum(ends.values()) == 1200 and all(ends[p] > 0 for p in (2, 3)), ends
     proc = job.store.processors()["user-1"]
     assert (proc["job_model_version"], proc["state"]) == (2, "stopped")
-    assert proc.get("capabilities") == [CAPABILITY_STANDBY]
+    # rule 1.8: only the provider's reader can switch in place (Spark's cannot change assign)
+    in_place = [CAPABILITY_IN_PLACE] if source == "python" else []
+    assert proc.get("capabilities") == sorted([CAPABILITY_STANDBY, *in_place])
 
 
 def test_attach_refuses_a_job_without_a_job_model(spark, kafka_bootstrap, unique_topic, tmp_path):

@@ -55,10 +55,10 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
     while another managed job reads the topic and is not among ``co_jobs`` (the jobs the same run
     expands; ``"include"`` is what the multi-job factory passes with them); ``"ignore"`` goes on
     with a warning. Unmanaged groups are warning lines and ``unmanaged_groups`` in the XCom.
-    ``restart`` (``"auto"``/``"warm"``/``"cold"``; None: choose none): the restart this
-    expansion uses (rule 1.8), chosen from what the running processors advertise and kept in
-    the record (`protocol.handover.choose_restart`); ``"warm"`` for a job whose processors do
-    not say they can be a standby is refused here, before anything changes.
+    ``restart`` (``"auto"``/``"in-place"``/``"warm"``/``"cold"``; None: choose none): the
+    restart this expansion uses (rule 1.8), chosen from what the running processors advertise
+    and kept in the record (`protocol.handover.choose_restart`); ``"in-place"`` or ``"warm"``
+    for a job whose processors do not say they can is refused here, before anything changes.
     Returns (XCom) ``{expansion_id, plan, lag, conformance, reused, outcome, dry_run, policy,
     readers, unmanaged_groups, restart}``.
     """

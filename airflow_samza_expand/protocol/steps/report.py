@@ -99,6 +99,7 @@ def build_summary(
         "lag_drained": (xcoms.get("barrier") or {}).get("lag_drained"),
         "seconds_per_step": steps,
         "downtime_s": downtime,
+        "restart": planned.restart if record is not None else None,
         "submit": xcoms.get("submit"),
         "acknowledged_by": (xcoms.get("ack") or {}).get("running"),
         "policy": plan_x.get("policy") or (planned.policy if record is not None else None),
@@ -152,6 +153,9 @@ def render_summary(summary: Mapping[str, Any]) -> str:
         f"{k} {'-' if v is None else f'{v:.1f}s'}" for k, v in summary["seconds_per_step"].items()
     )
     lines.append(f"Seconds per step: {steps}")
+    restart = summary.get("restart") or {}
+    if restart.get("mode"):
+        lines.append(f"Restart: {restart['mode']} ({restart.get('reason', '')})")
     downtime = summary["downtime_s"]
     lines.append(
         "Job downtime (stopped -> restarted job acknowledged): "

@@ -14,6 +14,7 @@ from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.liveness import is_alive, standbys
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.protocol import records
+from airflow_samza_expand.protocol.handover import in_place
 from airflow_samza_expand.protocol.steps.standby import StandbyResult
 from airflow_samza_expand.store import CoordinatorStore
 
@@ -77,6 +78,16 @@ def before_submit(
     launched: list[Any] = []
     if expansion_id:
         record = records.begin(store, expansion_id, "submit")
+        switch = in_place(record)
+        if switch is not None and continuous:
+            return SubmitDecision(
+                False,
+                version,
+                running,
+                {},
+                f"in-place switch ({switch.reason}): the running job takes job model "
+                f"v{version} itself - launching nothing",
+            )
         earlier = submit_handle(record)
         launched = StandbyResult.of(record).launches
     if earlier.get("detached") and is_running is not None and is_running(earlier):

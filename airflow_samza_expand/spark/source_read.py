@@ -1,0 +1,115 @@
+"""The executor side of the provider's reader (`spark.source`): read one task's offset ranges
+into Arrow record batches, replay-safe (``assign`` at the start, stop just before the end)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pyspark.sql.types import StructType
+
+ARROW_BATCH_ROWS = 10_000
+# A read gives up when no record arrives for this long although the range is not done.
+READ_STALL_TIMEOUT_S = 120.0
+
+Range = tuple[str, int, int, int]  # topic, partition, start (inclusive), end (exclusive)
+
+
+def read_ranges(
+    options: Mapping[str, str],
+    group_id: str,
+    task: str,
+    ranges: list[Range],
+    schema: StructType,
+) -> Iterator:
+    """Yield Arrow record batches holding exactly the records of ``ranges``."""
+    import pyarrow as pa
+    from confluent_kafka import KafkaError, TopicPartition
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from airflow_samza_expand.kafka.clients import Consumer
+    from airflow_samza_expand.spark.source import kafka_client_config
+
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    config = kafka_client_config(options)
+    config.update(
+        {
+            "group.id": group_id,
+            "enable.auto.commit": "false",
+            "enable.auto.offset.store": "false",
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": "true",
+        }
+    )
+    consumer = Consumer(config)
+    try:
+        end = {(t, p): e for t, p, _s, e in ranges}
+        pending = set(end)
+        consumer.assign([TopicPartition(t, p, s) for t, p, s, _e in ranges])
+        columns: dict[str, list] = {name: [] for name in arrow_schema.names}
+        last_progress = time.monotonic()
+        while pending:
+            messages = consumer.consume(num_messages=ARROW_BATCH_ROWS, timeout=1.0)
+            if not messages:
+                if time.monotonic() - last_progress > READ_STALL_TIMEOUT_S:
+                    raise RuntimeError(
+                        f"task {task!r}: no records for {READ_STALL_TIMEOUT_S:.0f}s while "
+                        f"reading {sorted(pending)} up to {[end[s] for s in sorted(pending)]} - "
+                        "the brokers are unreachable or the records were deleted"
+                    )
+                continue
+            last_progress = time.monotonic()
+            done: list[tuple[str, int]] = []
+            for msg in messages:
+                ssp = (msg.topic(), msg.partition())
+                if ssp not in pending:
+                    continue
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        if msg.offset() >= end[ssp]:
+                            pending.discard(ssp)
+                            done.append(ssp)
+                        continue
+                    raise RuntimeError(f"task {task!r}: reading {ssp[0]}[{ssp[1]}] failed: {err}")
+                offset = msg.offset()
+                if offset >= end[ssp]:
+                    pending.discard(ssp)
+                    done.append(ssp)
+                    continue
+                columns["task"].append(task)
+                columns["topic"].append(ssp[0])
+                columns["partition"].append(ssp[1])
+                columns["offset"].append(offset)
+                raw_key = msg.key()
+                columns["key"].append(
+                    None if raw_key is None else raw_key.decode("utf-8", errors="replace")
+                )
+                columns["value"].append(msg.value())
+                _ts_type, ts = msg.timestamp()
+                columns["timestamp"].append(None if ts is None or ts < 0 else ts * 1000)
+                if offset + 1 >= end[ssp]:
+                    pending.discard(ssp)
+                    done.append(ssp)
+            if done:
+                consumer.incremental_unassign([TopicPartition(t, p) for t, p in done])
+            if len(columns["offset"]) >= ARROW_BATCH_ROWS or (not pending and columns["offset"]):
+                yield _to_batch(pa, columns, arrow_schema)
+                columns = {name: [] for name in arrow_schema.names}
+    finally:
+        consumer.close()
+
+
+def _to_batch(pa: Any, columns: dict[str, list], arrow_schema: Any) -> Any:
+    arrays = []
+    for field in arrow_schema:
+        values = columns[field.name]
+        if field.name == "timestamp":
+            arrays.append(pa.array(values, type=pa.int64()).cast(field.type))
+        else:
+            arrays.append(pa.array(values, type=field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+
+__all__ = ["ARROW_BATCH_ROWS", "READ_STALL_TIMEOUT_S", "read_ranges"]

@@ -1,0 +1,85 @@
+"""End to end, the switch in place (rule 1.9): the shipped job (the provider's reader, so it
+advertises ``in-place``) expanded 2 -> 4 -> 8 by the expansion DAG with the default restart
+(``auto`` chooses in-place) under live keyed traffic. Nothing stops, nothing restarts: the same
+job process runs before, between and after; exact per-key counts, no sequence violation, no
+count ever went back, partitions 2..7 consumed, job model history v1..v3."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka, pytest.mark.timeout(900)]
+
+CHAIN_OK = {"plan", "expand", "barrier", "stop_job", "write_job_model", "submit", "ack", "report"}
+
+
+def test_shipped_job_expanded_twice_in_place_without_a_restart(scenario) -> None:
+    from airflow_samza_expand.core.liveness import statuses
+
+    s = scenario(run_mode="continuous", handover="auto", grace_s=3.0, poll_s=0.5)
+    s.start_producer()
+    s.start_job()
+    pid = int(s.job.handle["pid"])
+    (processor,) = statuses(s.store.processors())  # the one processor of v1
+    for version in (2, 3):
+        outcome = s.expand()
+        print(f"[e2e] in place {outcome.counts}: {outcome.state} {outcome.wall_s:.1f}s")
+        assert outcome.state == "success", outcome.tasks
+        assert {t for t, st in outcome.tasks.items() if st == "success"} >= CHAIN_OK
+        # rule 1.8: the running job can switch, so "auto" chose in-place
+        assert outcome.summary["restart"]["mode"] == "in-place", outcome.summary["restart"]
+        assert "pid" not in (outcome.summary["submit"] or {}), outcome.summary["submit"]
+        assert int(s.job.handle["pid"]) == pid  # no launch replaced the job
+        os.kill(pid, 0)  # the same process still runs
+        seen = statuses(s.store.processors())
+        assert list(seen) == [processor], seen  # no second processor ever heartbeated
+        assert (seen[processor].job_model_version, seen[processor].state) == (version, "running")
+    result = s.finish(expected_versions=[1, 2, 3])
+    print(f"[e2e] in place: {result.describe()}")
+    assert result.ok, result.describe()
+    assert result.records_produced > 0 and result.records_counted == result.records_produced
+    assert not result.count_resets and not result.order_violations
+    assert set(range(2, 8)) <= set(result.partitions_consumed)
+    assert s.models[-1].partition_counts() == {s.topic: 8}
+
+
+def test_job_killed_before_its_first_batch_on_vn1_restarts_from_its_checkpoint(scenario) -> None:
+    """Killed during a switch (vN+1 written, no batch planned on it: the job is frozen from the
+    write's start) and launched again on the same checkpoint: it starts on vN+1, still reads a
+    child only once it passed its parent's snapshot, and counts every record once, in order."""
+    import signal
+    import time
+
+    from airflow_samza_expand.protocol import launch as detached
+
+    s = scenario(run_mode="continuous", handover="auto", grace_s=3.0, poll_s=0.5)
+    s.start_producer()
+    s.start_job()
+    first = dict(s.job.handle)
+    events: list[str] = []
+
+    def on_task(task: str, event: str) -> None:
+        if task != "write_job_model":
+            return
+        if event == "start":  # frozen: it cannot plan a batch on v2
+            os.killpg(int(first["pgid"]), signal.SIGSTOP)
+        elif event == "success":
+            os.killpg(int(first["pgid"]), signal.SIGKILL)
+            while detached.is_running(first):
+                time.sleep(0.1)
+            events.append(f"killed pid {first['pid']} after v2 was written")
+            s.job.launch()  # the same arguments and checkpoint
+            events.append(f"relaunched as pid {s.job.handle['pid']}")
+
+    outcome = s.expand(on_task=on_task)
+    print(f"[e2e] killed during the switch: {events}; {outcome.state} {outcome.tasks}")
+    assert len(events) == 2 and outcome.state == "success", outcome.tasks
+    assert outcome.summary["restart"]["mode"] == "in-place"
+    result = s.finish(expected_versions=[1, 2])
+    print(f"[e2e] killed during the switch: {result.describe()}")
+    assert result.ok, result.describe()
+    assert result.records_produced > 0 and result.records_counted == result.records_produced
+    assert not result.count_resets and not result.order_violations
+    assert {2, 3} <= set(result.partitions_consumed)
