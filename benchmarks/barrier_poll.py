@@ -50,7 +50,7 @@ from airflow_samza_expand.kafka.partitioners import crc32_partition
 from airflow_samza_expand.kafka.stale_scan import StaleScanner
 from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 from airflow_samza_expand.store.kafka_log import encode_key
-from airflow_samza_expand.store.protocol import JOB_MODEL
+from airflow_samza_expand.store.kinds import JOB_MODEL
 
 STATS_INTERVAL_MS = 100
 
