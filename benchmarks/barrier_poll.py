@@ -72,7 +72,7 @@ class RequestCounter:
 
     def total(self, admin: KafkaAdmin) -> int:
         """Wait for fresh statistics from every client; return the requests sent so far."""
-        clients = [admin._client, *admin._group_readers.values()]  # benchmark-only peek
+        clients = [admin._client, *admin._groups.readers.values()]  # benchmark-only peek
         with self._lock:
             wanted = self._reports + 2 * len(clients)
         deadline = time.monotonic() + 10
