@@ -50,7 +50,7 @@ from airflow_samza_expand.kafka.partitioners import crc32_partition
 from airflow_samza_expand.kafka.stale_scan import StaleScanner
 from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 from airflow_samza_expand.store.kafka_log import encode_key
-from airflow_samza_expand.store.protocol import JOB_MODEL
+from airflow_samza_expand.store.kinds import JOB_MODEL
 
 STATS_INTERVAL_MS = 100
 
@@ -72,7 +72,7 @@ class RequestCounter:
 
     def total(self, admin: KafkaAdmin) -> int:
         """Wait for fresh statistics from every client; return the requests sent so far."""
-        clients = [admin._client, *admin._group_readers.values()]  # benchmark-only peek
+        clients = [admin._client, *admin._groups.readers.values()]  # benchmark-only peek
         with self._lock:
             wanted = self._reports + 2 * len(clients)
         deadline = time.monotonic() + 10

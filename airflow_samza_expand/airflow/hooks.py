@@ -7,6 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
 
+from airflow_samza_expand.airflow.compat import (
+    add_msk_iam_oauth,
+    kafka_connection_config,
+    resolve_kafka_callbacks,
+)
 from airflow_samza_expand.kafka.config import redact
 
 if TYPE_CHECKING:
@@ -28,7 +33,7 @@ class SamzaExpandKafkaHook(KafkaBaseHook):
 
     def client_config(self) -> dict[str, Any]:
         """The librdkafka configuration of the connection (blocking: reads the connection)."""
-        config = self._build_config()
+        config = kafka_connection_config(self)
         self.log.info("Kafka connection %r: %s", self.kafka_config_id, redact(_printable(config)))
         return config
 
@@ -40,14 +45,14 @@ class SamzaExpandKafkaHook(KafkaBaseHook):
     def config_from_extra(self, extra: Mapping[str, Any]) -> dict[str, Any]:
         """librdkafka configuration from a connection extra (callbacks resolved, MSK IAM added)."""
         config = dict(extra)
-        self._resolve_callbacks(config)
+        resolve_kafka_callbacks(self, config)
         bootstrap = config.get("bootstrap.servers")
         if not bootstrap:
             raise ValueError(
                 f"Kafka connection {self.kafka_config_id!r} has no 'bootstrap.servers' in its "
                 'extra - set the extra to e.g. {"bootstrap.servers": "broker:9092"}.'
             )
-        self._maybe_add_msk_iam_oauth(config, bootstrap)
+        add_msk_iam_oauth(self, config, bootstrap)
         return config
 
     def get_admin(self, config: Mapping[str, Any] | None = None, *, timeout_s: float = 30.0):
@@ -63,10 +68,10 @@ class SamzaExpandKafkaHook(KafkaBaseHook):
         config: Mapping[str, Any] | None = None,
     ) -> CoordinatorStore:
         """The job's coordinator store: ``"kafka"``/``"kafka://<topic>"`` or a path/fsspec URL."""
-        from airflow_samza_expand.store import open_store
+        from airflow_samza_expand.store import open_store, uses_kafka
 
         kafka_config = None
-        if coordinator == "kafka" or coordinator.startswith("kafka://"):
+        if uses_kafka(coordinator):
             kafka_config = self.client_config() if config is None else dict(config)
         return open_store(coordinator, job_name, kafka_config=kafka_config)
 

@@ -25,6 +25,7 @@ from typing import Any
 from airflow.sdk import BaseOperator, task_group
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_samza_expand.airflow.compat import is_mapped_argument
 from airflow_samza_expand.airflow.operators.jobs_report import JobsReportOperator, job_outcome
 from airflow_samza_expand.airflow.shell import KafkaClients, protocol_outcomes
 from airflow_samza_expand.dags.settings import ExpansionSettings, with_trigger
@@ -36,9 +37,7 @@ PER_JOB_FIELDS = frozenset({"application_args", "spark_conf"})
 
 def is_mapped(value: Any) -> bool:
     """True for an argument of a mapped task group (resolved per instance at run time)."""
-    from airflow.sdk.definitions._internal.expandinput import MappedArgument
-
-    return isinstance(value, MappedArgument)
+    return is_mapped_argument(value)
 
 
 def job_rows(s: ExpansionSettings, jobs: list[str]) -> list[dict[str, Any]]:

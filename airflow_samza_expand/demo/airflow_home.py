@@ -69,13 +69,6 @@ def task_states(dag_run: Any) -> dict[str, str]:
 
 
 def xcom(dag_run: Any, task_id: str, key: str = "return_value") -> Any:
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
+    from airflow_samza_expand.airflow.compat import task_xcom
 
-    with create_session() as session:
-        row = (
-            session.query(XComModel)
-            .filter_by(dag_id=dag_run.dag_id, run_id=dag_run.run_id, task_id=task_id, key=key)
-            .one_or_none()
-        )
-        return None if row is None else XComModel.deserialize_value(row)
+    return task_xcom(dag_run.dag_id, dag_run.run_id, task_id, None, key)

@@ -101,7 +101,7 @@ class _Step:
 
 
 def run(args: argparse.Namespace) -> int:
-    from airflow_samza_expand.demo.scenario import env_problems
+    from airflow_samza_expand.demo.scenario_config import env_problems
 
     problems = env_problems()
     if problems:

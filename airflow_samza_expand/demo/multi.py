@@ -27,7 +27,7 @@ from airflow_samza_expand.demo.jobs import (
     wait_for,
 )
 from airflow_samza_expand.demo.producer import KeyedProducer, start_scenario_producer
-from airflow_samza_expand.demo.scenario import ScenarioConfig, dag_fields
+from airflow_samza_expand.demo.scenario_config import ScenarioConfig, dag_fields
 from airflow_samza_expand.demo.verify import Verification, verify
 
 

@@ -3,8 +3,7 @@ the whole time, the stateful PySpark job runs on job model v1 (2 partitions), th
 grows the topic 2 -> 4 -> 8, and the verifier checks exact per-key counts and order.
 
 Airflow must already point at its home (``demo.airflow_home.prepare`` or the tests'
-``airflow_env``) with the ``kafka_default`` and ``spark_default`` connections set; ``run_dag``
-runs one DAG with ``dag.test()``.
+``airflow_env``) with ``kafka_default`` and ``spark_default`` set; ``run_dag`` runs one DAG.
 """
 
 from __future__ import annotations
@@ -12,17 +11,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import threading
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from airflow_samza_expand.demo.jobs import (
-    LOCAL_SPARK_CONF,
     StreamJob,
     caught_up,
     committed_total,
@@ -33,106 +28,17 @@ from airflow_samza_expand.demo.jobs import (
     stop_job,
     wait_for,
 )
+from airflow_samza_expand.demo.probe import Probe, drain_s, seconds_between
 from airflow_samza_expand.demo.producer import KeyedProducer, start_scenario_producer
+from airflow_samza_expand.demo.scenario_config import (
+    MID_BARRIER,
+    ExpansionOutcome,
+    ScenarioConfig,
+    application_conf,
+    dag_fields,
+    env_problems,
+)
 from airflow_samza_expand.demo.verify import Verification, verify, wait_for_outputs
-
-MID_BARRIER = "mid-barrier"
-
-
-@dataclass
-class ScenarioConfig:
-    bootstrap: str
-    work_dir: Path
-    run_mode: str = "continuous"  # or "available-now"
-    keys: int = 40
-    rate: float = 60.0  # records per second
-    refresh_ms: int = 1000  # producer metadata refresh
-    grace_s: float = 4.0  # producer refresh grace of the barrier (>= refresh + delivery)
-    poll_s: float = 1.0  # sensor poll interval
-    naive: bool = False  # write job models with plain GroupByPartition (must fail the check)
-    on_stale_placement: str = "warn"  # rule 1.5: "fail" fails the report on an order at risk
-    stale_quiet_s: float | None = None  # rule 1.5 quiet window (None: min(30 s, grace))
-    master: str = "local[2]"
-    # a second input stream the job reads (a join's other side) that the expansions never grow
-    second_stream: bool = False
-    # the PySpark application (None: the shipped job) and its own extra arguments; one of
-    # your own must be on spark.runtime (examples/user_job.py); it gets Spark's Kafka connector
-    application: str | None = None
-    application_args: tuple[str, ...] = ()
-    # the DAG's restart (protocol.handover); "auto" picks in-place for the shipped job
-    handover: str = "warm"
-    name: str = field(default_factory=lambda: f"demo-{uuid.uuid4().hex[:8]}")
-
-
-@dataclass
-class ExpansionOutcome:
-    factor: int
-    counts: tuple[int, int]
-    state: str
-    summary: dict[str, Any] | None
-    tasks: dict[str, str]
-    probe: dict[str, float | None]
-    wall_s: float
-    handover: bool = False  # the vN+1 standby took over (the submit step launched nothing)
-
-
-class Probe(threading.Thread):
-    """Watches the job from outside at 0.1 s resolution during an expansion: when the old job
-    stopped, when the restarted job committed its first batch (downtime), and when the group
-    reached the barrier snapshot (drain time)."""
-
-    def __init__(self, config: dict[str, Any], job_name: str, topic: str, expansion_id: str):
-        super().__init__(name="expansion-probe", daemon=True)
-        from airflow_samza_expand.kafka.admin import KafkaAdmin
-        from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
-
-        self.admin = KafkaAdmin(config, timeout_s=15)
-        self.store = KafkaCoordinatorStore(config, job_name)
-        self.job_name, self.topic, self.expansion_id = job_name, topic, expansion_id
-        self.halt = threading.Event()
-        self.stopped_at: float | None = None
-        self.first_commit_at: float | None = None
-        self.barrier_reached_at: float | None = None
-
-    def run(self) -> None:
-        baseline = None
-        while not self.halt.is_set():
-            try:
-                self._tick(baseline)
-                if self.stopped_at is not None and baseline is None:
-                    baseline = committed_total(self.admin, self.job_name, self.topic)
-                    self._tick(baseline)
-            except Exception:  # noqa: BLE001 - a probe hiccup must not end the scenario
-                pass
-            self.halt.wait(0.1)
-
-    def _tick(self, baseline: int | None) -> None:
-        now = time.time()
-        if self.barrier_reached_at is None:
-            record = self.store.get_expansion(self.expansion_id)
-            barrier = record.barrier if record is not None else None
-            if barrier:
-                topic_barrier = barrier.get(self.topic, {})
-                parts = [int(p) for p in topic_barrier]
-                done = self.admin.group_offsets(self.job_name, {self.topic: parts})[self.topic]
-                if all((done.get(int(p)) or 0) >= o for p, o in topic_barrier.items()):
-                    self.barrier_reached_at = now
-        if self.stopped_at is None:
-            states = [p.get("state") for p in self.store.processors().values()]
-            if states and "stopped" in states and "running" not in states:
-                self.stopped_at = now
-        elif (
-            baseline is not None
-            and self.first_commit_at is None
-            and committed_total(self.admin, self.job_name, self.topic) > baseline
-        ):
-            self.first_commit_at = now
-
-    def close(self) -> None:
-        self.halt.set()
-        self.join(10)
-        self.admin.close()
-        self.store.close()
 
 
 class Scenario:
@@ -332,15 +238,9 @@ class Scenario:
             summary = self.xcom(run, "report")
             submit = self.xcom(run, "submit")
             self._follow_restarted_job(self._launched(run, submit))
-            # Let the probe see the restarted job's first commit.
-            restart = ((summary or {}).get("restart") or {}).get("mode")
-            if (
-                self.cfg.run_mode == "continuous"
-                and str(run.state) == "success"
-                and (
-                    restart != "in-place"  # rule 1.9: nothing stopped, nothing restarted
-                )
-            ):
+            # Let the probe see the restarted job's first commit (in place: nothing restarted)
+            in_place = ((summary or {}).get("restart") or {}).get("mode") == "in-place"
+            if self.cfg.run_mode == "continuous" and str(run.state) == "success" and not in_place:
                 wait_for("the first committed batch after the restart",
                          lambda: probe.first_commit_at, timeout_s=120)  # fmt: skip
         finally:
@@ -353,7 +253,7 @@ class Scenario:
             summary=summary,
             tasks=states,
             probe={
-                "downtime_s": _diff(probe.stopped_at, probe.first_commit_at),
+                "downtime_s": seconds_between(probe.stopped_at, probe.first_commit_at),
                 "barrier_reached_at": probe.barrier_reached_at,
             },
             wall_s=time.monotonic() - started,
@@ -361,8 +261,8 @@ class Scenario:
             and bool((submit or {}).get("already_running")),
         )
         if t_expand is not None and summary is not None:
-            outcome.probe["drain_s"] = _drain_s(summary, probe.barrier_reached_at, self.store,
-                                                expansion_id)  # fmt: skip
+            outcome.probe["drain_s"] = drain_s(summary, probe.barrier_reached_at, self.store,
+                                               expansion_id)  # fmt: skip
         self.outcomes.append(outcome)
         return outcome
 
@@ -480,56 +380,6 @@ class Scenario:
         self.admin.close()
 
 
-def dag_fields(cfg: ScenarioConfig) -> dict[str, Any]:
-    """The expansion DAG's settings of a local scenario: Spark on this interpreter, the
-    scenario's grace, poll interval and rule-1.5 settings, generous timeouts, one quick
-    retry."""
-    return {
-        "spark_conf": {**LOCAL_SPARK_CONF, **application_conf(cfg)},
-        "spark_env_vars": {"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
-        "producer_refresh_grace_s": cfg.grace_s,
-        "barrier_timeout_s": 600,
-        "poll_interval_s": cfg.poll_s,
-        "stop_timeout_s": 300,
-        "ack_timeout_s": 600,
-        "retries": 1,
-        "retry_delay": timedelta(seconds=2),
-        "on_stale_placement": cfg.on_stale_placement,  # rule 1.5
-        "stale_quiet_s": cfg.stale_quiet_s,
-        "handover": cfg.handover,
-        **(
-            {"application": cfg.application, "application_on_runtime": True}
-            if cfg.application
-            else {}
-        ),  # fmt: skip
-    }
-
-
-def application_conf(cfg: ScenarioConfig) -> dict[str, str]:
-    """Spark settings a job of your own needs: Spark's Kafka connector (fetched once)."""
-    if not cfg.application:
-        return {}
-    from airflow_samza_expand.testing.spark_kafka import connector_jars
-
-    return {"spark.jars": ",".join(connector_jars())}
-
-
-def _diff(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else round(b - a, 3)
-
-
-def _drain_s(summary: dict, reached: float | None, store: Any, expansion_id: str) -> float | None:
-    """Seconds from the barrier snapshot until the group's commits reached it (probe-seen)."""
-    from airflow_samza_expand.core.clock import parse_iso
-
-    record = store.get_expansion(expansion_id)
-    times = record.steps.get("barrier_snapshot") if record is not None else None
-    snap = times.ended_at if times is not None else None
-    if reached is None or not snap:
-        return None
-    return round(max(reached - parse_iso(snap).timestamp(), 0.0), 3)
-
-
 def _attach_progress(dag: Any, on_task: Callable[[str, str], None]) -> None:
     """Call ``on_task(task_id, event)`` when each task starts / succeeds / fails / skips."""
     for task in dag.tasks:
@@ -540,22 +390,11 @@ def _attach_progress(dag: Any, on_task: Callable[[str, str], None]) -> None:
         task.on_skipped_callback = [lambda ctx, t=tid: on_task(t, "skipped")]
 
 
-def env_problems() -> list[str]:
-    """What is missing for the embedded stack (Java, spark-submit), as fix-it messages."""
-    import shutil
-
-    problems = []
-    java_home = os.environ.get("JAVA_HOME")
-    java = shutil.which("java") or (os.path.join(java_home, "bin", "java") if java_home else None)
-    if not java or not os.access(java, os.X_OK):
-        problems.append(
-            "no Java found (java not on PATH, JAVA_HOME unset) - install Java 17, e.g. "
-            "`apt-get install openjdk-17-jre-headless`, or set JAVA_HOME"
-        )
-    try:
-        from airflow_samza_expand.demo.jobs import spark_submit_binary
-
-        spark_submit_binary()
-    except FileNotFoundError as exc:
-        problems.append(str(exc))
-    return problems
+__all__ = [
+    "MID_BARRIER",
+    "ExpansionOutcome",
+    "Scenario",
+    "ScenarioConfig",
+    "dag_fields",
+    "env_problems",
+]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -24,8 +23,8 @@ from airflow_samza_expand.core.errors import (
     UnknownTopicError,
 )
 from airflow_samza_expand.kafka.auth import AuthWatch, watched
-from airflow_samza_expand.kafka.authz import raise_if_denied, raise_if_group_denied
-from airflow_samza_expand.kafka.clients import AdminClient, Consumer
+from airflow_samza_expand.kafka.authz import raise_if_denied
+from airflow_samza_expand.kafka.clients import AdminClient
 from airflow_samza_expand.kafka.config import bootstrap_of
 from airflow_samza_expand.kafka.errors import (  # noqa: F401 - re-exported: the layer's names
     CONSUMER_ONLY_SETTINGS,
@@ -37,6 +36,7 @@ from airflow_samza_expand.kafka.errors import (  # noqa: F401 - re-exported: the
     unavailable,
     without_consumer_settings,
 )
+from airflow_samza_expand.kafka.group_offsets import GroupOffsetReader
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +51,7 @@ class KafkaAdmin:
         self.timeout_s = float(timeout_s)
         self._auth = AuthWatch()  # names SASL/SSL failures at once (kafka.auth)
         self._client = AdminClient(self._auth.client_settings(without_consumer_settings(config)))
-        self._group_readers: dict[str, Consumer] = {}
-        self._lock = threading.Lock()
+        self._groups = GroupOffsetReader(self.config, self._auth, self.timeout_s)
 
     def __repr__(self) -> str:  # never shows secrets
         return f"KafkaAdmin(bootstrap={bootstrap_of(self.config)!r}, timeout_s={self.timeout_s})"
@@ -308,84 +307,12 @@ class KafkaAdmin:
         highs = self.high_watermarks(wanted)[topic]
         return {p: (lows[p], highs[p]) for p in wanted[topic]}
 
-    def _group_reader(self, group: str) -> Consumer:
-        """A consumer of `group` that only ever reads its committed offsets (never joins or
-        commits: no subscribe, no assign, auto-commit off)."""
-        reader = self._group_readers.get(group)
-        if reader is None:
-            settings = {k: v for k, v in self.config.items() if k not in CONSUMER_ONLY_SETTINGS}
-            settings.update(
-                {
-                    "group.id": group,
-                    "enable.auto.commit": "false",
-                    "enable.auto.offset.store": "false",
-                }
-            )
-            reader = Consumer(self._auth.client_settings(settings))
-            self._group_readers[group] = reader
-        return reader
-
     def group_offsets(
         self, group: str, topic_partitions: Mapping[str, Iterable[int]]
     ) -> dict[str, dict[int, int | None]]:
-        """Committed offsets of `group` (None = nothing committed): one OffsetFetch request.
-
-        Read through a consumer of the group (`Consumer.committed`), not through
-        `AdminClient.list_consumer_group_offsets`: librdkafka (2.16 included) crashes the whole
-        process with a segmentation fault when that admin call gets a group-level coordinator
-        error such as COORDINATOR_NOT_AVAILABLE (librdkafka issue #5040), which a real cluster
-        returns whenever a group coordinator moves. The consumer path turns the same error into
-        a KafkaUnavailableError. The reader is kept per group, so its coordinator is looked up
-        once and a poll costs one OffsetFetch however long one waits.
-        """
-        partitions = [
-            TopicPartition(topic, int(p)) for topic, ps in topic_partitions.items() for p in ps
-        ]
-        result: dict[str, dict[int, int | None]] = {t: {} for t in topic_partitions}
-        if not partitions:
-            return result
-        what = f"reading committed offsets of group {group!r}"
-        with self._lock:
-            reader = self._group_reader(group)
-            try:
-                # slices: a group the principal may not describe is reported only on the
-                # reader's queue, while committed() would wait for a coordinator until timeout
-                answer = watched(
-                    lambda step: reader.committed(partitions, timeout=step),
-                    lambda _t: raise_if_group_denied(reader, group, what, self.config),
-                    self._auth,
-                    self.timeout_s,
-                    what,
-                    self.config,
-                )
-            except KafkaException as exc:
-                raise_if_group_denied(reader, group, what, self.config)
-                self._auth.raise_if_failed(what, self.config)
-                error = kafka_error_of(exc)
-                self._raise_if_denied(error, "DESCRIBE", group, what, resource="GROUP")
-                if error is None or is_unavailable(error):
-                    raise unavailable(what, self.config, error.str() if error else exc) from None
-                raise ExpansionError(
-                    f"cannot read the committed offsets of group {group!r}: "
-                    f"{error.name()}: {error.str()}"
-                ) from None
-            finally:
-                reader.poll(0)  # serve queued callbacks (errors, statistics); no assignment
-        for tp in answer:
-            if tp.error is not None:
-                self._raise_if_denied(tp.error, "DESCRIBE", tp.topic, what)
-                if is_unavailable(tp.error):
-                    raise unavailable(what, self.config, tp.error.str())
-                raise ExpansionError(
-                    f"cannot read the committed offset of group {group!r} on "
-                    f"{tp.topic}[{tp.partition}]: {tp.error.str()}"
-                )
-            offset = int(tp.offset)
-            result.setdefault(tp.topic, {})[tp.partition] = None if offset < 0 else offset
-        for topic, ps in topic_partitions.items():
-            for p in ps:
-                result[topic].setdefault(int(p), None)
-        return result
+        """Committed offsets of `group` (None = nothing committed): one OffsetFetch request
+        (kafka.group_offsets: read through a consumer of the group, never the admin call)."""
+        return self._groups.read(group, topic_partitions)
 
     def consumer_group_ids(self) -> list[str]:
         """Ids of the consumer groups the brokers know (ListGroups), sorted."""
@@ -403,10 +330,7 @@ class KafkaAdmin:
 
     def close(self) -> None:
         """Close the group-offset readers and drop the AdminClient (it has no close())."""
-        with self._lock:
-            readers, self._group_readers = list(self._group_readers.values()), {}
-        for reader in readers:
-            reader.close()
+        self._groups.close()
         self._client = None  # type: ignore[assignment]
 
     def __enter__(self) -> KafkaAdmin:

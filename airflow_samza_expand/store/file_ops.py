@@ -127,14 +127,6 @@ class FsspecFiles:
         return [n for n in self.names(*parts) if n.endswith(".json")]
 
 
-def _file_name(identifier: str) -> str:
-    return urllib.parse.quote(identifier, safe="") + ".json"
-
-
-def _identifier(file_name: str) -> str:
-    return urllib.parse.unquote(file_name[: -len(".json")])
-
-
 def file_name(identifier: str) -> str:
     """`<quoted identifier>.json` (any id becomes one safe file name)."""
     return urllib.parse.quote(identifier, safe="") + ".json"

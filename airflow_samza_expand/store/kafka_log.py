@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from airflow_samza_expand.core.errors import CorruptCoordinatorRecordError
-from airflow_samza_expand.store.protocol import EXPANSION, JOB_MODEL, LEASE
+from airflow_samza_expand.store.kinds import EXPANSION, JOB_MODEL, LEASE
 
 CONDITIONAL = frozenset({EXPANSION, LEASE})
 

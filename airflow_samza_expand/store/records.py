@@ -22,7 +22,7 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.core.secrets import refuse_secrets
 from airflow_samza_expand.core.validate import check_fixed_tasks, check_next_version
-from airflow_samza_expand.store.protocol import PROCESSOR_ROLES, PROCESSOR_STATES
+from airflow_samza_expand.store.kinds import PROCESSOR_ROLES, PROCESSOR_STATES
 
 
 def default_writer_id() -> str:

@@ -74,9 +74,9 @@ class WriteGate:
 
     def gate(self, store: Store) -> None:
         if isinstance(store, KafkaCoordinatorStore):
-            target, name = store._io, "produce"
+            target, name = store.backend.io, "produce"
         else:
-            target, name = store._files, "create_exclusive"
+            target, name = store.backend.files, "create_exclusive"
         original = getattr(target, name)
         first = [True]
 

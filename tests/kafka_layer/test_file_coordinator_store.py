@@ -104,7 +104,7 @@ def _race(stores, contents):
     file, then both create: the exclusive create alone must pick the winner."""
     gate = threading.Barrier(len(stores))
     for s in stores:
-        files = s._files
+        files = s.backend.files
         original = files.create_exclusive
 
         def held(data, *parts, original=original):
@@ -126,7 +126,7 @@ def _race(stores, contents):
     for t in threads:
         t.join(60)
     for s in stores:
-        del s._files.create_exclusive  # back to the real method
+        del s.backend.files.create_exclusive  # back to the real method
     return outcomes
 
 

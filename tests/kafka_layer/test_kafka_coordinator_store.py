@@ -119,7 +119,7 @@ def _race(stores_, contents):
     record, then all append: the read-back alone must pick the winner."""
     gate = threading.Barrier(len(stores_))
     for s in stores_:
-        original = s._produce
+        original = s.backend._produce
         first = [True]
 
         def held(key, value, original=original, first=first):
@@ -128,7 +128,7 @@ def _race(stores_, contents):
                 gate.wait(timeout=60)
             return original(key, value)
 
-        s._produce = held
+        s.backend._produce = held
     outcomes: list[object] = [None] * len(stores_)
 
     def run(i):
@@ -143,7 +143,7 @@ def _race(stores_, contents):
     for t in threads:
         t.join(120)
     for s in stores_:
-        del s._produce  # back to the real method
+        del s.backend._produce  # back to the real method
     return outcomes
 
 

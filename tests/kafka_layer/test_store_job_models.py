@@ -54,9 +54,9 @@ def test_a_stored_model_breaking_rule_1_3_is_refused_on_read(make_store, store_k
     store.write_job_model(v1(store.job_name))
     bad = broken_v2(store.job_name).to_json().encode()
     if store_kind == "kafka":  # written around the store, as a hand edit would be
-        store._io.produce([(encode_key("job-model", "2", "hand-edit"), bad)])
+        store.backend.io.produce([(encode_key("job-model", "2", "hand-edit"), bad)])
     else:
-        store._files.replace(bad, "job-model", "2.json")
+        store.backend.files.replace(bad, "job-model", "2.json")
     reader = make_store()
     with pytest.raises(CorruptCoordinatorRecordError, match="rule 1.3") as caught:
         reader.latest_job_model()

@@ -100,9 +100,9 @@ def test_a_fenced_write_racing_a_takeover(make_store, clock, store_kind):
     clock.advance(60)
     taken: list[object] = []
     if store_kind == "kafka":
-        target, name = a._io, "produce"
+        target, name = a.backend.io, "produce"
     else:
-        target, name = a._files, "create_exclusive"
+        target, name = a.backend.files, "create_exclusive"
     original = getattr(target, name)
 
     def takeover_first(*args, **kwargs):

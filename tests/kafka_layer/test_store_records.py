@@ -138,10 +138,10 @@ def test_corrupt_expansion_record_is_named(make_store, store_kind):
     store.put_expansion(record(store.job_name), expected_revision=0)
     if store_kind == "kafka":
         key = encode_key("expansion", "exp-1", "vandal", revision=2)
-        store._io.produce([(key, b'{"status": "planned"}')])
+        store.backend.io.produce([(key, b'{"status": "planned"}')])
         where = "offset"
     else:
-        store._files.replace(b'{"status": "planned"}', "expansions", "exp-1", "2.json")
+        store.backend.files.replace(b'{"status": "planned"}', "expansions", "exp-1", "2.json")
         where = "2.json"
     with pytest.raises(CorruptCoordinatorRecordError, match=f"{where}.*misses field") as caught:
         make_store().get_expansion("exp-1")
@@ -167,6 +167,6 @@ def test_winners_tidy_older_revisions(make_store, store_kind):
     reader = make_store()
     assert reader.get_expansion("exp-1") == current
     if store_kind == "kafka":
-        assert list(reader._log.chain("expansion", "exp-1").live.values()) == [4]
+        assert list(reader.backend.log.chain("expansion", "exp-1").live.values()) == [4]
     else:
-        assert reader._revisions("expansions", "exp-1") == [3, 4]
+        assert reader.backend._revisions("expansions", "exp-1") == [3, 4]

@@ -37,6 +37,7 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_samza_expand.airflow import lineage
+from airflow_samza_expand.airflow.compat import airflow_hides_key
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.order import with_order_check
 from airflow_samza_expand.airflow.shell import KafkaClients, holder_of, protocol_outcomes
@@ -104,11 +105,7 @@ def detached_conf(conf: dict[str, Any] | None) -> dict[str, Any]:
 def is_secret_conf_key(key: str) -> bool:
     """Airflow's secrets masker decides (its sensitive field names), with this project's
     patterns (password, secret, token, credential, sasl.*) as well."""
-    try:
-        from airflow.sdk._shared.secrets_masker import should_hide_value_for_key
-    except ImportError:  # older task SDK
-        from airflow.sdk.execution_time.secrets_masker import should_hide_value_for_key
-    return bool(should_hide_value_for_key(key)) or is_secret_key(key)
+    return airflow_hides_key(key) or is_secret_key(key)
 
 
 def _binary_path(binary: str) -> str:

@@ -13,6 +13,7 @@ from urllib.parse import quote, urlsplit
 
 from airflow.sdk import BaseOperatorLink
 
+from airflow_samza_expand.airflow.compat import task_xcom
 from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
 from airflow_samza_expand.airflow.ui.app import URL_PREFIX, VIEW_ROUTE
 
@@ -29,20 +30,7 @@ def job_page_url(job: str) -> str:
 
 
 def _report_job_name(ti_key: Any) -> str | None:
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        row = session.scalars(
-            XComModel.get_many(
-                key="return_value",
-                run_id=ti_key.run_id,
-                dag_ids=ti_key.dag_id,
-                task_ids=ti_key.task_id,
-                map_indexes=ti_key.map_index,
-            )
-        ).first()
-        summary = XComModel.deserialize_value(row) if row is not None else None
+    summary = task_xcom(ti_key.dag_id, ti_key.run_id, ti_key.task_id, ti_key.map_index)
     name = summary.get("job_name") if isinstance(summary, dict) else None
     return str(name) if name else None
 

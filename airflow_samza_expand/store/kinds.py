@@ -1,0 +1,28 @@
+"""Record kinds of the coordinator store (DESIGN section 5) and the processor vocabulary."""
+
+from __future__ import annotations
+
+from airflow_samza_expand.core.names import coordinator_topic
+
+JOB_MODEL = "job-model"
+EXPANSION = "expansion"
+LEASE = "lease"
+CONTROL = "control"
+PROCESSOR = "processor"
+LEGACY_EXPANSION = "expansion-doc"  # the untyped expansion documents (store.backend.Backend)
+STOP_KEY = "stop"
+PROCESSOR_STATES = frozenset({"starting", "standby", "running", "stopping", "stopped", "failed"})
+PROCESSOR_ROLES = frozenset({"active", "standby"})
+
+__all__ = [
+    "CONTROL",
+    "EXPANSION",
+    "JOB_MODEL",
+    "LEASE",
+    "LEGACY_EXPANSION",
+    "PROCESSOR",
+    "PROCESSOR_ROLES",
+    "PROCESSOR_STATES",
+    "STOP_KEY",
+    "coordinator_topic",
+]
