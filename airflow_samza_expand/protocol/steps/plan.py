@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from airflow_samza_expand.core.clock import now_iso
@@ -24,7 +24,7 @@ from airflow_samza_expand.core.plan import (
     check_max_partitions,
     plan_expansion,
 )
-from airflow_samza_expand.core.policy import GrowthDecision, GrowthPolicy
+from airflow_samza_expand.core.policy import GrowthDecision
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus, StepTimes
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.protocol import plan_checks
@@ -38,103 +38,20 @@ from airflow_samza_expand.protocol.ownership import (
 from airflow_samza_expand.protocol.policy import policy_targets
 from airflow_samza_expand.protocol.readers import TopicReaders, readers_doc
 from airflow_samza_expand.protocol.records import expansion_id_for, require, update
+from airflow_samza_expand.protocol.steps.plan_types import (
+    DRY_RUN,
+    NOTHING,
+    PLANNED,
+    RESUMED,
+    REUSED,
+    PlanOutcome,
+    PlanRequest,
+    PlanResult,
+    outcome_from_record,
+)
 from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
-
-PLANNED, REUSED, RESUMED = "planned", "reused", "resumed"
-NOTHING, DRY_RUN = "nothing-to-do", "dry-run"
-
-
-@dataclass(frozen=True)
-class PlanRequest:
-    """What a run asks for: ``targets`` ({topic: count}) or ``topics`` x ``factor``."""
-
-    job_name: str
-    targets: Mapping[str, int] | None = None
-    topics: Sequence[str] = ()
-    factor: int = 2
-    follow_live_counts: bool = False
-    require_power_of_two: bool = True
-    max_partitions: int = DEFAULT_MAX_PARTITIONS
-    check_partitioner: bool = True
-    sample_per_partition: int = 100
-    consumer_group: str | None = None
-    dry_run: bool = False
-    request_timeout_s: float = 30.0
-    policy: GrowthPolicy | None = None  # grow only when a live figure crosses a threshold
-    other_jobs: str = "refuse"  # other managed jobs reading a grown topic: readers.py
-    co_jobs: Sequence[str] = ()  # the other jobs this run expands too (multi-job factory)
-    # the restart asked for (protocol.handover: auto/warm/cold; None: the plan chooses none)
-    restart: str | None = None
-
-
-@dataclass(frozen=True)
-class PlanResult:
-    """``results["plan"]``: who planned, the lag and conformance measured, and (when there was
-    one) the growth policy's decisions, the other readers found and the restart chosen."""
-
-    holder: str | None = None
-    lag: Mapping[str, Any] | None = None
-    conformance: Mapping[str, Any] | None = None
-    policy: list[Any] | None = None
-    readers: Mapping[str, Any] | None = None
-    restart: Mapping[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        doc = {"holder": self.holder, "lag": self.lag, "conformance": self.conformance}
-        return doc | self.extra()
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any] | None) -> PlanResult:
-        doc = doc if isinstance(doc, Mapping) else {}
-        return cls(**{k: doc.get(k) for k in cls.__dataclass_fields__})
-
-    @classmethod
-    def of(cls, record: ExpansionRecord | None) -> PlanResult:
-        return cls.from_dict(record.results.get("plan") if record is not None else None)
-
-    def extra(self) -> dict[str, Any]:
-        """The policy, readers and restart that are present (a `PlanOutcome`'s ``extra``)."""
-        found = {"policy": self.policy, "readers": self.readers, "restart": self.restart}
-        return {k: v for k, v in found.items() if v}
-
-
-@dataclass(frozen=True)
-class PlanOutcome:
-    """The plan step's decision; `to_xcom` is what the plan task returns."""
-
-    kind: str
-    message: str
-    expansion_id: str | None = None
-    plan: Mapping[str, Any] | None = None
-    lag: Mapping[str, Any] | None = None
-    conformance: Mapping[str, Any] | None = None
-    status: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_xcom(self) -> dict[str, Any]:
-        return {
-            "expansion_id": self.expansion_id,
-            "plan": dict(self.plan or {}),
-            "lag": self.lag,
-            "conformance": self.conformance,
-            "reused": self.kind in (REUSED, RESUMED),
-            "outcome": self.kind,
-            "dry_run": self.kind == DRY_RUN,
-            "policy": self.extra.get("policy"),
-            "readers": self.extra.get("readers"),
-            "unmanaged_groups": (self.extra.get("readers") or {}).get("groups", []),
-            "restart": self.extra.get("restart"),
-        }
-
-
-def _from_record(kind: str, record: ExpansionRecord, message: str) -> PlanOutcome:
-    planned = PlanResult.of(record)
-    return PlanOutcome(
-        kind, message, record.expansion_id, record.plan, planned.lag, planned.conformance,
-        record.status.value, planned.extra(),
-    )  # fmt: skip
 
 
 def plan(
@@ -154,7 +71,7 @@ def plan(
     (`readers.find_readers`); `OtherJobsReadTopicError` refuses by ``request.other_jobs``."""
     own = owned_by(store, holder)
     if taken_over(own, holder):  # checked before the lease: a run that lost it writes nothing
-        return _from_record(
+        return outcome_from_record(
             NOTHING,
             own,
             f"expansion {own.expansion_id} was planned by this run ({holder}) but taken over "
@@ -253,7 +170,7 @@ def _earlier_run(run: _Run, joined_holder: str | None) -> PlanOutcome | None:
     (nothing to do) or left unfinished (this run finishes it)."""
     own = owned_by(run.store, run.holder)
     if own is not None:
-        return _from_record(
+        return outcome_from_record(
             REUSED,
             own,
             f"expansion {own.expansion_id} was planned by this run ({run.holder}), "
@@ -264,13 +181,13 @@ def _earlier_run(run: _Run, joined_holder: str | None) -> PlanOutcome | None:
         return None
     if joined.status == ExpansionStatus.COMPLETED:
         give_up(run.store, run.holder)  # nothing to do: the lease goes back at once
-        return _from_record(
+        return outcome_from_record(
             NOTHING,
             joined,
             f"joined expansion {joined.expansion_id} of {joined_holder}: "
             "it has completed, nothing left to do (trigger again to grow further)",
         )
-    return _from_record(
+    return outcome_from_record(
         RESUMED,
         joined,
         f"{joined_holder} left expansion {joined.expansion_id} at "
@@ -289,7 +206,7 @@ def _by_policy(
             f"job model v{model.version} was written by expansion {interrupted.expansion_id}, "
             "which has not completed: resuming it before the growth policy measures again"
         )
-        return _from_record(RESUMED, interrupted, message), [], {}
+        return outcome_from_record(RESUMED, interrupted, message), [], {}
     request = run.request
     wanted, decisions = policy_targets(
         run.store, run.admin, request.policy, list(request.topics),  # type: ignore[arg-type]
@@ -314,7 +231,7 @@ def _resume_or_nothing(
     model that already matches the live counts (nothing to expand)."""
     resumed = plan_checks.unfinished(run.store, model, run.request, targets)
     if resumed is not None:
-        return _from_record(
+        return outcome_from_record(
             RESUMED,
             resumed,
             f"job model v{model.version} was written by expansion "
@@ -345,7 +262,7 @@ def _planned_before(run: _Run, the_plan: ExpansionPlan, expansion_id: str) -> Pl
             f"{run.request.job_name!r} is at v{the_plan.old_version}: an earlier job of the same "
             "name grew the same way - use a new job name or remove the record"
         )
-    return _from_record(
+    return outcome_from_record(
         REUSED,
         existing,
         f"expansion {expansion_id} is already planned (status "
@@ -408,13 +325,13 @@ def _store_new(run: _Run, record: ExpansionRecord, the_plan: ExpansionPlan) -> P
     try:
         stored = run.store.put_expansion(record, expected_revision=0, fence=run.lease)
     except StaleRevisionError:
-        return _from_record(
+        return outcome_from_record(
             REUSED,
             require(run.store, expansion_id),
             f"expansion {expansion_id} was planned concurrently: reusing that record",
         )
     moves = ", ".join(f"{s} {b}->{a}" for s, (b, a) in the_plan.grown_counts().items())
-    return _from_record(
+    return outcome_from_record(
         PLANNED,
         stored,
         f"planned expansion {expansion_id} of job {run.request.job_name}: {moves}; "
