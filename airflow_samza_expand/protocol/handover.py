@@ -70,12 +70,37 @@ def normalise_handover(value: Any, *, error: type[Exception] = ExpansionError) -
 
 
 @dataclass(frozen=True)
+class RestartStrategy:
+    """What one restart strategy does at the chain's steps: the steps ask it, never the mode
+    string (DESIGN section 2)."""
+
+    mode: str
+    launches_standby: bool  # standby step: launch vN+1 as a standby during the grace
+    stops_job: bool  # stop step: ask vN to stop before vN+1 is written
+    submits_job: bool  # submit step: launch vN+1 unless one runs already
+    waits_for_drain: bool  # barrier: hold until the job's group passed the snapshot H
+
+
+STRATEGIES = {
+    # rule 1.9: the running job reads vN+1 at a batch boundary, a child only past H[parent]
+    IN_PLACE: RestartStrategy(IN_PLACE, False, False, False, False),
+    # rule 1.7: vN+1 waits as a standby, takes the active lease once vN stopped
+    WARM: RestartStrategy(WARM, True, True, True, True),
+    COLD: RestartStrategy(COLD, False, True, True, True),  # stop, write, start
+}
+
+
+@dataclass(frozen=True)
 class RestartChoice:
     """The restart an expansion uses (rule 1.8), as recorded in the plan's result."""
 
     mode: str  # IN_PLACE, WARM or COLD
     requested: str
     reason: str
+
+    @property
+    def strategy(self) -> RestartStrategy:
+        return STRATEGIES[self.mode]
 
     def to_dict(self) -> dict[str, str]:
         return {"mode": self.mode, "requested": self.requested, "reason": self.reason}
@@ -150,6 +175,19 @@ def _unable(live: list[Any], capability: str) -> list[str]:
     return sorted(s.processor_id for s in live if not s.can(capability))
 
 
+def strategy_of(record: Any) -> RestartStrategy | None:
+    """The strategy the record's plan chose (None: the plan chose none)."""
+    choice = RestartChoice.of_record(record)
+    return None if choice is None else choice.strategy
+
+
+def waits_for_drain(record: Any) -> bool:
+    """Whether the barrier holds until the job's group passed the snapshot: always, unless the
+    plan chose a strategy whose job gates new partitions itself (in place, rule 1.9)."""
+    strategy = strategy_of(record)
+    return strategy is None or strategy.waits_for_drain
+
+
 def in_place(record: Any) -> RestartChoice | None:
     """The record's choice when it is the switch in place (rule 1.9), else None."""
     choice = RestartChoice.of_record(record)
@@ -160,7 +198,11 @@ __all__ = [
     "AUTO",
     "COLD",
     "RestartChoice",
+    "RestartStrategy",
+    "STRATEGIES",
     "choose_restart",
+    "strategy_of",
+    "waits_for_drain",
     "in_place",
     "HANDOVER_MODES",
     "IN_PLACE",

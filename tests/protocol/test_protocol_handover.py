@@ -130,3 +130,21 @@ def test_in_place_launches_no_standby_stops_nothing_and_submits_nothing(store):
     store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
     submit = before_submit(store, EXPANSION, continuous=True)  # v2 has no heartbeat yet
     assert not submit.launch and "launching nothing" in submit.message
+
+
+def test_each_restart_strategy_says_what_each_step_does() -> None:
+    """The steps ask the chosen strategy (no mode strings in the steps): in place nothing stops,
+    nothing is launched and the barrier holds at its snapshot (the job gates the children);
+    warm launches a standby and stops vN; cold stops vN and launches vN+1 after the write."""
+    table = {
+        mode: (s.launches_standby, s.stops_job, s.submits_job, s.waits_for_drain)
+        for mode, s in handover.STRATEGIES.items()
+    }
+    assert table == {
+        handover.IN_PLACE: (False, False, False, False),
+        handover.WARM: (True, True, True, True),
+        handover.COLD: (False, True, True, True),
+    }
+    choice = handover.RestartChoice(handover.IN_PLACE, "auto", "test")
+    assert choice.strategy is handover.STRATEGIES[handover.IN_PLACE]
+    assert handover.waits_for_drain(None)  # no choice recorded: the barrier waits for the drain

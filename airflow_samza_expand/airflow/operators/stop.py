@@ -116,7 +116,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
             return None
         record = records.require(store, self.expansion_id)
         choice = handover.RestartChoice.of_record(record)
-        if choice is not None and choice.mode in (handover.COLD, handover.IN_PLACE):
+        if choice is not None and not choice.strategy.launches_standby:
             return None  # the plan chose a cold or in-place restart (rule 1.8): no standby
         version = record.target_version
         latest = store.latest_job_model()

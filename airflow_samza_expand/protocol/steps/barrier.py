@@ -40,7 +40,7 @@ from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import barrier_status, barrier_to_dict, snapshot_barrier
 from airflow_samza_expand.kafka.stale_scan import StaleScanner
 from airflow_samza_expand.protocol import order, progress, records
-from airflow_samza_expand.protocol.handover import in_place
+from airflow_samza_expand.protocol.handover import waits_for_drain
 from airflow_samza_expand.protocol.poll import Poll, describe_lag
 from airflow_samza_expand.store import CoordinatorStore
 
@@ -290,7 +290,7 @@ def barrier_poll(
     status = barrier_status(admin, group, barrier)
     progress.note_lag(store, expansion_id, status.lag, fence=lease)  # the UI's lag trend
     # in place (rule 1.9) the job itself reads a child only once it passed its parent's H
-    if not status.holds and in_place(record) is None:
+    if not status.holds and waits_for_drain(record):
         return Poll(
             False,
             f"waiting for group {group} to commit past barrier {expansion_id}: total lag "

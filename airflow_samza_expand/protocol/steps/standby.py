@@ -13,7 +13,7 @@ from typing import Any
 from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.liveness import WORKING_STATES, statuses
 from airflow_samza_expand.protocol import records
-from airflow_samza_expand.protocol.handover import COLD, IN_PLACE, LAUNCH_STEPS, RestartChoice
+from airflow_samza_expand.protocol.handover import LAUNCH_STEPS, RestartChoice
 from airflow_samza_expand.protocol.poll import Poll
 from airflow_samza_expand.protocol.processors import describe_processors
 from airflow_samza_expand.store import CoordinatorStore
@@ -89,7 +89,7 @@ def before_standby(
     record = records.require(store, expansion_id)
     version = record.target_version
     choice = RestartChoice.of_record(record)
-    if choice is not None and choice.mode in (COLD, IN_PLACE):
+    if choice is not None and not choice.strategy.launches_standby:
         return StandbyDecision(
             0, version, [], f"{choice.mode} restart ({choice.reason}): launching no standby"
         )

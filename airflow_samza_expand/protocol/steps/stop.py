@@ -12,7 +12,7 @@ from typing import Any
 from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.protocol import records
-from airflow_samza_expand.protocol.handover import in_place
+from airflow_samza_expand.protocol.handover import RestartChoice
 from airflow_samza_expand.protocol.poll import Poll
 from airflow_samza_expand.protocol.processors import (
     active_processors,
@@ -85,8 +85,8 @@ def request_stop(
     version = latest.version if latest is not None else None
     if expansion_id and latest is not None:
         record = records.require(store, expansion_id)
-        switch = in_place(record)
-        if switch is not None:
+        switch = RestartChoice.of_record(record)
+        if switch is not None and not switch.strategy.stops_job:
             return StopDecision(
                 None,
                 False,

@@ -14,7 +14,7 @@ from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.liveness import is_alive, standbys
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.protocol import records
-from airflow_samza_expand.protocol.handover import in_place
+from airflow_samza_expand.protocol.handover import RestartChoice
 from airflow_samza_expand.protocol.steps.standby import StandbyResult
 from airflow_samza_expand.store import CoordinatorStore
 
@@ -78,8 +78,8 @@ def before_submit(
     launched: list[Any] = []
     if expansion_id:
         record = records.begin(store, expansion_id, "submit")
-        switch = in_place(record)
-        if switch is not None and continuous:
+        switch = RestartChoice.of_record(record)
+        if switch is not None and not switch.strategy.submits_job and continuous:
             return SubmitDecision(
                 False,
                 version,
