@@ -40,6 +40,7 @@ from airflow_samza_expand.core.errors import (
     KafkaAuthenticationError,
 )
 from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.store import uses_kafka
 
 COORDINATOR_PREFIX = "__samza_coordinator_"
 # the active lease of a job is its Kafka consumer group membership, no store record
@@ -118,23 +119,10 @@ def kafka_config(settings: UiSettings) -> dict[str, Any]:
     return config
 
 
-def _uses_kafka(coordinator: str) -> bool:
-    return coordinator == "kafka" or coordinator.startswith("kafka://")
-
-
 def _open_store(settings: UiSettings, job: str, config: Mapping[str, Any] | None) -> Any:
     from airflow_samza_expand.store import open_store
-    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
-    if _uses_kafka(settings.coordinator):
-        prefix = "kafka://"
-        topic = (
-            settings.coordinator[len(prefix) :] if settings.coordinator.startswith(prefix) else ""
-        )
-        return KafkaCoordinatorStore(
-            dict(config or {}), job, topic or None, timeout_s=settings.timeout_s
-        )
-    return open_store(settings.coordinator, job)
+    return open_store(settings.coordinator, job, config, timeout_s=settings.timeout_s)
 
 
 def describe_store(store: Any) -> str:
@@ -200,7 +188,7 @@ def read_job(settings: UiSettings, job: str) -> JobSnapshot:
 
     with _as_problem(f"job {job!r}"):
         coordinator_topic(job)  # ValueError names an impossible job name
-    config = kafka_config(settings) if _uses_kafka(settings.coordinator) else None
+    config = kafka_config(settings) if uses_kafka(settings.coordinator) else None
     store = _open_store(settings, job, config)
     admin = _admin(settings, config) if config is not None else None
     try:
