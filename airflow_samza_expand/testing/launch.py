@@ -10,6 +10,7 @@ import fcntl
 import hashlib
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -25,9 +26,37 @@ log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
 
 
+EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+SERVER_PORTS = 10_000  # how many ports below the ephemeral range free_port draws from
+
+
+def ephemeral_low(path: str = EPHEMERAL_RANGE_FILE) -> int:
+    """The lowest port the kernel gives an outgoing connection (32768 when unknown)."""
+    try:
+        with open(path, encoding="ascii") as handle:
+            return int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (the JVM binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    """A TCP port nobody listens on right now, which the server binds a moment later.
+
+    Drawn below the kernel's ephemeral range: a port the kernel hands out (``bind(0)``) is the
+    kind every outgoing connection takes too, and with Kafka clients connecting all the time
+    one of them took it before the JVM bound it ("Address already in use"). Random, so two
+    test runs starting servers at once rarely draw the same one; a port in use is skipped."""
+    low = ephemeral_low()
+    first = max(1024, low - SERVER_PORTS)
+    for _ in range(100):
+        port = random.randrange(first, low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # all busy: any port
         sock.bind((host, 0))
         return sock.getsockname()[1]
 

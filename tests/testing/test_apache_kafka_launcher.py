@@ -51,3 +51,19 @@ def test_fetch_without_maven_names_the_fix_and_leaves_no_cache(tmp_path, monkeyp
     with pytest.raises(RuntimeError, match="apt-get install maven"):
         fetch_apache_kafka()
     assert cached_libs() is None
+
+
+def test_free_ports_are_drawn_below_the_ephemeral_range(tmp_path) -> None:
+    """An outgoing connection never takes a port below the kernel's ephemeral range, so the
+    server that binds the port a moment later finds it free (two test lanes, many clients)."""
+    from airflow_samza_expand.testing.launch import ephemeral_low, free_port
+
+    low = ephemeral_low()
+    ports = {free_port() for _ in range(20)}
+    assert all(1024 <= p < low for p in ports), (low, sorted(ports))
+    assert len(ports) > 1  # drawn at random: two runs starting servers at once rarely collide
+    odd = tmp_path / "range"
+    odd.write_text("40000\t60999\n")
+    assert ephemeral_low(str(odd)) == 40000
+    odd.write_text("garbage")
+    assert ephemeral_low(str(odd)) == 32768

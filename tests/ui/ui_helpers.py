@@ -4,15 +4,10 @@ directories when pytest imports several)."""
 from __future__ import annotations
 
 import json
-import socket
 import urllib.error
 import urllib.request
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from airflow_samza_expand.testing.launch import free_port  # noqa: F401 - below the ephemeral range
 
 
 def http(method: str, url: str, *, token: str | None = None, body: dict | None = None):
