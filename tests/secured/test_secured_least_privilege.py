@@ -98,6 +98,10 @@ def test_expansion_steps_with_exactly_the_least_privilege_acls(principal, caplog
             lambda: any(p.get("job_model_version") == 2 for p in store.processors().values()),
         )
         _wait("v2 reading the new partitions", lambda: second.consumed > 0)
+        # v2 has committed on the new partitions (not only on the old ones) before it stops
+        _wait("v2 commits on the new partitions", lambda: all(
+            admin.group_offsets(job, {topic: [2, 3]})[topic][p] is not None for p in (2, 3)
+        ))  # fmt: skip
         # watcher
         assert admin.partition_counts([topic]) == {topic: 4}
         store.request_stop(2, "test over")
