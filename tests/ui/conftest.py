@@ -26,6 +26,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "airflow"))
 import airflow_env  # noqa: E402, I001 - sets AIRFLOW_HOME before anything imports airflow
+from browser import Browser, chromium_binary  # noqa: E402
 from ui_helpers import free_port, http  # noqa: E402, F401
 
 PASSWORD = "ui-test-" + uuid.uuid4().hex[:12]
@@ -276,3 +277,14 @@ def token(api_server) -> str:
     )
     assert status == 201, body
     return json.loads(body)["access_token"]
+
+
+@pytest.fixture(scope="module")
+def browser(api_server, token) -> Iterator[Browser]:
+    """Headless Chromium signed in to the api-server (one per test module)."""
+    binary = chromium_binary()
+    if binary is None:
+        pytest.skip("no Chromium: run scripts/setup.sh as root (apt-get install chromium)")
+    with Browser(binary) as chromium:
+        chromium.set_cookie(api_server.base, "_token", token)  # the UI's session cookie
+        yield chromium

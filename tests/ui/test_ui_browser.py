@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from browser import Browser, chromium_binary, wait_for
+from browser import wait_for
 from ui_helpers import http
 
 pytestmark = pytest.mark.kafka
@@ -26,16 +25,6 @@ FRAME_TEXT = (
     " return f && f.contentDocument && f.contentDocument.body"
     " ? f.contentDocument.body.innerText : ''; })()"
 )
-
-
-@pytest.fixture(scope="module")
-def browser(api_server, token) -> Iterator[Browser]:
-    binary = chromium_binary()
-    if binary is None:
-        pytest.skip("no Chromium: run scripts/setup.sh as root (apt-get install chromium)")
-    with Browser(binary) as chromium:
-        chromium.set_cookie(api_server.base, "_token", token)  # the UI's session cookie
-        yield chromium
 
 
 def _ui(api_server, path: str) -> str:

@@ -32,7 +32,7 @@ from types import SimpleNamespace
 
 import airflow_env
 import pytest
-from browser import Browser, chromium_binary, wait_for
+from browser import Browser, wait_for
 
 from airflow_samza_expand.airflow.ui.running import WARMING
 
@@ -48,16 +48,6 @@ RECORDS_PER_S = 20  # v1's throttle
 # those during the grace, the rest (~12 s of reading) is the barrier's lag at the snapshot, so
 # the page shows it fall at least once
 BURST = 900
-
-
-@pytest.fixture(scope="module")
-def browser(api_server, token) -> Iterator[Browser]:
-    binary = chromium_binary()
-    if binary is None:
-        pytest.skip("no Chromium: run scripts/setup.sh as root (apt-get install chromium)")
-    with Browser(binary) as chromium:
-        chromium.set_cookie(api_server.base, "_token", token)  # the UI's session cookie
-        yield chromium
 
 
 def _section(browser: Browser) -> str:
