@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up .venv (idempotent) and run the whole test suite: lint (ruff, the layering contract),
-# then pytest in two parts, each split into two lanes that run at once (Spark / the rest):
+# then pytest in two parts, run as two lanes at once (see below: Spark / the rest):
 #   1. tests/kafka_layer, tests/airflow, tests/e2e, tests/kafka on Apache Kafka (started by the
 #      fixtures from the Maven-fetched broker; marker apache_ci), minus the dev-broker fault tests;
 #   2. everything else, and those fault tests, on the development broker.
@@ -28,32 +28,43 @@ if ! command -v mvn >/dev/null 2>&1; then
     echo "error: no 'mvn' on PATH - the tests fetch Apache Kafka with Maven; install it (e.g. apt-get install maven) and rerun" >&2
     exit 2
 fi
-# Two lanes at once (2 cores): the Spark lane (tests marked `spark`: each starts JVMs and
-# keeps a core busy) and the rest (Kafka round trips, Airflow's database, the browser: mostly
-# waiting). Each lane runs its Apache Kafka part, then its development-broker part; the lanes
-# share nothing but the machine (own pytest process, own brokers, own Airflow home, own
-# session sweep). The Spark lane prints live; the other lane's output follows when both end.
+# Two lanes at once (2 cores): the Spark lane (the tests marked `spark` of part 1: the e2e
+# tests, each starting JVMs and keeping a core busy) and the rest lane (part 1's other tests -
+# Kafka round trips, Airflow's database, the browser: mostly waiting - then part 2, whose Spark
+# tests are short and come last, while the Spark lane's long e2e tests still run). The lanes
+# share nothing but the machine (own pytest process per part, own brokers, own Airflow home,
+# own session sweep). The Spark lane prints live; the rest lane's output follows when both end.
+APACHE_PART="apache_ci and not dev_broker"  # part 1, on Apache Kafka
+DEV_PART="(not apache_ci or dev_broker)"  # part 2, on the development broker
 run_part() {  # a part that selects nothing fails too (scripts/test_part.sh)
     local rc=0
     bash scripts/test_part.sh "$@" || rc=$?
     if [ "$rc" -ne 0 ]; then lane_status=$rc; fi
 }
-lane() {  # lane <name> <marker>: the lane's Apache Kafka part, then its dev-broker part
+spark_lane() {
     lane_status=0
-    echo "[test] $1 lane 1/2: on Apache Kafka"
-    run_part --kafka=apache -m "apache_ci and not dev_broker and $2"
-    echo "[test] $1 lane 2/2: on the development broker"
-    run_part --kafka=dev -m "(not apache_ci or dev_broker) and $2"
+    echo "[test] spark lane: part 1's Spark tests, on Apache Kafka"
+    run_part --kafka=apache -m "$APACHE_PART and spark"
+    return "$lane_status"
+}
+rest_lane() {
+    lane_status=0
+    echo "[test] rest lane 1/3: part 1 without Spark, on Apache Kafka"
+    run_part --kafka=apache -m "$APACHE_PART and not spark"
+    echo "[test] rest lane 2/3: part 2 without Spark, on the development broker"
+    run_part --kafka=dev -m "$DEV_PART and not spark"
+    echo "[test] rest lane 3/3: part 2's Spark tests, on the development broker"
+    run_part --kafka=dev -m "$DEV_PART and spark"
     return "$lane_status"
 }
 rest_log="$(mktemp -t samza-expand-rest-lane-XXXXXX.log)"
 started=$SECONDS
 echo "[test] pytest in two lanes; the rest lane writes to $rest_log (printed below when done)"
-lane rest "not spark" >"$rest_log" 2>&1 &
+rest_lane >"$rest_log" 2>&1 &
 rest_pid=$!
 trap 'kill "$rest_pid" 2>/dev/null || true' EXIT
 spark_rc=0
-lane spark "spark" || spark_rc=$?
+spark_lane || spark_rc=$?
 echo "[test] spark lane done in $((SECONDS - started)) s (status $spark_rc); waiting for the rest lane"
 rest_rc=0
 wait "$rest_pid" || rest_rc=$?

@@ -32,12 +32,21 @@ def test_a_part_lists_its_slowest_tests() -> None:
 
 
 def test_every_part_of_test_sh_runs_through_the_part_script_and_the_lanes_split_each_part() -> None:
-    """Each Kafka's part is split into the Spark lane (`and spark`) and the rest (`and not
-    spark`) of the same selection: together they select every test of the part, once."""
+    """Each Kafka's part is split into its Spark tests (`and spark`) and the rest (`and not
+    spark`) of the same selection: together the four runs select every test of both parts,
+    once, each through the part script, and the lanes run at once."""
     script = (REPO / "scripts" / "test.sh").read_text()
     assert 'bash scripts/test_part.sh "$@"' in script
-    parts = re.findall(r'^\s*run_part --kafka=(\w+) -m "(.+) and \$2"$', script, flags=re.M)
-    assert sorted(kafka for kafka, _ in parts) == ["apache", "dev"], parts
-    lanes = re.findall(r'^.*\blane (\w+) "([^"]+)"', script, flags=re.M)
-    assert sorted(marker for _, marker in lanes) == ["not spark", "spark"], lanes
+    selections = dict(re.findall(r'^(APACHE_PART|DEV_PART)="(.+?)"', script, flags=re.M))
+    assert set(selections) == {"APACHE_PART", "DEV_PART"}, selections
+    runs = re.findall(
+        r'^\s*run_part --kafka=(\w+) -m "\$(\w+) and (spark|not spark)"$', script, flags=re.M
+    )
+    assert sorted(runs) == [
+        ("apache", "APACHE_PART", "not spark"),
+        ("apache", "APACHE_PART", "spark"),
+        ("dev", "DEV_PART", "not spark"),
+        ("dev", "DEV_PART", "spark"),
+    ], runs
+    assert re.search(r"^rest_lane .*&$", script, flags=re.M) and "spark_lane ||" in script
     assert 'wait "$rest_pid"' in script

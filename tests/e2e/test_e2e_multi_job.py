@@ -2,9 +2,9 @@
 shipped `SequenceCounter`, job b `testing.keyed.SequenceDigest` (other state, another order
 check); each has its own consumer group, coordinator topic, checkpoint and output topic; both run
 continuously on local[2]. One run of the multi-job DAG (factory ``jobs=[a, b]``, dag.test())
-grows the topic 2 -> 4 once and restarts each job on its own v2. Then each job's outputs count
-every produced record exactly, in order (b: digest of seq 0..n-1 per key), with no count going
-back, and each job consumed the new partitions."""
+grows the topic 2 -> 4 once and switches each job in place to its own v2. Then each job's
+outputs count every produced record exactly, in order (b: digest of seq 0..n-1 per key), with no
+count going back, and each job consumed the new partitions."""
 
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ def multi(e2e_airflow, kafka_bootstrap, tmp_path):
     from airflow_samza_expand.testing import keyed
 
     m = MultiJobScenario(
-        ScenarioConfig(bootstrap=kafka_bootstrap, work_dir=tmp_path, keys=24, rate=40.0),
+        ScenarioConfig(
+            bootstrap=kafka_bootstrap, work_dir=tmp_path, keys=24, rate=40.0, handover="auto"
+        ),
         [DEFAULT_PROCESSOR, keyed.PATH],
         run_dag=airflow_env.run_dag_test,
         task_states=airflow_env.task_states,
@@ -57,6 +59,9 @@ def test_two_jobs_one_topic_one_run_grows_it_once_and_both_keep_exact_counts_and
     applied = []
     for side in m.sides:
         assert outcome.plans[side.name]["readers"]["managed_jobs"] == {m.topic: sorted(names)}
+        # both jobs run on the provider's reader: "auto" switched each in place (no restart;
+        # the restart strategies have their own e2e tests)
+        assert outcome.plans[side.name]["restart"]["mode"] == "in-place", outcome.plans
         (record,) = side.store.expansions()
         assert record.status == "completed"
         applied.append(record.results["expand"][m.topic]["applied"])
