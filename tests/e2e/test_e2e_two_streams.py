@@ -12,7 +12,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka, pytest.mar
 
 
 def test_growing_one_of_two_streams_keeps_both_exact_and_in_order(scenario) -> None:
-    s = scenario(run_mode="continuous", second_stream=True, keys=20, rate=40.0)
+    # "auto": the shipped job switches in place (the restart is not this test's subject)
+    s = scenario(run_mode="continuous", second_stream=True, keys=20, rate=40.0, handover="auto")
     payments = s.other_topic
     s.start_producer()
     s.start_job()
@@ -20,6 +21,7 @@ def test_growing_one_of_two_streams_keeps_both_exact_and_in_order(scenario) -> N
     print(f"[e2e] two streams: {outcome.state} {outcome.tasks}")
     assert outcome.state == "success", outcome.tasks
     assert outcome.summary["order"]["order"] == "proven", outcome.summary["order"]["line"]
+    assert outcome.summary["restart"]["mode"] == "in-place", outcome.summary["restart"]
     record = s.store.expansions()[0]
     assert set(record.barrier) == {s.topic}  # the stream that stays has no barrier
     assert s.admin.partition_counts([s.topic, payments]) == {s.topic: 4, payments: 2}
