@@ -175,10 +175,14 @@ def output_times(config: Mapping[str, Any], topic: str) -> list[tuple[str, int, 
     return out
 
 
-def in_place_downtime(scenario: Any, expansion_id: str, *, timeout_s: float = 120.0) -> float:
+def in_place_downtime(
+    scenario: Any, expansion_id: str, *, timeout_s: float = 120.0
+) -> float | None:
     """The downtime of ``scenario``'s job switching in place for ``expansion_id``: from the
     job's log (its commits and its switch) and the expansion record (when vN+1 was written);
-    waits for the job's batches after the switch."""
+    waits for the job's batches after the switch. None when this launch of the job did not
+    run before the write (it was started on vN+1: no switch) or it did not commit 3 batches
+    after its switch within ``timeout_s``."""
     from pathlib import Path
 
     from airflow_samza_expand.core.clock import parse_iso
@@ -196,9 +200,14 @@ def in_place_downtime(scenario: Any, expansion_id: str, *, timeout_s: float = 12
         switched = [t for t in switch_times(text) if t >= written_at - 0.01]
         return switch_downtime_s(commit_times(text), written_at, switched[0]) if switched else None
 
-    wait_for(f"the job's batches after its switch in place ({log})",
-             lambda: downtime() is not None, timeout_s=timeout_s)  # fmt: skip
-    return downtime() or 0.0
+    if sum(t < written_at for t in commit_times(log.read_text(errors="replace"))) < 2:
+        return None  # started on vN+1 (a relaunch): nothing switched in this launch
+    try:
+        wait_for(f"the job's batches after its switch in place ({log})",
+                 lambda: downtime() is not None, timeout_s=timeout_s)  # fmt: skip
+    except TimeoutError:
+        return None
+    return downtime()
 
 
 def moved_key_latencies(scenario: Any) -> list[MovedKeyLatency]:

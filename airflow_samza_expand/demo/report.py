@@ -107,6 +107,7 @@ def build_report(
     ratio = round(downtime / plain, 3) if downtime is not None and plain else None
     modes = {e["restart"] for e in expansions}
     restart = modes.pop() if len(modes) == 1 else "cold"
+    moved = {e["restart"]: e["moved_key_latency"] for e in expansions if e["moved_key_latency"]}
     v = verification
     return {
         "job_name": scenario.job_name,
@@ -132,8 +133,7 @@ def build_report(
             "downtime_ratio": ratio,
             "restart": restart,
             "downtime_target_ratio": TARGETS.get(restart, DOWNTIME_TARGET_RATIO),
-            "moved_key_latency": {e["restart"]: e["moved_key_latency"] for e in expansions
-                                  if e["moved_key_latency"] is not None},  # fmt: skip
+            "moved_key_latency": moved,
             "grace_s": cfg.grace_s,
             "drain_s": _max([e["drain_s"] for e in expansions]),
             "poll_interval_s": cfg.poll_s,

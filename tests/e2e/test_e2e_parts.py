@@ -224,3 +224,35 @@ def test_demo_switches_in_place_by_default_in_continuous_mode() -> None:
     assert default_handover("continuous", naive=False) == "in-place"
     assert default_handover("available-now", naive=False) == "warm"
     assert default_handover("continuous", naive=True) == "warm"
+
+
+def test_demo_reads_the_switch_downtime_from_the_job_log_and_skips_a_relaunch(tmp_path) -> None:
+    """The job committed every 0.5 s, vN+1 was written at 10.2 s (the expansion record), the job
+    logged its switch at 11.0 s and committed at 11.9, 12.4, 12.9: 1.4 s. A launch that started
+    after the write (a relaunch on vN+1) switched nothing: None, at once."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from airflow_samza_expand.core.record import StepTimes
+    from airflow_samza_expand.demo.latency import in_place_downtime
+
+    t0 = 1_800_000_000.0
+
+    def line(at: float, text: str) -> str:
+        stamp = datetime.fromtimestamp(t0 + at).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+        return f"{stamp} INFO samza: {text}\n"
+
+    commit = "committed group 'j' offsets {\"t\": {\"0\": 1}}"
+    log = tmp_path / "job.log"
+    log.write_text(
+        "".join(line(i * 0.5, commit) for i in range(21))
+        + line(11.0, "switch in place: job model v1 -> v2")
+        + "".join(line(at, commit) for at in (11.9, 12.4, 12.9))
+    )
+    written = datetime.fromtimestamp(t0 + 10.2, UTC).isoformat()
+    store = SimpleNamespace(get_expansion=lambda _id: SimpleNamespace(
+        steps={"write": StepTimes(started_at=written)}))  # fmt: skip
+    scenario = SimpleNamespace(store=store, job=SimpleNamespace(handle={"log_path": str(log)}))
+    assert in_place_downtime(scenario, "e", timeout_s=0) == 1.4
+    log.write_text("".join(line(at, commit) for at in (11.9, 12.4, 12.9)))
+    assert in_place_downtime(scenario, "e", timeout_s=600) is None
