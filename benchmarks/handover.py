@@ -12,7 +12,7 @@ separate processes (`testing.processors.JobProcess`, local[2], own JVM each):
   at a batch boundary (it heartbeats ``running`` on vN+1); nothing stops. Its downtime is the
   longest gap between two committed batches from the last one before the write to the third
   after the switch, minus the median gap of the 10 before the write (the trigger's own cadence
-  is not downtime).
+  is not downtime; `demo.latency.switch_downtime_s`, shared with ``samza-expand demo``).
 * failover (x3): an active and a hot standby (``--standby``) of the same version; SIGKILL the
   active's process group; the standby takes over when the lease (session) expires.
 
@@ -48,6 +48,7 @@ from confluent_kafka import Producer
 
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.demo.jobs import wait_for as demo_wait_for
+from airflow_samza_expand.demo.latency import switch_downtime_s
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.store import open_store
@@ -169,18 +170,18 @@ class Bench:
 
     def in_place(self, active: JobProcess) -> tuple[float, JobProcess]:
         nxt = self.next_version()
-        before = active.commit_times()
-        steady = statistics.median(
-            (b - a).total_seconds() for a, b in zip(before[-11:-1], before[-10:], strict=True)
-        )
+        written_at = time.time()
         self.store.write_job_model(nxt)
         wanted = ("running", "active", nxt.version)
         wait_for(f"{active.name} runs v{nxt.version}", lambda: self.state(active) == wanted)
-        switched = len(active.commit_times())
-        wait_for(f"{active.name} commits on", lambda: self.committing(active, switched + 2))
-        times = active.commit_times()[len(before) - 1 :]
-        longest = max((b - a).total_seconds() for a, b in zip(times, times[1:], strict=False))
-        return max(0.0, longest - steady), active
+        switched_at = time.time()
+
+        def downtime() -> float | None:
+            times = [t.timestamp() for t in active.commit_times()]
+            return switch_downtime_s(times, written_at, switched_at)
+
+        wait_for(f"{active.name} commits on", lambda: downtime() is not None)
+        return downtime() or 0.0, active
 
     def failover(self, active: JobProcess) -> tuple[float, JobProcess]:
         standby = self.start("--standby")

@@ -47,12 +47,24 @@ def register(subparsers: Any) -> None:
     p.add_argument("--rate", type=float, default=60.0, help="records per second (default 60)")
     p.add_argument("--grace", type=float, default=4.0,
                    help="producer refresh grace in s (producers refresh every 1 s)")  # fmt: skip
+    p.add_argument("--handover", choices=["auto", "in-place", "warm", "cold"], default=None,
+                   help="the DAG's restart of the job: in-place (default in continuous mode: the "
+                   "running job switches at a batch boundary), warm (a standby takes over), cold "
+                   "(stop, then start) or auto (the best the job advertises); the default is "
+                   "warm for --naive and available-now")  # fmt: skip
     p.add_argument("--naive", action="store_true",
                    help="write plain GroupByPartition job models: the check must FAIL")  # fmt: skip
     p.add_argument("--stale-producer-refresh-ms", type=int, default=None, metavar="MS",
                    help="also run a producer refreshing its metadata every MS ms (negative "
                    "control: its stale placements are counted; report.json 'order')")  # fmt: skip
     p.set_defaults(func=run)
+
+
+def default_handover(run_mode: str, naive: bool) -> str:
+    """The demo's restart: the switch in place for the shipped job running continuously; the
+    warm handover for an available-now job (nothing runs to switch) and the naive models (they
+    move SSPs between tasks, which a running query cannot take)."""
+    return "in-place" if run_mode == "continuous" and not naive else "warm"
 
 
 def _fail(message: str) -> int:
@@ -183,6 +195,7 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
             grace_s=args.grace,
             naive=args.naive,
             master=master,
+            handover=args.handover or default_handover(args.run_mode, args.naive),
         )
 
         def task_progress(task_id: str, event: str) -> None:
@@ -223,6 +236,9 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
             from airflow_samza_expand.demo.stale import order_counts
 
             order = order_counts(scenario)  # rule 1.5: stale placements before/after snapshots
+            from airflow_samza_expand.demo.latency import moved_key_latencies
+
+            scenario.latencies = moved_key_latencies(scenario)
         with progress.step("writing report.json and buckets.svg"):
             from airflow_samza_expand.core.render import render_svg
             from airflow_samza_expand.demo.report import build_report, render_text

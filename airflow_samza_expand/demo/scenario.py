@@ -28,6 +28,7 @@ from airflow_samza_expand.demo.jobs import (
     stop_job,
     wait_for,
 )
+from airflow_samza_expand.demo.latency import in_place_downtime
 from airflow_samza_expand.demo.probe import Probe, drain_s, seconds_between
 from airflow_samza_expand.demo.producer import KeyedProducer, start_scenario_producer
 from airflow_samza_expand.demo.scenario_config import (
@@ -72,6 +73,7 @@ class Scenario:
         self.job: StreamJob | None = None
         self.outcomes: list[ExpansionOutcome] = []
         self.plain_restart_s: float | None = None
+        self.latencies: list[Any] = []  # demo.latency.moved_key_latencies, set by the demo
         self.interrupted_states: dict[str, str] = {}
         self.models: list[Any] = []
 
@@ -259,7 +261,10 @@ class Scenario:
             wall_s=time.monotonic() - started,
             handover=states.get("submit_standby") == "success"
             and bool((submit or {}).get("already_running")),
+            restart=((summary or {}).get("restart") or {}).get("mode"),
         )
+        if in_place and self.cfg.run_mode == "continuous" and outcome.state == "success":
+            outcome.probe["downtime_s"] = in_place_downtime(self, expansion_id)
         if t_expand is not None and summary is not None:
             outcome.probe["drain_s"] = drain_s(summary, probe.barrier_reached_at, self.store,
                                                expansion_id)  # fmt: skip
@@ -390,11 +395,5 @@ def _attach_progress(dag: Any, on_task: Callable[[str, str], None]) -> None:
         task.on_skipped_callback = [lambda ctx, t=tid: on_task(t, "skipped")]
 
 
-__all__ = [
-    "MID_BARRIER",
-    "ExpansionOutcome",
-    "Scenario",
-    "ScenarioConfig",
-    "dag_fields",
-    "env_problems",
-]
+__all__ = ["MID_BARRIER", "ExpansionOutcome", "Scenario", "ScenarioConfig", "dag_fields",
+           "env_problems"]  # fmt: skip

@@ -50,6 +50,7 @@ class ExpansionOutcome:
     probe: dict[str, float | None]
     wall_s: float
     handover: bool = False  # the vN+1 standby took over (the submit step launched nothing)
+    restart: str | None = None  # the DAG's restart mode: "in-place", "warm" or "cold"
 
 
 def dag_fields(cfg: ScenarioConfig) -> dict[str, Any]:
