@@ -66,6 +66,9 @@ PROCESSORS = {"in-place": 1, "warm": 2, "cold": 2}
 A_DATE = "2026-03-01T00:00:00+00:00"
 B_DATE = "2026-03-02T00:00:00+00:00"
 LEASE_TTL_S = 12.0
+# a stuck case fails in minutes, not in the scenario's 10 (no retries unless the case says)
+BOUNDED = {"retries": 0, "barrier_timeout_s": 180.0, "stop_timeout_s": 120.0,
+           "ack_timeout_s": 180.0}  # fmt: skip
 
 
 @dataclass
@@ -219,11 +222,14 @@ class Job:
         self.ctx = ctx
         work = ctx.work / case.name.replace("/", "-")
         handover = {"in-place": "auto"}.get(case.strategy, case.strategy)
+        # an 8 s liveness TTL (the job's --ttl): a killed processor's lease expires sooner; a
+        # broker restart (a ~10 s outage) needs the default 30 s, as in production
+        ttl = [] if case.fault == "broker-restart" else ["--ttl", "8"]
         cfg = {"bootstrap": ctx.bootstrap, "work_dir": str(work), "handover": handover,
-               "grace_s": 3.0, "poll_s": 0.5, "application_args": ["--ttl", "8"],
+               "grace_s": 3.0, "poll_s": 0.5, "application_args": ttl,
                "name": f"fm-{uuid.uuid4().hex[:8]}"}  # fmt: skip
         self.spec = {"cfg": cfg, "dag_id": f"fault_{cfg['name'].replace('-', '_')}",
-                     "overrides": {"retries": 0, **(overrides or {})}}  # fmt: skip
+                     "overrides": {**BOUNDED, **(overrides or {})}}  # fmt: skip
         self.work = work
         work.mkdir(parents=True, exist_ok=True)
         self.s = Scenario(scenario_config(cfg), run_dag=None, task_states=None, xcom=None,
@@ -348,7 +354,8 @@ def broker_case(ctx: Context, case: Case) -> Outcome:
         if case.step == "between":
             before = job_committed(job)
             ctx.kafka.restart()
-            wait_until(lambda: job_committed(job) > before, "the job to commit after the restart")
+            wait_until(lambda: job_committed(job) > before, "the job to commit after the restart",
+                       timeout_s=120)  # fmt: skip
             run = job.run()
         else:
             run = job.run()
