@@ -387,8 +387,8 @@ def lease_case(ctx: Context, case: Case) -> Outcome:
         after_b = job.record()
         a_again.release()
         a_result = a_again.result()
-        out = job.outcome(b_result, case.strategy, max_extra=0)
         after_a = job.record()
+        out = job.outcome(b_result, case.strategy, max_extra=0)
         skipped = a_result["tasks"].get("plan") == "skipped"
         untouched = after_a is not None and after_b is not None and after_a == after_b
         out.notes.append(f"a_cleared={a_result['tasks'].get('plan')} untouched={untouched}")
