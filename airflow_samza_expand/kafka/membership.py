@@ -48,6 +48,21 @@ HEARTBEAT_MAX_MS = 250
 LEASE_PARTITION = 0
 
 
+# a lease commit failing with these says nothing about the lease: a rebalance, or the group
+# coordinator moving or loading (a broker restart) - the confirm asks again, within the TTL
+TRANSIENT_CONFIRM_ERRORS = frozenset({
+    KafkaError.REBALANCE_IN_PROGRESS,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError._TIMED_OUT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._WAIT_COORD,
+})  # fmt: skip
+
+
 def heartbeat_interval_ms(ttl_s: float) -> int:
     """A tenth of the session timeout, between 100 and `HEARTBEAT_MAX_MS` milliseconds."""
     return max(100, min(HEARTBEAT_MAX_MS, int(ttl_s * 1000 / 10)))
@@ -248,8 +263,8 @@ class ActiveLease:
             )
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
-            if error is not None and error.code() == KafkaError.REBALANCE_IN_PROGRESS:
-                return None
+            if error is not None and error.code() in TRANSIENT_CONFIRM_ERRORS:
+                return None  # not an answer about the lease: ask again (within the TTL)
             log.warning(
                 "processor %s: the broker refused the lease of job %s (fenced: %s)",
                 self.member,

@@ -14,6 +14,7 @@ from typing import Any
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.spark.lifecycle import (
     EXIT_LEASE_LOST,
+    STORE_UNAVAILABLE,
     LeaseLostError,
     Lifecycle,
     heartbeat_interval,
@@ -206,12 +207,22 @@ class QueryDriver:
                     return False
                 continue
             if now >= next_stop_poll:
-                self.poll_switch()
-                life.check_stop()
+                self.poll_store()
                 next_stop_poll = now + STOP_POLL_S
             if now >= next_heartbeat:
                 life.heartbeat("running")
                 next_heartbeat = now + interval
+
+
+    def poll_store(self) -> None:
+        """The switch (rule 1.9) and the stop request, from the coordinator store. A store the
+        broker cannot serve for now (a restart, a leader election) is read again at the next
+        poll; the query runs on meanwhile, as the source's reads ride the outage out."""
+        try:
+            self.poll_switch()
+            self.lifecycle.check_stop()
+        except STORE_UNAVAILABLE as exc:
+            log.warning("coordinator store unreachable, polling it again: %s", exc)
 
 
 def end_offsets(sources: Sequence[Any], counts: Mapping[str, int]) -> Offsets:

@@ -37,6 +37,7 @@ from airflow_samza_expand.core.liveness import (
     dead_processors,
 )
 from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.kafka.errors import KafkaUnavailableError
 
 log = logging.getLogger("airflow_samza_expand.spark.lifecycle")
 
@@ -45,6 +46,15 @@ MAX_IDLE_HEARTBEAT_S = 10.0
 VERSION_POLL_S = 0.5
 # holding the lease, waiting for vN+1 (the handover): the write is the go signal, look often
 LEASED_VERSION_POLL_S = 0.1
+# what a coordinator store read raises while the broker restarts or elects leaders: the
+# processor reads again at its next poll instead of dying (issue 27, the fault matrix)
+STORE_UNAVAILABLE: tuple[type[Exception], ...] = (KafkaUnavailableError,)
+try:
+    from confluent_kafka import KafkaException
+
+    STORE_UNAVAILABLE += (KafkaException,)
+except ImportError:  # pragma: no cover - confluent-kafka is a dependency
+    pass
 
 
 class LeaseLostError(Exception):
@@ -193,10 +203,15 @@ class Lifecycle:
         while True:
             # A stop first: a standby of vN that gets the lease as vN stops (a hot standby,
             # beside the handover's vN+1 one) must not start on vN; it ends instead.
-            if self.check_stop():
-                return None
-            active = not self.use_lease or self.lease.is_active()
-            model = self.store.latest_job_model() if active else None
+            try:
+                if self.check_stop():
+                    return None
+                active = not self.use_lease or self.lease.is_active()
+                model = self.store.latest_job_model() if active else None
+            except STORE_UNAVAILABLE as exc:
+                log.warning("coordinator store unreachable, reading it again shortly: %s", exc)
+                time.sleep(VERSION_POLL_S)
+                continue
             if model is not None and model.version >= min_version:
                 self.version = model.version
                 self.epoch = self.lease.epoch if self.use_lease else 0

@@ -1,0 +1,522 @@
+"""Fault matrix (issue 27): faults in the middle of an expansion, on one Apache Kafka, under
+live keyed traffic, with the REAL shipped job (Spark local[2]) and real Airflow task processes.
+
+Every expansion case: a fresh job (its own topics, coordinator, checkpoint) runs on job model
+v1 under a keyed producer; the expansion DAG (the factory's, with the case's restart strategy)
+runs with ``dag.test()`` in a process of its own (``--run-dag``, as tests/airflow/dag_runner.py),
+is hurt once the expansion record shows the case's step begun, and is then cleared (the same
+logical date run again in a new process). The case passes when the expansion completed once
+(one record, completed; topic grown once; job models [1, 2]; the job launched at most once more
+than the strategy launches it), every produced record counted exactly once (exact) and in
+per-key order (in_order) - `demo.verify`.
+
+Cases (``--list``):
+
+* ``kill/<strategy>/<step>``: SIGKILL of the DAG run's process group (its task processes and
+  its in-process triggerer) once <step> began, then the run cleared. in-place: plan, expand,
+  barrier-grace, barrier-drain, write, ack, report; warm: + standby, stop, submit; cold: + stop,
+  submit.
+* ``broker/...``: Apache Kafka stopped and started on its data directory during the barrier,
+  during the handover (warm: once the stop began) or switch (in-place: once the write began),
+  and between expansions with the job running; the DAG's tasks retry (retries=3).
+* ``lease/takeover``: run A SIGKILLed holding the lease at the barrier; run B (another logical
+  date) takes the expansion over once A's lease expired and finishes it; A cleared later ends
+  skipped and writes nothing.
+* ``processor/failover``, ``processor/zombie``: tests/spark/test_spark_processors.py's cases on
+  this Apache Kafka (SIGKILL of the active with a standby; SIGSTOP past the TTL, SIGCONT).
+
+Not covered: SIGKILL of a standalone triggerer (``dag.test()`` runs the triggers in its own
+process, which the kill cases kill with the run).
+
+Starts Spark: run under ``flock /work/spark.lock``. One line per case:
+``fault=.. step=.. strategy=.. completed_once=.. exact=.. in_order=.. ok=..``; last line
+``fault_cases_passed=<n>/<total>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fnmatch
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+ROOT = HERE.parents[1]
+KILL_STEPS = {
+    "in-place": ("plan", "expand", "barrier-grace", "barrier-drain", "write", "ack", "report"),
+    "warm": ("plan", "expand", "standby", "barrier-grace", "barrier-drain", "stop", "write",
+             "submit", "ack", "report"),  # fmt: skip
+    "cold": ("plan", "expand", "barrier-grace", "barrier-drain", "stop", "write", "submit",
+             "ack", "report"),  # fmt: skip
+}
+# processors the strategy itself runs over the expansion (v1 + launches of v2)
+PROCESSORS = {"in-place": 1, "warm": 2, "cold": 2}
+A_DATE = "2026-03-01T00:00:00+00:00"
+B_DATE = "2026-03-02T00:00:00+00:00"
+LEASE_TTL_S = 12.0
+# a stuck case fails in minutes, not in the scenario's 10 (no retries unless the case says)
+BOUNDED = {"retries": 0, "barrier_timeout_s": 180.0, "stop_timeout_s": 120.0,
+           "ack_timeout_s": 180.0}  # fmt: skip
+
+
+@dataclass
+class Case:
+    name: str
+    fault: str
+    step: str
+    strategy: str
+    run: Callable[[Context, Case], Outcome]
+
+
+@dataclass
+class Outcome:
+    completed_once: bool = False
+    exact: bool = False
+    in_order: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.completed_once and self.exact and self.in_order
+
+
+@dataclass
+class Context:
+    """What every case shares: the Apache Kafka, a work directory, a log function."""
+
+    kafka: Any
+    work: Path
+    log: Callable[[str], None] = print
+
+    @property
+    def bootstrap(self) -> str:
+        return self.kafka.bootstrap
+
+
+# -- one DAG run in a process of its own ---------------------------------------------------------
+
+
+def run_dag_main(spec_text: str) -> int:
+    """``--run-dag SPEC``: build the case's DAG, wait for ``go``, ``dag.test()``, print JSON."""
+    from datetime import datetime
+
+    spec = json.loads(spec_text)
+    dag = build_dag(spec)
+    Path(spec["ready"]).touch()
+    while not os.path.exists(spec["go"]):
+        time.sleep(0.02)
+    when = datetime.fromisoformat(spec["logical_date"])
+    run = dag.test(logical_date=when, run_after=when)
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        tasks = {ti.task_id: str(ti.state) for ti in run.get_task_instances(session=session)}
+    print(json.dumps({"run_id": run.run_id, "state": str(run.state), "tasks": tasks}))
+    return 0
+
+
+def build_dag(spec: dict[str, Any]) -> Any:
+    """The scenario's expansion DAG (demo.scenario.Scenario.build_dag) with the case's
+    overrides (retries, lease TTL)."""
+    from airflow_samza_expand.dags import build_expansion_dag
+    from airflow_samza_expand.demo.scenario import Scenario, dag_fields
+
+    cfg = scenario_config(spec["cfg"])
+    s = Scenario(cfg, run_dag=None, task_states=None, xcom=None)  # type: ignore[arg-type]
+    try:
+        return build_expansion_dag(
+            spec["dag_id"], job_name=s.job_name, topics=[s.topic], factor=2,
+            run_mode=cfg.run_mode, application_args=s.args(), log_dir=s.log_dir,
+            **{**dag_fields(cfg), **spec.get("overrides", {})},
+        )  # fmt: skip
+    finally:
+        s.admin.close()
+
+
+def scenario_config(doc: dict[str, Any]) -> Any:
+    from airflow_samza_expand.demo.scenario import ScenarioConfig
+
+    return ScenarioConfig(**{**doc, "work_dir": Path(doc["work_dir"]),
+                             "application_args": tuple(doc["application_args"])})  # fmt: skip
+
+
+def serialize(spec: dict[str, Any]) -> None:
+    """Write the case's DAG to the metadata database (what the DAG processor does)."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
+    from airflow.serialization.serialized_objects import LazyDeserializedDAG
+    from airflow.utils.session import create_session
+
+    dag = build_dag(spec)
+    with create_session() as session:
+        DagBundlesManager().sync_bundles_to_db(session=session)
+        session.commit()
+        update_dag_parsing_results_in_db(
+            "dags-folder", None, [LazyDeserializedDAG.from_dag(dag)], {}, None, set(),
+            session=session,
+        )  # fmt: skip
+
+
+class DagRun:
+    """One whole DAG run in its own process group (a kill takes its task processes too; the
+    job's detached launches run in sessions of their own and survive, as in production)."""
+
+    def __init__(self, spec: dict[str, Any], logical_date: str, work: Path, *, hold: bool):
+        self.go = work / f"go-{uuid.uuid4().hex[:8]}"
+        self.log_path = Path(f"{self.go}.log")
+        if not hold:
+            self.go.touch()
+        doc = {**spec, "logical_date": logical_date, "go": str(self.go),
+               "ready": f"{self.go}.ready"}  # fmt: skip
+        self.out = open(self.log_path, "w")  # noqa: SIM115 - closed in result()/kill()
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE), "--run-dag", json.dumps(doc)],
+            stdout=self.out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+    def release(self) -> None:
+        self.go.touch()
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(60)
+        self.out.close()
+
+    def result(self, timeout_s: float = 600) -> dict[str, Any]:
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise RuntimeError(
+                f"the DAG run did not end in {timeout_s:.0f}s; {self.log_path}"
+            ) from None
+        self.out.close()
+        lines = self.log_path.read_text(errors="replace").strip().splitlines()
+        if self.proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
+            raise RuntimeError(f"the DAG run exited {self.proc.returncode}; {self.log_path}")
+        return json.loads(lines[-1])
+
+
+# -- the job under traffic -----------------------------------------------------------------------
+
+
+class Job:
+    """A `demo.scenario.Scenario` (job v1 running, producer on) and its DAG spec."""
+
+    def __init__(self, ctx: Context, case: Case, *, overrides: dict[str, Any] | None = None):
+        from airflow_samza_expand.demo.scenario import Scenario
+
+        self.ctx = ctx
+        work = ctx.work / case.name.replace("/", "-")
+        handover = {"in-place": "auto"}.get(case.strategy, case.strategy)
+        # an 8 s liveness TTL (the job's --ttl): a killed processor's lease expires sooner; a
+        # broker restart (a ~10 s outage) needs the default 30 s, as in production
+        ttl = [] if case.fault == "broker-restart" else ["--ttl", "8"]
+        cfg = {"bootstrap": ctx.bootstrap, "work_dir": str(work), "handover": handover,
+               "grace_s": 3.0, "poll_s": 0.5, "application_args": ttl,
+               "name": f"fm-{uuid.uuid4().hex[:8]}"}  # fmt: skip
+        self.spec = {"cfg": cfg, "dag_id": f"fault_{cfg['name'].replace('-', '_')}",
+                     "overrides": {**BOUNDED, **(overrides or {})}}  # fmt: skip
+        self.work = work
+        work.mkdir(parents=True, exist_ok=True)
+        self.s = Scenario(scenario_config(cfg), run_dag=None, task_states=None, xcom=None,
+                          log=lambda line: ctx.log(f"  [{case.name}] {line}"))  # type: ignore[arg-type]  # fmt: skip
+        self.runs: list[DagRun] = []
+
+    def start(self) -> Job:
+        serialize(self.spec)
+        self.s.setup()
+        self.s.start_producer()
+        self.s.start_job()
+        return self
+
+    def run(self, logical_date: str = A_DATE, *, hold: bool = False) -> DagRun:
+        run = DagRun(self.spec, logical_date, self.work, hold=hold)
+        self.runs.append(run)
+        return run
+
+    def record(self) -> Any:
+        records = self.s.store.expansions()
+        return records[0] if records else None
+
+    def wait_step(self, run: DagRun, step: str, timeout_s: float = 300) -> None:
+        """Until the expansion record shows ``step`` begun (KILL_STEPS names)."""
+        deadline = time.monotonic() + timeout_s
+        while not began(self.record(), step):
+            if run.proc.poll() is not None:
+                raise RuntimeError(f"the run ended before {step!r} began; {run.log_path}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{step!r} never began; {run.log_path}")
+            time.sleep(0.02)
+
+    def outcome(self, result: dict[str, Any], strategy: str, *, max_extra: int = 1) -> Outcome:
+        """Completed once (see the module docstring), then the job drained, stopped, verified."""
+        out = Outcome()
+        store = self.s.store
+        records = store.expansions()
+        versions = [m.version for m in store.job_model_history()]
+        grown = self.s.admin.partition_counts([self.s.topic]) == {self.s.topic: 4}
+        processors = len(store.processors())
+        out.notes.append(f"run={result['state']} processors={processors}")
+        out.completed_once = (
+            result["state"] == "success"
+            and len(records) == 1
+            and str(records[0].status) in ("completed", "ExpansionStatus.COMPLETED")
+            and versions == [1, 2]
+            and grown
+            and processors <= PROCESSORS[strategy] + max_extra
+        )
+        if not out.completed_once:
+            status = records[0].status if records else None
+            out.notes.append(f"records={len(records)} status={status} versions={versions} "
+                             f"grown={grown} tasks={result['tasks']}")  # fmt: skip
+        verification = self.s.finish(expected_versions=[1, 2])
+        out.exact = (verification.records_produced > 0 and not verification.count_mismatches
+                     and verification.records_counted == verification.records_produced)  # fmt: skip
+        out.in_order = not verification.order_violations and not verification.count_resets
+        if not (out.exact and out.in_order):
+            out.notes.append(verification.describe().replace("\n", " | ")[:600])
+        return out
+
+    def close(self) -> None:
+        for run in self.runs:
+            if run.proc.poll() is None:
+                run.kill()
+        self.s.close()
+        kill_leftovers(self.s.job_name)
+
+
+def began(record: Any, step: str) -> bool:
+    if record is None:
+        return False
+    if step == "barrier-grace":  # the grace, before the snapshot
+        return "barrier_snapshot" in record.steps
+    if step == "barrier-drain":  # the snapshot taken: the barrier task waits for the drain
+        snapshot = record.steps.get("barrier_snapshot")
+        return "barrier" in record.steps or bool(snapshot and snapshot.ended_at)
+    return step in record.steps
+
+
+def kill_leftovers(job_name: str) -> None:
+    """SIGKILL what this case launched and left running (a relaunched standby): the processes
+    whose command line names the case's unique job, by pid."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if job_name in cmdline and "--run-dag" not in cmdline:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+# -- the cases -----------------------------------------------------------------------------------
+
+
+def kill_case(ctx: Context, case: Case) -> Outcome:
+    """SIGKILL of the run's process group once the step began; then the run cleared."""
+    job = Job(ctx, case).start()
+    try:
+        first, cleared = job.run(), job.run(hold=True)
+        job.wait_step(first, case.step)
+        first.kill()
+        at_kill = job.record()
+        ctx.log(f"  [{case.name}] killed; steps begun {sorted(at_kill.steps)}")
+        cleared.release()
+        return job.outcome(cleared.result(), case.strategy)
+    finally:
+        job.close()
+
+
+BROKER_STEPS = {"barrier": "barrier-grace", "handover": "stop", "switch": "write"}
+
+
+def broker_case(ctx: Context, case: Case) -> Outcome:
+    """Apache Kafka restarted on its data directory once the step began (or, ``between``,
+    while the job runs before the expansion); the tasks retry."""
+    job = Job(ctx, case, overrides={"retries": 3}).start()
+    try:
+        if case.step == "between":
+            before = job_committed(job)
+            ctx.kafka.restart()
+            wait_until(lambda: job_committed(job) > before, "the job to commit after the restart",
+                       timeout_s=120)  # fmt: skip
+            run = job.run()
+        else:
+            run = job.run()
+            job.wait_step(run, BROKER_STEPS[case.step])
+            ctx.kafka.restart()
+        return job.outcome(run.result(), case.strategy, max_extra=0)
+    finally:
+        job.close()
+
+
+def job_committed(job: Job) -> int:
+    from airflow_samza_expand.demo.jobs import committed_total
+
+    try:
+        return committed_total(job.s.admin, job.s.job_name, job.s.topic)
+    except Exception:  # noqa: BLE001 - the broker is coming back
+        return -1
+
+
+def lease_case(ctx: Context, case: Case) -> Outcome:
+    """A dies holding the lease; B takes over after the TTL; A cleared later ends skipped."""
+    job = Job(ctx, case, overrides={"lease_ttl_s": LEASE_TTL_S}).start()
+    try:
+        a, b, a_again = job.run(), job.run(B_DATE, hold=True), job.run(hold=True)
+        job.wait_step(a, "barrier-grace")
+        a.kill()
+        b.release()
+        b_result = b.result()
+        after_b = job.record()
+        a_again.release()
+        a_result = a_again.result()
+        after_a = job.record()
+        out = job.outcome(b_result, case.strategy, max_extra=0)
+        skipped = a_result["tasks"].get("plan") == "skipped"
+        untouched = after_a is not None and after_b is not None and after_a == after_b
+        out.notes.append(f"a_cleared={a_result['tasks'].get('plan')} untouched={untouched}")
+        out.completed_once = out.completed_once and skipped and untouched
+        return out
+    finally:
+        job.close()
+
+
+def processor_case(ctx: Context, case: Case) -> Outcome:
+    """tests/spark/test_spark_processors.py's failover or zombie case on this Apache Kafka."""
+    sys.path.insert(0, str(ROOT / "tests" / "spark"))
+    import test_spark_processors as procs
+    from processor_helpers import JobSetup
+
+    work = ctx.work / case.name.replace("/", "-")
+    work.mkdir(parents=True, exist_ok=True)
+    job = JobSetup(ctx.bootstrap, lambda p: f"fm-{p}-{uuid.uuid4().hex[:8]}", work)
+    job.started = []  # type: ignore[attr-defined]
+    test = {"failover": procs.test_two_instances_one_processes_and_a_killed_active_fails_over,
+            "zombie": procs.test_zombie_commits_nothing_more_and_stops}[case.step]  # fmt: skip
+    try:
+        test(job)  # asserts exact counts and no order violation at every stage
+        return Outcome(True, True, True)
+    finally:
+        for proc in job.started:  # type: ignore[attr-defined]
+            proc.stop()
+        job.store.close()
+
+
+def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.25)
+
+
+def all_cases() -> list[Case]:
+    cases = [
+        Case(f"kill/{strategy}/{step}", "sigkill-task", step, strategy, kill_case)
+        for strategy, steps in KILL_STEPS.items()
+        for step in steps
+    ]
+    cases += [
+        Case("broker/warm/barrier", "broker-restart", "barrier", "warm", broker_case),
+        Case("broker/warm/handover", "broker-restart", "handover", "warm", broker_case),
+        Case("broker/in-place/switch", "broker-restart", "switch", "in-place", broker_case),
+        Case("broker/in-place/between", "broker-restart", "between", "in-place", broker_case),
+        Case("lease/takeover", "lease-takeover", "barrier", "in-place", lease_case),
+        Case("processor/failover", "sigkill-active", "failover", "standby", processor_case),
+        Case("processor/zombie", "sigstop-zombie", "zombie", "standby", processor_case),
+    ]
+    return cases
+
+
+def run_case(ctx: Context, case: Case) -> Outcome:
+    started = time.monotonic()
+    try:
+        out = case.run(ctx, case)
+    except Exception as exc:  # noqa: BLE001 - one case's failure is its line, not the end
+        out = Outcome(notes=[f"error: {exc!r}"])
+        ctx.log(traceback.format_exc())
+    ctx.log(
+        f"fault={case.fault} step={case.step} strategy={case.strategy} "
+        f"completed_once={out.completed_once} exact={out.exact} in_order={out.in_order} "
+        f"ok={out.ok} seconds={time.monotonic() - started:.0f}"
+        + (f" notes={'; '.join(out.notes)}" if not out.ok else "")
+    )
+    return out
+
+
+# -- main ----------------------------------------------------------------------------------------
+
+
+def prepare_airflow(work: Path, bootstrap: str) -> None:
+    """A throwaway Airflow home (demo.airflow_home) with kafka_default and spark_default."""
+    from airflow_samza_expand.demo import airflow_home
+    from airflow_samza_expand.demo.jobs import spark_connection_env, spark_env
+
+    kafka = json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap}})
+    spark = spark_connection_env("local[2]")
+    airflow_home.prepare(work / "airflow", {"kafka_default": kafka, "spark_default": spark})
+    os.environ["PATH"] = spark_env()["PATH"]
+    airflow_home.migrate()
+
+
+def start_kafka(work: Path) -> Any:
+    from airflow_samza_expand.testing import ApacheKafkaProcess
+
+    kafka = ApacheKafkaProcess(data_dir=work / "kafka-data", log_path=work / "kafka.log")
+    return kafka.start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--cases", default="*", help="comma-separated globs over case names (see --list)"
+    )
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--run-dag", help=argparse.SUPPRESS)
+    parser.add_argument("--work-dir", help="keep logs here (default: a temporary directory)")
+    args = parser.parse_args(argv)
+    if args.run_dag:
+        return run_dag_main(args.run_dag)
+    globs = args.cases.split(",")
+    cases = [c for c in all_cases() if any(fnmatch.fnmatch(c.name, g) for g in globs)]
+    if args.list:
+        for case in cases:
+            print(case.name)
+        return 0
+    if not cases:
+        print(f"no case matches {args.cases!r} - see --list", file=sys.stderr)
+        return 2
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="fault-matrix-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"work directory {work}", flush=True)
+    kafka = start_kafka(work)
+    try:
+        prepare_airflow(work, kafka.bootstrap)
+        ctx = Context(kafka, work, log=lambda line: print(line, flush=True))
+        passed = sum(run_case(ctx, case).ok for case in cases)
+    finally:
+        kafka.close()
+    print(f"fault_cases_passed={passed}/{len(cases)}", flush=True)
+    return 0 if passed == len(cases) else 1
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())

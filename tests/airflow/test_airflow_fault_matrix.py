@@ -1,0 +1,79 @@
+"""A representative subset of the fault matrix (`benchmarks/fault_matrix.py`, which runs all its
+cases) in CI, through the same case functions: the REAL shipped job (Spark local[2]) under live
+keyed traffic, the expansion DAG run with ``dag.test()`` in a process of its own, SIGKILLed once
+a step began, then cleared:
+
+* the warm handover killed once its stop step began (vN asked to stop, the vN+1 standby
+  waiting): the cleared run finds the stop and the standby it started and completes once;
+* Apache Kafka (the test's own) restarted on its data directory while the job runs between
+  expansions (default 30 s TTL), then the expansion in place: the job rides the outage out
+  (it used to die on its coordinator-store poll: "Unknown partition") and the expansion
+  completes.
+
+Each: the expansion completed once, every produced record counted exactly once, in per-key
+order. The other cases run in the script (and, with the fake job, in test_airflow_faults.py /
+test_airflow_broker_restart.py; the processor cases in tests/spark).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import airflow_env
+import pytest
+
+pytest.importorskip("pyspark")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import fault_matrix  # noqa: E402
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.spark,
+    pytest.mark.kafka,
+    pytest.mark.apache_ci,
+    pytest.mark.timeout(600),
+]
+
+
+def context(kafka: Any, airflow_home: str, tmp_path: Path, monkeypatch) -> fault_matrix.Context:
+    """The matrix's context on ``kafka`` and the tests' Airflow home (the cases' DAG runs
+    inherit its environment: connections, Spark on PATH)."""
+    from airflow_samza_expand.demo.jobs import spark_connection_env, spark_env
+
+    conn = airflow_env.kafka_connection_env(kafka.bootstrap)
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_DEFAULT", conn)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", spark_connection_env("local[2]"))
+    monkeypatch.setenv("PATH", spark_env()["PATH"])
+    assert os.environ["AIRFLOW_HOME"] == airflow_home
+    return fault_matrix.Context(kafka, tmp_path, lambda line: print(line, flush=True))
+
+
+def run(ctx: fault_matrix.Context, name: str) -> None:
+    (case,) = [c for c in fault_matrix.all_cases() if c.name == name]
+    outcome = case.run(ctx, case)
+    assert outcome.ok, outcome
+
+
+def test_a_run_killed_in_the_warm_handovers_stop_completes_once_when_cleared(
+    kafka_bootstrap, airflow_home, tmp_path, monkeypatch
+) -> None:
+    kafka = SimpleNamespace(bootstrap=kafka_bootstrap)
+    run(context(kafka, airflow_home, tmp_path, monkeypatch), "kill/warm/stop")
+
+
+def test_the_job_rides_out_a_broker_restart_between_expansions(
+    airflow_home, tmp_path, monkeypatch
+) -> None:
+    from airflow_samza_expand.testing.apache_kafka_process import cached_libs
+
+    if cached_libs() is None:
+        pytest.skip("Apache Kafka's jars are not fetched - run scripts/setup.sh")
+    kafka = fault_matrix.start_kafka(tmp_path)  # its own: a restart would disturb the others
+    try:
+        run(context(kafka, airflow_home, tmp_path, monkeypatch), "broker/in-place/between")
+    finally:
+        kafka.close()
