@@ -22,14 +22,15 @@ application as ``spark.openlineage.*`` conf, as ``SparkSubmitOperator`` does.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import stat
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -42,10 +43,16 @@ from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.order import with_order_check
 from airflow_samza_expand.airflow.shell import KafkaClients, holder_of, protocol_outcomes
 from airflow_samza_expand.core.secrets import is_secret_key
+from airflow_samza_expand.kafka.errors import KafkaUnavailableError
 from airflow_samza_expand.protocol import launch as detached
 from airflow_samza_expand.protocol.ownership import take
 from airflow_samza_expand.protocol.secrets import redact_conf, redact_doc, secret_values
 from airflow_samza_expand.protocol.steps import submit as submit_step
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+STORE_OUTAGE_S = 120.0  # how long the step rides out an unreachable coordinator store
+STORE_RETRY_S = 2.0
 
 RUN_MODES = ("continuous", "available-now")
 WAIT_APP_COMPLETION_CONFS = (
@@ -329,17 +336,18 @@ class _Books(KafkaClients):
     def before(self, context: Any, mode: str) -> dict[str, Any] | None:
         if not self.job_name:
             return None
-        try:
-            with protocol_outcomes():
-                decision = submit_step.before_submit(
-                    self.store,
-                    self.expansion_id or None,
-                    continuous=mode == "continuous",
-                    is_running=detached.is_running,
-                )
-                self.lineage = lineage.submit_step(self.store, self.kafka_config)
-        finally:
-            self.close_clients()
+
+        def decide() -> Any:
+            decision = submit_step.before_submit(
+                self.store,
+                self.expansion_id or None,
+                continuous=mode == "continuous",
+                is_running=detached.is_running,
+            )
+            self.lineage = lineage.submit_step(self.store, self.kafka_config)
+            return decision
+
+        decision = self._asking_again(decide, "read the job's processors before launching")
         if decision.launch:
             return None
         return {"already_running": decision.running, **decision.earlier}
@@ -347,9 +355,31 @@ class _Books(KafkaClients):
     def after(self, context: Any, result: dict[str, Any]) -> None:
         if not (self.job_name and self.expansion_id):
             return
-        try:
-            with protocol_outcomes():
-                lease = take(self.store, holder_of(context))
-                submit_step.record_submitted(self.store, self.expansion_id, result, lease)
-        finally:
-            self.close_clients()
+
+        def record() -> None:
+            lease = take(self.store, holder_of(context))
+            submit_step.record_submitted(self.store, self.expansion_id, result, lease)
+
+        self._asking_again(record, "record the launch in the expansion record")
+
+    def _asking_again(self, step: Callable[[], T], what: str) -> T:
+        """``step()`` on fresh clients; while the broker cannot serve the coordinator store (a
+        restart, a leader election: `KafkaUnavailableError`) it is asked again for up to
+        `STORE_OUTAGE_S`. Each attempt is idempotent; the continuous submit task has no Airflow
+        retry (a second launch would run the job twice), so the step rides such an outage out."""
+        deadline = time.monotonic() + STORE_OUTAGE_S
+        while True:
+            try:
+                with protocol_outcomes():
+                    return step()
+            except KafkaUnavailableError as exc:
+                if time.monotonic() >= deadline:
+                    raise
+                log.warning(
+                    "could not %s - the coordinator store is unreachable for now (%s); asking "
+                    "again in %.0f s (up to %.0f s in all)",
+                    what, exc, STORE_RETRY_S, STORE_OUTAGE_S,
+                )  # fmt: skip
+                time.sleep(STORE_RETRY_S)
+            finally:
+                self.close_clients()  # a broken connection is not reused: the next try reconnects
