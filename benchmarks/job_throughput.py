@@ -50,15 +50,20 @@ def produce(bootstrap: str, topic: str, records: int, keys: int) -> None:
         k = i % keys
         value = json.dumps({"seq": seq[k], "payload": "x" * 40}).encode()
         seq[k] += 1
-        while True:
-            try:
-                producer.produce(topic, key=f"key-{k}".encode(), value=value)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if i % 10_000 == 0:
-            producer.poll(0)
+        send(producer, i, topic, f"key-{k}".encode(), value)
     assert producer.flush(120) == 0
+
+
+def send(
+    producer: Producer, i: int, topic: str, key: bytes, value: bytes, partition: int = -1
+) -> None:
+    """Produce record ``i``, first draining the client's queue below half its default limit
+    (100,000 messages) so that ``produce`` never finds it full."""
+    while len(producer) >= 50_000:
+        producer.poll(0.05)
+    producer.produce(topic, key=key, value=value, partition=partition)
+    if i % 10_000 == 0:
+        producer.poll(0)
 
 
 def raw_loop(bootstrap: str, topic: str, partitions: int) -> tuple[int, float]:
@@ -347,14 +352,7 @@ def produce_stale_third(bootstrap: str, topic: str, records: int, keys: int) -> 
             partition = murmur2_partition(key.encode(), 4)
         value = json.dumps({"seq": seq[key], "payload": "x" * 40}).encode()
         seq[key] += 1
-        while True:
-            try:
-                producer.produce(topic, key=key.encode(), value=value, partition=partition)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if i % 10_000 == 0:
-            producer.poll(0)
+        send(producer, i, topic, key.encode(), value, partition)
     assert producer.flush(120) == 0
     return stale
 
