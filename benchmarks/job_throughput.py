@@ -371,7 +371,8 @@ def order_check_run(args: argparse.Namespace, bootstrap: str) -> str:
     from confluent_kafka.admin import NewPartitions
 
     admin.create_partitions([NewPartitions(topic, 4)])[topic].result(30)
-    time.sleep(1.0)  # the producer's first metadata request sees 4 partitions
+    while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) < 4:
+        time.sleep(0.1)  # metadata catching up with the growth (the producer asks next)
     stale = produce_stale_third(bootstrap, topic, args.records, args.keys)
     print(f"produced {args.records} records ({stale} stale placements beyond the barrier)")
     barrier = json.dumps({topic: {"0": 0, "1": 0}})
