@@ -94,8 +94,10 @@ def read_ranges(
                     None if raw_key is None else raw_key.decode("utf-8", errors="replace")
                 )
                 columns["value"].append(msg.value())
-                if ssp in checked.buffers:
-                    checked.add(ssp, offset, raw_key)
+                buffer = checked.buffers.get(ssp)
+                if buffer is not None:  # an old partition beyond the snapshot: rule 1.5
+                    buffer[0].append(offset)
+                    buffer[1].append(raw_key)
                 _ts_type, ts = msg.timestamp()
                 columns["timestamp"].append(None if ts is None or ts < 0 else ts * 1000)
                 if offset + 1 >= end[ssp]:
@@ -129,13 +131,7 @@ class _CheckedRanges:
         }
         self.summaries = {ssp: StaleSummary() for ssp in self.spans}
 
-    def add(self, ssp: tuple[str, int], offset: int, key: bytes | None) -> None:
-        offsets, keys = self.buffers[ssp]
-        offsets.append(offset)
-        keys.append(key)
-
     def count(self) -> None:
-        assert self.rule is not None or not self.buffers
         for ssp, (offsets, keys) in self.buffers.items():
             if offsets:
                 rule: Any = self.rule
