@@ -8,7 +8,7 @@ import random
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
-from spark_helpers import create_topic, grow_topic, produce_raw
+from spark_helpers import create_topic, grow_topic, produce_raw, put_expansion_record
 
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import plan_expansion
@@ -55,10 +55,10 @@ def test_vectorised_count_matches_the_per_record_rule(partitioners, tmp_path) ->
         assert got.last_offset == expected.last_offset
 
 
-def _placement(partition: int, offset: int, key: bytes, target: int):
+def _placement(partition: int, offset: int, key: bytes, target: int, topic: str = "t"):
     from airflow_samza_expand.core.stale import StalePlacement
 
-    return StalePlacement("t", partition, offset, key.decode("utf-8", "replace"), target)
+    return StalePlacement(topic, partition, offset, key.decode("utf-8", "replace"), target)
 
 
 def test_reports_chain_from_the_positions_and_wait_for_their_batch(tmp_path) -> None:
@@ -127,3 +127,41 @@ def test_order_check_takes_the_readers_counts_and_scans_nothing(
     scanned = run(stale_rule(v1, barrier, "crc32", str(tmp_path / "b")))
     assert scanned.summary.records == 80 and scanned.summary.keys == counted.summary.keys
     assert scanned.checked[BATCHES] == 0 and scanned.checked[SCAN] >= 80
+
+
+@pytest.mark.kafka
+def test_a_switch_in_place_starts_the_check_of_the_new_job_models_expansion(
+    kafka_bootstrap, unique_topic, tmp_path
+) -> None:
+    """Without ``--barrier-offsets`` (nothing restarts after an in-place switch) the running
+    job takes the check of the expansion that made vN+1, and the reader gets the same rule."""
+    from airflow_samza_expand.spark.job import build_parser
+    from airflow_samza_expand.spark.stale import order_check_after_switch, switch_rule
+    from airflow_samza_expand.store.files import FileCoordinatorStore
+
+    topic = unique_topic("switch-order")
+    barrier = {topic: {0: 3, 1: 5}}
+    store = FileCoordinatorStore(str(tmp_path / "store"), "job")
+    put_expansion_record(store, topic, barrier)
+    args = build_parser().parse_args(
+        ["--job-name", "job", "--checkpoint-dir", "/tmp/x", "--output-topic", "o",
+         "--coordinator", str(tmp_path / "store")]
+    )  # fmt: skip
+    assert args.barrier_offsets is None
+    v1 = JobModel.initial("job", {topic: 2})
+    v2 = plan_expansion(v1, {topic: 2}, {topic: 4}).new_job_model
+    reports = str(tmp_path / "reports")
+    assert switch_rule(store, v1, None, reports) is None  # no expansion made v1
+    rule = StaleRule.from_json(switch_rule(store, v2, None, reports))
+    assert rule == StaleRule(2, reports, barrier, {topic: 4}, ("crc32",))
+    config = {"bootstrap.servers": kafka_bootstrap}
+    check = order_check_after_switch(args, v2, config, reports, previous=None)
+    try:
+        assert check is not None and check.rule == rule and check.positions == barrier
+        summary = StaleSummary().add([_placement(0, 4, b"k", 2, topic)])
+        assert write_report(rule, topic, 0, 3, 6, summary)
+        assert write_report(rule, topic, 1, 5, 7, StaleSummary())
+        assert check.after_commit({topic: {"0": 6, "1": 7}}).records == 1
+        assert check.checked == {BATCHES: 5, SCAN: 0}
+    finally:
+        check.close()
