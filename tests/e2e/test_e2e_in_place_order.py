@@ -53,10 +53,14 @@ def test_running_job_counts_stale_placements_beyond_vn1_snapshot_in_place(
                  lambda: job_counted() > 0, timeout_s=120, log=s.log)  # fmt: skip
         (processor,) = statuses(s.store.processors()).values()  # the one processor, on v2
         assert processor.job_model_version == 2, processor
-        (beat,) = s.store.processors().values()
-        counted = beat.get("stale_placements") or {}
-        assert counted.get("records", 0) > 0, beat
-        assert {k for k, _ in counted["keys"]} <= set(stale.keys), counted  # the slow producer's
+
+        def beat() -> dict:  # the heartbeat after the count carries it
+            (doc,) = s.store.processors().values()
+            return doc.get("stale_placements") or {}
+
+        wait_for("the job's heartbeat to carry its stale placement counts",
+                 lambda: beat().get("records", 0) > 0, timeout_s=60, log=s.log)  # fmt: skip
+        assert {k for k, _ in beat()["keys"]} <= set(stale.keys), beat()  # the slow producer's
         assert outcome.summary["order"]["order"] == "at risk", outcome.summary["order"]
     result = s.finish(expected_versions=[1, 2])
     print(f"[e2e] in place, stale producer refresh {refresh_ms} ms: {result.describe()}")
