@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,15 +50,20 @@ def produce(bootstrap: str, topic: str, records: int, keys: int) -> None:
         k = i % keys
         value = json.dumps({"seq": seq[k], "payload": "x" * 40}).encode()
         seq[k] += 1
-        while True:
-            try:
-                producer.produce(topic, key=f"key-{k}".encode(), value=value)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if i % 10_000 == 0:
-            producer.poll(0)
+        send(producer, i, topic, f"key-{k}".encode(), value)
     assert producer.flush(120) == 0
+
+
+def send(
+    producer: Producer, i: int, topic: str, key: bytes, value: bytes, partition: int = -1
+) -> None:
+    """Produce record ``i``, first draining the client's queue below half its default limit
+    (100,000 messages) so that ``produce`` never finds it full."""
+    while len(producer) >= 50_000:
+        producer.poll(0.05)
+    producer.produce(topic, key=key, value=value, partition=partition)
+    if i % 10_000 == 0:
+        producer.poll(0)
 
 
 def raw_loop(bootstrap: str, topic: str, partitions: int) -> tuple[int, float]:
@@ -102,14 +108,26 @@ def run_job(
     cap: int,
     buckets: int,
     master: str = "local[2]",
+    extra: tuple[str, ...] = (),
+    grown_from: int | None = None,
 ) -> dict[str, Any]:
+    """Run the shipped job (available-now) over the topic; ``grown_from``: job model v2 of a
+    growth ``grown_from -> partitions`` (v1 written first); ``extra``: more job arguments."""
     from airflow_samza_expand.core.model import JobModel
+    from airflow_samza_expand.core.plan import plan_expansion
     from airflow_samza_expand.store import open_store
 
     where = "standalone" if master.startswith("spark://") else "local"
-    name = f"bench-{topic}-b{buckets}-{where}"  # a fresh consumer group per run
+    name = f"bench-{topic}-b{buckets}-{where}-{uuid.uuid4().hex[:6]}"  # a fresh group per run
     coordinator = os.path.join(workdir, "coordinator")
-    open_store(coordinator, name).write_job_model(JobModel.initial(name, {topic: partitions}))
+    store = open_store(coordinator, name)
+    if grown_from is None:
+        store.write_job_model(JobModel.initial(name, {topic: partitions}))
+    else:
+        v1 = store.write_job_model(JobModel.initial(name, {topic: grown_from}))
+        store.write_job_model(
+            plan_expansion(v1, {topic: grown_from}, {topic: partitions}).new_job_model
+        )
     progress_file = os.path.join(workdir, "progress.jsonl")
     cmd = [
         sys.executable, "-m", "airflow_samza_expand.spark.job",
@@ -119,6 +137,7 @@ def run_job(
         "--shuffle-partitions", "2", "--progress-file", progress_file,
         "--state-buckets", str(buckets), "--master", master,
         "--spark-conf", "spark.ui.enabled=false", "--spark-conf", "spark.cores.max=2",
+        *extra,
     ]  # fmt: skip
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     watcher = Consumer({"bootstrap.servers": bootstrap, "group.id": name})
@@ -148,8 +167,10 @@ def run_job(
     last_t, last_n = commits[-1]
     steady = (last_n - first_n) / (last_t - first_t) if last_t > first_t else float("nan")
     with open(progress_file, encoding="utf-8") as handle:
-        batches = [json.loads(line) for line in handle if line.strip()]
+        lines = [json.loads(line) for line in handle if line.strip()]
+    batches = [line for line in lines if "batchId" in line]
     return {
+        "order": [line for line in lines if "stale_placements" in line],
         "submit_to_first_commit_s": first_t - submitted,
         "wall_s": finished - submitted,
         "steady_rps": steady,
@@ -309,6 +330,85 @@ def run_layouts(
     return result
 
 
+def produce_stale_third(bootstrap: str, topic: str, records: int, keys: int) -> int:
+    """Into a topic grown 2 -> 4 (before any record: the barrier snapshot is 0): a third of the
+    records from keys that moved, placed by a stale producer in their old partition
+    (``murmur2 % 2``), the rest where they belong (``% 4``). Returns the stale records."""
+    from airflow_samza_expand.kafka.partitioners import murmur2_partition
+
+    names = [f"key-{k}" for k in range(keys * 4)]
+    moved = [k for k in names if murmur2_partition(k.encode(), 4) >= 2][: max(1, keys // 3)]
+    fresh = [k for k in names if k not in set(moved)][: keys - len(moved)]
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20})
+    seq: dict[str, int] = defaultdict(int)
+    stale = 0
+    for i in range(records):
+        if i % 3 == 0:
+            key = moved[i // 3 % len(moved)]
+            partition = murmur2_partition(key.encode(), 2)
+            stale += 1
+        else:
+            key = fresh[i % len(fresh)]
+            partition = murmur2_partition(key.encode(), 4)
+        value = json.dumps({"seq": seq[key], "payload": "x" * 40}).encode()
+        seq[key] += 1
+        send(producer, i, topic, key.encode(), value, partition)
+    assert producer.flush(120) == 0
+    return stale
+
+
+def order_check_run(args: argparse.Namespace, bootstrap: str) -> str:
+    """The job's rate with the order check on and off over the same records (a third stale
+    placements beyond a barrier), alternating runs; the separate scan's rate over the same
+    old partitions; the last line."""
+    from airflow_samza_expand.kafka.stale_scan import StaleScanner, scan_until_caught_up
+
+    suffix = uuid.uuid4().hex[:8]
+    topic, output = f"bench-order-{suffix}", f"bench-order-out-{suffix}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for name, count in ((topic, 2), (output, 1)):
+        admin.create_topics([NewTopic(name, count, 1)])[name].result(30)
+    from confluent_kafka.admin import NewPartitions
+
+    admin.create_partitions([NewPartitions(topic, 4)])[topic].result(30)
+    while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) < 4:
+        time.sleep(0.1)  # metadata catching up with the growth (the producer asks next)
+    stale = produce_stale_third(bootstrap, topic, args.records, args.keys)
+    print(f"produced {args.records} records ({stale} stale placements beyond the barrier)")
+    barrier = json.dumps({topic: {"0": 0, "1": 0}})
+    check = ("--barrier-offsets", barrier, "--partitioner", "murmur2")
+    buckets = (args.state_buckets or [16])[-1]
+    rates: dict[str, list[float]] = {"off": [], "on": []}
+    for _ in range(args.order_check_rounds):
+        for mode in ("off", "on"):
+            with tempfile.TemporaryDirectory(prefix="bench-order-") as workdir:
+                result = run_job(
+                    bootstrap, topic, output, 4, args.records, workdir,
+                    args.max_records_per_batch, buckets, extra=check if mode == "on" else (),
+                    grown_from=2,
+                )  # fmt: skip
+            if mode == "on":
+                last = result["order"][-1]
+                counted = last["stale_placements"]["records"]
+                assert counted == stale, (counted, stale)
+                print(f"  order check counted {counted} stale placements by {last['counted_by']}")
+            rates[mode].append(result["steady_rps"])
+            print(f"job, order check {mode}: steady {result['steady_rps']:,.0f} rec/s, wall "
+                  f"{result['wall_s']:.1f}s over {len(result['batches'])} batches")  # fmt: skip
+    started = time.perf_counter()
+    with StaleScanner({"bootstrap.servers": bootstrap}, {topic: (2, 4)}, "murmur2") as scanner:
+        scanned = scan_until_caught_up(scanner, {topic: {0: 0, 1: 0}})
+    scan_s = time.perf_counter() - started
+    scan_rps = scanned.records_read / scan_s
+    print(f"separate scan (one process) of the old partitions: {scanned.records_read} records, "
+          f"{len(scanned.placements)} stale, {scan_rps:,.0f} rec/s")  # fmt: skip
+    on, off = statistics.median(rates["on"]), statistics.median(rates["off"])
+    return (
+        f"order_check_ratio={on / off:.3f} job_rps_on={on:.0f} job_rps_off={off:.0f} "
+        f"scan_rps={scan_rps:.0f} stale_records={stale} records={args.records}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000)
@@ -326,6 +426,15 @@ def main() -> int:
                         help="comma-separated: local (local[2]) and/or standalone")  # fmt: skip
     parser.add_argument("--kafka", choices=["dev", "apache"], default="dev",
                         help="Kafka to start (KAFKA_BOOTSTRAP_SERVERS wins)")  # fmt: skip
+    parser.add_argument(
+        "--order-check",
+        action="store_true",
+        help="instead: the job's rate with the order check (rule 1.5) on and off over the same "
+        "records, a third of them stale placements beyond a barrier; last line "
+        "order_check_ratio=<on/off> ...",
+    )
+    parser.add_argument("--order-check-rounds", type=int, default=2,
+                        help="off/on pairs of runs (the median rates are compared)")  # fmt: skip
     args = parser.parse_args()
     masters = [m.strip() for m in args.masters.split(",") if m.strip()]
     if not masters or set(masters) - {"local", "standalone"}:
@@ -339,6 +448,9 @@ def main() -> int:
     broker, bootstrap = start_kafka(args.kafka)
     cluster = None
     try:
+        if args.order_check:
+            print(order_check_run(args, bootstrap))
+            return 0
         suffix = uuid.uuid4().hex[:8]
         topic, output = f"bench-in-{suffix}", f"bench-out-{suffix}"
         admin = AdminClient({"bootstrap.servers": bootstrap})

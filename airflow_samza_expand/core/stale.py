@@ -184,6 +184,29 @@ class StaleSummary:
             topic[placement.partition] = max(topic.get(placement.partition, -1), placement.offset)
         return StaleSummary(records, keys, truncated, tuple(examples), last)
 
+    def merge(self, other: StaleSummary) -> StaleSummary:
+        """Both summaries' counts together (``other``'s keys and examples after ours)."""
+        if not other.records:
+            return self
+        if not self.records:
+            return other
+        keys = dict(self.keys)
+        truncated = self.keys_truncated or other.keys_truncated
+        for key, n in other.keys.items():
+            if key in keys:
+                keys[key] += n
+            elif len(keys) < MAX_KEYS_KEPT:
+                keys[key] = n
+            else:
+                truncated = True
+        last = {t: dict(ps) for t, ps in self.last_offset.items()}
+        for topic, partitions in other.last_offset.items():
+            mine = last.setdefault(topic, {})
+            for partition, offset in partitions.items():
+                mine[partition] = max(mine.get(partition, -1), offset)
+        examples = (self.examples + other.examples)[:MAX_EXAMPLES]
+        return StaleSummary(self.records + other.records, keys, truncated, examples, last)
+
     def key_count(self) -> str:
         """``"3"`` or ``"at least 100"`` (when only a sample of the keys was kept)."""
         return f"at least {len(self.keys)}" if self.keys_truncated else str(len(self.keys))

@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -96,6 +97,7 @@ class Lifecycle:
         self.stop_seen_at: float | None = None
         self.gate_dir = tempfile.mkdtemp(prefix="samza-expand-gate-")
         self.gate_path = os.path.join(self.gate_dir, "stop")
+        self.report_dir = os.path.join(self.gate_dir, "stale")  # rule 1.5: the reader's counts
 
     # heartbeats and records -------------------------------------------------------------------
 
@@ -267,9 +269,7 @@ class Lifecycle:
         if self.lease is not None:
             self.lease.close()
             self.lease = None
-        for name in os.listdir(self.gate_dir):
-            os.unlink(os.path.join(self.gate_dir, name))
-        os.rmdir(self.gate_dir)
+        shutil.rmtree(self.gate_dir, ignore_errors=True)  # stop gate, switch file, reports
 
 
 def warm_up(spark: Any, processor_spec: str) -> float:

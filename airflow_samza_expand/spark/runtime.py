@@ -20,7 +20,8 @@
 * `Job.run` drives the query: after each committed micro-batch it commits the batch's end
   offsets to the consumer group ``<job>`` (the barrier reads it) only while it holds the lease;
   on a stop record it lets the batch finish, commits, heartbeats ``stopped``, releases the lease
-  and returns 0; with ``--barrier-offsets`` it counts stale placements (rule 1.5). Exit codes:
+  and returns 0; with ``--barrier-offsets`` and after a switch in place it counts stale
+  placements (rule 1.5), in the reader's batches with ``source="python"``. Exit codes:
   0 done or stopped, 1 the query failed, 2 bad input, 3 the lease was lost.
 
 The lease fences the group commit exactly; a user's own sink is fenced at the watch interval
@@ -177,7 +178,9 @@ class Job(QueryDriver):
             model.partition_counts(), model.version, coverage.admin_live_counts(self.kafka_config())
         )
         try:
-            self.order_check = order_check_from_args(self.args, model, self.kafka_config())
+            self.order_check = order_check_from_args(
+                self.args, model, self.kafka_config(), report_dir=self.lifecycle.report_dir
+            )
             life.order_check = self.order_check  # its counts go into the heartbeat
         except ValueError as exc:
             raise UsageError(str(exc)) from None
@@ -243,11 +246,16 @@ class Job(QueryDriver):
         return frame.withColumn("task", F.element_at(F.create_map(*pairs), where))
 
     def python_source_options(self, model: JobModel) -> dict[str, str]:
+        from airflow_samza_expand.spark.stale import switch_rule
         from airflow_samza_expand.spark.switch import SwitchPublisher, snapshots_up_to
 
         life = self.lifecycle
         switch_path = os.path.join(life.gate_dir, "switch")
-        self.switch = SwitchPublisher(life.store, model, switch_path, life.store_lock)
+        self.switch = SwitchPublisher(
+            life.store, model, switch_path, life.store_lock,
+            rule_for=lambda m: switch_rule(life.store, m, self.args.partitioner, life.report_dir),
+        )  # fmt: skip
+        check = self.order_check
         with life.store_lock:
             snapshots = snapshots_up_to(life.store, model.version) or []
         return {
@@ -257,6 +265,7 @@ class Job(QueryDriver):
             "group_id": self.args.job_name,
             "max_records_per_batch": str(self.args.max_records_per_batch),
             "stop_gate": self.lifecycle.gate_path,
+            "order_check": check.rule.to_json() if check and check.rule else "",
             # under the lease the driver commits, after confirming it (fencing a zombie)
             "commit_offsets": "false" if self.lifecycle.use_lease else "true",
             **self.kafka_options,
@@ -292,6 +301,11 @@ class Job(QueryDriver):
         life.version = version
         life.coverage = coverage.CoverageWatch(
             model.partition_counts(), version, coverage.admin_live_counts(self.kafka_config())
+        )
+        from airflow_samza_expand.spark.stale import order_check_after_switch as after_switch
+
+        self.order_check = life.order_check = after_switch(  # rule 1.5 beyond vN+1's snapshot
+            self.args, model, self.kafka_config(), self.lifecycle.report_dir, self.order_check
         )
         life.heartbeat("running")
 

@@ -16,7 +16,9 @@ Options (all strings): ``job_model`` (JSON), ``bootstrap_servers`` and/or ``kafk
 (path of a file whose existence means "admit no more data", used for a clean stop),
 ``commit_offsets`` ("false": the driver commits after it confirmed the active lease),
 ``snapshots`` (JSON list of the expansions' barrier snapshots, oldest first) and
-``switch_path`` (the file the driver publishes a newer job model in, `spark.switch`).
+``switch_path`` (the file the driver publishes a newer job model in, `spark.switch`) and
+``order_check`` (a `spark.stale_batch.StaleRule` as JSON: count stale placements beyond the
+barrier snapshot in the batches, rule 1.5; a switch brings the new job model's rule).
 
 Switch in place (rule 1.9): at each micro-batch's planning the reader takes a newer job model
 published in ``switch_path`` (read only when the file changed) and reads its SSPs from that
@@ -52,6 +54,7 @@ from pyspark.sql.types import (
 from airflow_samza_expand.core.inplace import readable
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.spark.source_read import read_ranges
+from airflow_samza_expand.spark.stale_batch import StaleRule
 from airflow_samza_expand.spark.switch import ReaderSwitch
 
 log = logging.getLogger(__name__)
@@ -110,10 +113,11 @@ def kafka_client_config(options: Mapping[str, str]) -> dict[str, str]:
 class TaskInputPartition(InputPartition):
     """The offset ranges of one task's SSPs for one micro-batch."""
 
-    def __init__(self, task: str, ranges: list[Range]) -> None:
+    def __init__(self, task: str, ranges: list[Range], rule: StaleRule | None = None) -> None:
         super().__init__(task)
         self.task = task
         self.ranges = ranges
+        self.rule = rule  # the order check's rule (rule 1.5) for this batch's job model
 
     def __repr__(self) -> str:
         return f"TaskInputPartition({self.task!r}, {self.ranges!r})"
@@ -149,6 +153,8 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         # published by the driver (`spark.switch`) is taken at a batch's planning
         self.snapshots: list[dict] = json.loads(self.options.get("snapshots") or "[]")
         self.switch = ReaderSwitch(self.options.get("switch_path") or None)
+        # rule 1.5: count stale placements in the batches (`spark.stale_batch`)
+        self.order_rule = StaleRule.from_json(self.options.get("order_check"))
         self._use(JobModel.from_json(self.options["job_model"]))
         self._target: Offsets | None = None
         self._consumer: Any = None  # driver-side client, created lazily (never pickled)
@@ -175,6 +181,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             )
             self._use(switched[0])
             self.snapshots = switched[1]
+            self.order_rule = switched[2]
             self.stop()  # a new client: the old one's metadata has the old partition count
             self.switch.reading(self.model.version)
         if not self.snapshots:
@@ -276,6 +283,9 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                         "restart with a job model that keeps it, or a new --checkpoint-dir"
                     )
         result: list[InputPartition] = []
+        rule = self.order_rule
+        if rule is not None and rule.version != self.model.version:
+            rule = None  # the driver scans what no report covers
         for task, ssps in self.model.task_to_ssps().items():
             ranges: list[Range] = []
             for ssp in sorted(ssps):
@@ -289,7 +299,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 if stop > begin:
                     ranges.append((ssp.stream, ssp.partition, begin, stop))
             if ranges:
-                result.append(TaskInputPartition(task, ranges))
+                result.append(TaskInputPartition(task, ranges, rule))
         return result
 
     def commit(self, end: dict) -> None:
@@ -310,7 +320,12 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def read(self, partition: InputPartition) -> Iterator:
         assert isinstance(partition, TaskInputPartition)
         return read_ranges(
-            self.options, self.group_id, partition.task, partition.ranges, self.schema
+            self.options,
+            self.group_id,
+            partition.task,
+            partition.ranges,
+            self.schema,
+            getattr(partition, "rule", None),
         )
 
 

@@ -9,6 +9,9 @@ from typing import Any
 
 from pyspark.sql.types import StructType
 
+from airflow_samza_expand.core.stale import StaleSummary
+from airflow_samza_expand.spark.stale_batch import StaleRule, count_stale, write_report
+
 ARROW_BATCH_ROWS = 10_000
 # A read gives up when no record arrives for this long although the range is not done.
 READ_STALL_TIMEOUT_S = 120.0
@@ -22,8 +25,11 @@ def read_ranges(
     task: str,
     ranges: list[Range],
     schema: StructType,
+    rule: StaleRule | None = None,
 ) -> Iterator:
-    """Yield Arrow record batches holding exactly the records of ``ranges``."""
+    """Yield Arrow record batches holding exactly the records of ``ranges``; with ``rule``
+    (the order check, rule 1.5) also count the stale placements among them beyond the
+    snapshot and write one report per checked range (`spark.stale_batch`)."""
     import pyarrow as pa
     from confluent_kafka import KafkaError, TopicPartition
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -45,6 +51,7 @@ def read_ranges(
     consumer = Consumer(config)
     try:
         end = {(t, p): e for t, p, _s, e in ranges}
+        checked = _CheckedRanges(rule, ranges)
         pending = set(end)
         consumer.assign([TopicPartition(t, p, s) for t, p, s, _e in ranges])
         columns: dict[str, list] = {name: [] for name in arrow_schema.names}
@@ -87,6 +94,10 @@ def read_ranges(
                     None if raw_key is None else raw_key.decode("utf-8", errors="replace")
                 )
                 columns["value"].append(msg.value())
+                buffer = checked.buffers.get(ssp)
+                if buffer is not None:  # an old partition beyond the snapshot: rule 1.5
+                    buffer[0].append(offset)
+                    buffer[1].append(raw_key)
                 _ts_type, ts = msg.timestamp()
                 columns["timestamp"].append(None if ts is None or ts < 0 else ts * 1000)
                 if offset + 1 >= end[ssp]:
@@ -95,10 +106,45 @@ def read_ranges(
             if done:
                 consumer.incremental_unassign([TopicPartition(t, p) for t, p in done])
             if len(columns["offset"]) >= ARROW_BATCH_ROWS or (not pending and columns["offset"]):
+                checked.count()
                 yield _to_batch(pa, columns, arrow_schema)
                 columns = {name: [] for name in arrow_schema.names}
+        checked.report()  # every range read to its end
     finally:
         consumer.close()
+
+
+class _CheckedRanges:
+    """The ranges a read checks for stale placements: buffered offsets and raw keys, counted
+    per Arrow batch (bounded memory), reported once the read is done."""
+
+    def __init__(self, rule: StaleRule | None, ranges: list[Range]) -> None:
+        self.rule = rule
+        self.spans: dict[tuple[str, int], tuple[int, int]] = {}
+        if rule is not None:
+            for t, p, s, e in ranges:
+                start = rule.checks(t, p, e)
+                if start is not None:
+                    self.spans[(t, p)] = (max(s, start), e)
+        self.buffers: dict[tuple[str, int], tuple[list, list]] = {
+            ssp: ([], []) for ssp in self.spans
+        }
+        self.summaries = {ssp: StaleSummary() for ssp in self.spans}
+
+    def count(self) -> None:
+        for ssp, (offsets, keys) in self.buffers.items():
+            if offsets:
+                rule: Any = self.rule
+                found = count_stale(rule, ssp[0], ssp[1], offsets, keys)
+                self.summaries[ssp] = self.summaries[ssp].merge(found)
+                offsets.clear()
+                keys.clear()
+
+    def report(self) -> None:
+        self.count()
+        for (topic, partition), (begin, end) in self.spans.items():
+            summary = self.summaries[(topic, partition)]
+            write_report(self.rule, topic, partition, begin, end, summary)  # type: ignore[arg-type]
 
 
 def _to_batch(pa: Any, columns: dict[str, list], arrow_schema: Any) -> Any:

@@ -9,8 +9,13 @@ the running summary to the progress file, hands it to ``publish`` (the expansion
 with ``--on-stale-placement fail``, stops the job.
 
 It runs on the driver after each committed batch, over exactly the committed range of the old
-partitions (``StaleScanner.poll(until=...)``: the raw key bytes, not Spark's decoded column).
-The check is on only when the job is given ``--barrier-offsets``.
+partitions. Where the job reads with the provider's reader the counts come from the job's own
+micro-batches (`spark.stale_batch`: the executors count the raw key bytes of what they read and
+report per range); the driver re-reads (``StaleScanner.poll(until=...)``) only a range no
+report covers (Spark's own Kafka source; executors without the driver's filesystem). Each
+``order`` line says which source counted. The check is on when the job is given
+``--barrier-offsets``, and after a switch in place (rule 1.9) to a job model an expansion made
+(`order_check_after_switch`: that expansion's snapshot, like a restarted job's ``auto``).
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.order import ON_STALE_PLACEMENT, order_line
 from airflow_samza_expand.core.stale import StaleSummary
+from airflow_samza_expand.spark.stale_batch import StaleRule, take_reports
 
 log = logging.getLogger("airflow_samza_expand.spark.stale")
 
 Offsets = dict[str, dict[int, int]]
+BATCHES = "the job's micro-batches"
+SCAN = "a separate scan"
 PARTITIONER_CHOICES = ("murmur2", "crc32")
 
 
@@ -131,8 +139,11 @@ class OrderCheck:
         on_stale: str = "warn",
         progress_file: str | None = None,
         publish: Callable[[StaleSummary], None] | None = None,
+        rule: StaleRule | None = None,
     ) -> None:
         self.scanner = scanner
+        self.rule = rule  # the reader's rule: reports of the job's batches (spark.stale_batch)
+        self.checked = {BATCHES: 0, SCAN: 0}  # records checked beyond the barrier, per source
         self.positions: Offsets = {t: dict(ps) for t, ps in barrier.items()}
         self.on_stale = on_stale
         self.progress_file = progress_file
@@ -151,20 +162,20 @@ class OrderCheck:
         }
         if until == self.positions:
             return self.summary
-        from airflow_samza_expand.kafka.stale_scan import scan_until_caught_up
-
-        result = scan_until_caught_up(self.scanner, self.positions, until=until)
-        self.positions = result.positions
-        found = list(result.placements)
-        if not found:
+        counted = StaleSummary()
+        if self.rule is not None:
+            counted, self.positions, covered = take_reports(self.rule, self.positions, until)
+            self.checked[BATCHES] += covered
+        found = self._scan(until) if until != self.positions else []
+        if not found and not counted.records:
             return self.summary
-        for placement in found:
+        for placement in [*counted.examples, *found]:
             log.warning(
                 "order at risk - %s (read after the barrier snapshot)", placement.describe()
             )
-        self.summary = self.summary.add(found)
+        self.summary = self.summary.merge(counted).add(found)
         line = order_line(StaleSummary(), self.summary)
-        log.warning("%s", line)
+        log.warning("%s (counted by %s)", line, self.counted_by())
         self._record(line)
         if self.on_stale == "fail":
             raise StalePlacementError(
@@ -175,8 +186,29 @@ class OrderCheck:
             )
         return self.summary
 
+    def _scan(self, until: Offsets) -> list[Any]:
+        """Re-read what no report of the job's batches covered (the separate scan)."""
+        from airflow_samza_expand.kafka.stale_scan import scan_until_caught_up
+
+        before = self.positions
+        result = scan_until_caught_up(self.scanner, before, until=until)
+        self.checked[SCAN] += sum(
+            result.positions[t][p] - o for t, ps in before.items() for p, o in ps.items()
+        )
+        self.positions = result.positions
+        return list(result.placements)
+
+    def counted_by(self) -> str:
+        """Which source counted the records checked so far (rule 1.5's report says it)."""
+        used = [f"{what} ({n} records)" for what, n in self.checked.items() if n]
+        return " and ".join(used) or "nothing yet"
+
     def _record(self, line: str) -> None:
-        doc = {"stale_placements": self.summary.to_dict(), "order": line}
+        doc = {
+            "stale_placements": self.summary.to_dict(),
+            "order": line,
+            "counted_by": dict(self.checked),
+        }
         if self.progress_file:
             with open(self.progress_file, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(doc, sort_keys=True) + "\n")
@@ -203,12 +235,14 @@ def order_check_from_args(
     model: JobModel,
     kafka_config: Mapping[str, str],
     store: Any = None,
+    report_dir: str | None = None,
 ) -> OrderCheck | None:
     """The job's check, or None without ``--barrier-offsets``; ValueError on bad input.
 
     The counts also go into the record of the expansion that made the job model
     (``protocol.order.job_publisher``) through ``store``, by default a typed store of its own
-    on ``--coordinator`` (the job's other store is shared between threads).
+    on ``--coordinator`` (the job's other store is shared between threads). ``report_dir``:
+    where the provider's reader reports the counts of the job's batches (the check's `rule`).
     """
     if not getattr(args, "barrier_offsets", None):
         return None
@@ -232,12 +266,16 @@ def order_check_from_args(
         barrier = parse_barrier_offsets(barrier)
     scanner = StaleScanner(kafka_config, growths_of(barrier, model), partitioner)
     publish = job_publisher(store, model.version)
+    rule = stale_rule(model, barrier, partitioner, report_dir) if report_dir else None
     log.info(
         "order check on: records read beyond barrier %s are checked for stale placements "
-        "(partitioner %s, on stale placement: %s; counts go to %s)",
+        "(partitioner %s, on stale placement: %s; counted in %s; counts go to %s)",
         json.dumps(barrier, sort_keys=True),
         partitioner or "murmur2 or crc32",
         args.on_stale_placement,
+        "the job's micro-batches where the provider's reader reports them, else by a separate scan"
+        if rule
+        else "a separate scan (re-read by the driver)",
         "the expansion record" if publish else "the log and progress file only",
     )
     progress = getattr(args, "progress_file", None)
@@ -247,9 +285,53 @@ def order_check_from_args(
         on_stale=args.on_stale_placement,
         progress_file=os.path.abspath(progress) if progress else None,
         publish=publish,
+        rule=rule,
     )
     check.owned_store = owned
     return check
+
+
+def stale_rule(
+    model: JobModel,
+    barrier: Mapping[str, Mapping[int, int]],
+    partitioner: str | None,
+    report_dir: str,
+) -> StaleRule:
+    """The reader's rule for counting in the job's batches (`spark.stale_batch`)."""
+    counts = model.partition_counts()
+    return StaleRule(
+        version=model.version,
+        report_dir=report_dir,
+        check_from={t: dict(ps) for t, ps in barrier.items()},
+        new_counts={t: counts[t] for t in barrier},
+        partitioners=(partitioner,) if partitioner else None,
+    )
+
+
+def switch_rule(
+    store: Any, model: JobModel, partitioner: str | None, report_dir: str
+) -> str | None:
+    """`spark.switch.SwitchPublisher`'s ``rule_for``: the rule (JSON) of the expansion that
+    made ``model``, None when none did."""
+    barrier, partitioner = _from_record(store, model, partitioner)
+    if barrier is None:
+        return None
+    return stale_rule(model, barrier, partitioner, report_dir).to_json()
+
+
+def order_check_after_switch(
+    args: argparse.Namespace,
+    model: JobModel,
+    kafka_config: Mapping[str, str],
+    report_dir: str,
+    previous: OrderCheck | None,
+) -> OrderCheck | None:
+    """After a switch in place to ``model``: the check of the expansion that made it (as a
+    restarted job's ``--barrier-offsets auto`` would have), replacing ``previous``."""
+    if previous is not None:
+        previous.close()
+    auto = argparse.Namespace(**{**vars(args), "barrier_offsets": "auto"})
+    return order_check_from_args(auto, model, kafka_config, report_dir=report_dir)
 
 
 def _from_record(store: Any, model: JobModel, partitioner: str | None) -> tuple[Any, Any]:
@@ -273,6 +355,9 @@ __all__ = [
     "StalePlacementError",
     "add_arguments",
     "growths_of",
+    "order_check_after_switch",
     "order_check_from_args",
+    "stale_rule",
+    "switch_rule",
     "parse_barrier_offsets",
 ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from airflow_samza_expand.core.model import JobModel
@@ -61,11 +62,19 @@ def read_version(path: str) -> int | None:
 class SwitchPublisher:
     """Publishes newer job models to the running reader (module docstring)."""
 
-    def __init__(self, store: Any, model: JobModel, path: str, store_lock: Any) -> None:
+    def __init__(
+        self,
+        store: Any,
+        model: JobModel,
+        path: str,
+        store_lock: Any,
+        rule_for: Callable[[JobModel], str | None] | None = None,
+    ) -> None:
         self.store = store
         self.path = path
         self.lock = store_lock
         self.published = model.version
+        self.rule_for = rule_for  # the order check's rule of a job model (JSON), rule 1.5
 
     def poll(self) -> int | None:
         """Publish the newest job model when it is newer and switchable; its version, or None."""
@@ -80,6 +89,9 @@ class SwitchPublisher:
             )
             return None
         doc = {"version": newest.version, "job_model": newest.to_json(), "snapshots": snapshots}
+        if self.rule_for is not None:
+            with self.lock:
+                doc["order_check"] = self.rule_for(newest)
         write_atomically(self.path, json.dumps(doc, sort_keys=True))
         log.info(
             "switch in place: job model v%d published to the reader (snapshots %s)",
@@ -101,8 +113,9 @@ class ReaderSwitch:
         self.path = path
         self.seen: int | None = None  # st_mtime_ns of the content last read
 
-    def poll(self, version: int) -> tuple[JobModel, list[dict]] | None:
-        """``(job model, snapshots)`` when the switch file names a version above ``version``."""
+    def poll(self, version: int) -> tuple[JobModel, list[dict], Any] | None:
+        """``(job model, snapshots, order-check rule or None)`` when the switch file names a
+        version above ``version``."""
         if not self.path:
             return None
         try:
@@ -116,7 +129,10 @@ class ReaderSwitch:
             doc = json.load(handle)
         if int(doc["version"]) <= version:
             return None
-        return JobModel.from_json(doc["job_model"]), list(doc["snapshots"])
+        from airflow_samza_expand.spark.stale_batch import StaleRule
+
+        rule = StaleRule.from_json(doc.get("order_check"))
+        return JobModel.from_json(doc["job_model"]), list(doc["snapshots"]), rule
 
     def reading(self, version: int) -> None:
         """Tell the driver the reader plans batches on job model ``version`` now."""

@@ -109,3 +109,21 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[i
         return {tp.partition: tp.offset for tp in tps}
     finally:
         consumer.close()
+
+
+def put_expansion_record(store, topic: str, barrier: dict, partitioner: str = "crc32") -> None:
+    """The record of expansion ``topic`` 2 -> 4 (v1 -> v2) with its barrier snapshot and the
+    partitioner the plan detected, in a typed store."""
+    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand.core.record import ExpansionRecord
+
+    stamp = now_iso()
+    store.put_expansion(
+        ExpansionRecord(
+            expansion_id="job~in.2-4", job_name="job", base_version=1, target_version=2,
+            plan={"counts_before": {topic: 2}, "counts_after": {topic: 4}}, status="expanded",
+            owner="test", created_at=stamp, updated_at=stamp, barrier=barrier,
+            results={"plan": {"conformance": {topic: {"partitioner": partitioner}}}},
+        ),
+        expected_revision=0,
+    )  # fmt: skip

@@ -7,7 +7,7 @@ import dataclasses
 import json
 
 import pytest
-from spark_helpers import create_topic, grow_topic, produce_raw
+from spark_helpers import create_topic, grow_topic, produce_raw, put_expansion_record
 
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.kafka.admin import KafkaAdmin
@@ -158,23 +158,12 @@ def test_counts_reach_the_expansion_record_of_a_typed_store(kafka_bootstrap, gro
 
 
 def test_auto_takes_the_barrier_and_partitioner_from_the_record(kafka_bootstrap, grown, tmp_path):
-    from airflow_samza_expand.core.clock import now_iso
-    from airflow_samza_expand.core.record import ExpansionRecord
     from airflow_samza_expand.spark.stale import order_check_from_args
     from airflow_samza_expand.store.files import FileCoordinatorStore
 
     topic, barrier, _ = grown
     store = FileCoordinatorStore(str(tmp_path / "store"), "job")
-    stamp = now_iso()
-    store.put_expansion(
-        ExpansionRecord(
-            expansion_id="job~in.2-4", job_name="job", base_version=1, target_version=2,
-            plan={"counts_before": {topic: 2}, "counts_after": {topic: 4}}, status="expanded",
-            owner="test", created_at=stamp, updated_at=stamp, barrier=barrier,
-            results={"plan": {"conformance": {topic: {"partitioner": "crc32"}}}},
-        ),
-        expected_revision=0,
-    )  # fmt: skip
+    put_expansion_record(store, topic, barrier)
     args = build_parser().parse_args(
         ["--job-name", "job", "--checkpoint-dir", "/tmp/x", "--output-topic", "o",
          "--coordinator", str(tmp_path / "store"), "--barrier-offsets", "auto"]

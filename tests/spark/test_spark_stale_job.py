@@ -56,6 +56,9 @@ def test_stale_placement_after_the_barrier_warn_then_fail(
     (line,) = _stale_lines(progress)
     assert line["stale_placements"]["keys"] == [[first, 1]]
     assert line["order"].startswith("order: at risk - 1 records of 1 keys")
+    # counted in the job's own micro-batches (the provider's reader), not re-read by the driver
+    assert line["counted_by"]["the job's micro-batches"] > 0, line
+    assert line["counted_by"]["a separate scan"] == 0, line
     assert job.outputs()[first]["count"] == 1  # warn: processed, counted, reported
 
     second = _moved("later")

@@ -181,7 +181,7 @@ def snapshot_poll(
     return Poll(
         True,
         f"barrier snapshot of {expansion_id}: {offsets} (lag {lag}; {held} stale placements "
-        "before it, held)",
+        "before it, held; counted by the barrier's scan, those after it by the job's batches)",
         {
             "expansion_id": expansion_id,
             "barrier_offsets": offsets,

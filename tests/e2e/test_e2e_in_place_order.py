@@ -1,0 +1,70 @@
+"""Rule 1.5 after a switch in place (rule 1.9): the shipped job, expanded 2 -> 4 by the DAG with
+``handover="auto"`` (in place: nothing restarts), counts the stale placements beyond v2's
+barrier snapshot in its own micro-batches, exactly like a restarted job given
+``--barrier-offsets auto`` would, and publishes them (expansion record, heartbeat).
+
+A second producer refreshes its metadata every ``refresh_ms``: 60 s (far longer than the 3 s
+grace; the quiet window is 0, so the barrier snapshots right after the grace while it still
+writes moved keys to their old partitions) -> the job counts them after the snapshot and the
+report says ``order: at risk``; 1 s (within the grace) -> 0 and ``order: proven``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.spark,
+    pytest.mark.kafka,
+    pytest.mark.apache_ci,
+    pytest.mark.timeout(600),
+]
+
+
+@pytest.mark.parametrize(("refresh_ms", "at_risk"), [(60_000, True), (1_000, False)])
+def test_running_job_counts_stale_placements_beyond_vn1_snapshot_in_place(
+    scenario, refresh_ms: int, at_risk: bool
+) -> None:
+    from airflow_samza_expand.core.liveness import statuses
+    from airflow_samza_expand.demo.jobs import wait_for
+    from airflow_samza_expand.demo.stale import add_stale_producer, expansion_records
+
+    s = scenario(
+        run_mode="continuous", handover="auto", grace_s=3.0, poll_s=0.5, stale_quiet_s=0.0
+    )
+    s.start_producer()
+    s.start_job()
+    # started just before the expansion: its first refresh comes refresh_ms after it
+    stale = add_stale_producer(s, refresh_ms)
+    pid = int(s.job.handle["pid"])
+    outcome = s.expand()
+    assert outcome.state == "success", outcome.tasks
+    assert outcome.summary["restart"]["mode"] == "in-place", outcome.summary["restart"]
+    assert int(s.job.handle["pid"]) == pid  # the same job: no restart gave it --barrier-offsets
+    (record,) = expansion_records(s)
+
+    def job_counted() -> int:
+        current = s.store.get_expansion(record.expansion_id)
+        return int((current.stale_placements.get("after_snapshot") or {}).get("records", 0))
+
+    if at_risk:
+        wait_for("the running job to count stale placements beyond v2's snapshot",
+                 lambda: job_counted() > 0, timeout_s=120, log=s.log)  # fmt: skip
+        (processor,) = statuses(s.store.processors()).values()  # the one processor, on v2
+        assert processor.job_model_version == 2, processor
+
+        def beat() -> dict:  # the heartbeat after the count carries it
+            (doc,) = s.store.processors().values()
+            return doc.get("stale_placements") or {}
+
+        wait_for("the job's heartbeat to carry its stale placement counts",
+                 lambda: beat().get("records", 0) > 0, timeout_s=60, log=s.log)  # fmt: skip
+        assert {k for k, _ in beat()["keys"]} <= set(stale.keys), beat()  # the slow producer's
+        assert outcome.summary["order"]["order"] == "at risk", outcome.summary["order"]
+    result = s.finish(expected_versions=[1, 2])
+    print(f"[e2e] in place, stale producer refresh {refresh_ms} ms: {result.describe()}")
+    assert result.records_produced > 0 and result.records_counted == result.records_produced
+    if not at_risk:
+        assert job_counted() == 0
+        assert outcome.summary["order"]["order"] == "proven", outcome.summary["order"]
