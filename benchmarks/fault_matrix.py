@@ -28,7 +28,7 @@ Cases (``--list``):
 Not covered: SIGKILL of a standalone triggerer (``dag.test()`` runs the triggers in its own
 process, which the kill cases kill with the run).
 
-Starts Spark: run under ``flock /work/spark.lock``. One line per case:
+Starts Spark: run it alone on the machine (a Spark start per case). One line per case:
 ``fault=.. step=.. strategy=.. completed_once=.. exact=.. in_order=.. ok=..``; last line
 ``fault_cases_passed=<n>/<total>``.
 """
