@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from airflow_samza_expand.core.liveness import (
     CAPABILITY_IN_PLACE,
     CAPABILITY_STANDBY,
@@ -49,13 +51,7 @@ VERSION_POLL_S = 0.5
 LEASED_VERSION_POLL_S = 0.1
 # what a coordinator store read raises while the broker restarts or elects leaders: the
 # processor reads again at its next poll instead of dying (issue 27, the fault matrix)
-STORE_UNAVAILABLE: tuple[type[Exception], ...] = (KafkaUnavailableError,)
-try:
-    from confluent_kafka import KafkaException
-
-    STORE_UNAVAILABLE += (KafkaException,)
-except ImportError:  # pragma: no cover - confluent-kafka is a dependency
-    pass
+STORE_UNAVAILABLE: tuple[type[Exception], ...] = (KafkaUnavailableError, KafkaException)
 
 
 class LeaseLostError(Exception):
