@@ -49,4 +49,5 @@ def test_every_part_of_test_sh_runs_through_the_part_script_and_the_lanes_split_
         ("dev", "DEV_PART", "spark"),
     ], runs
     assert re.search(r"^rest_lane .*&$", script, flags=re.M) and "spark_lane ||" in script
-    assert 'wait "$rest_pid"' in script
+    assert re.search(r"^airflow_lane .*&$", script, flags=re.M)
+    assert 'wait "$rest_pid"' in script and 'wait "$airflow_pid"' in script
