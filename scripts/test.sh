@@ -3,7 +3,8 @@
 # then pytest in two parts, run as three lanes at once (see below: Spark / Airflow / the rest):
 #   1. tests/kafka_layer, tests/airflow, tests/e2e, tests/kafka on Apache Kafka (started by the
 #      fixtures from the Maven-fetched broker; marker apache_ci), minus the dev-broker fault tests;
-#   2. everything else, and those fault tests, on the development broker.
+#   2. everything else, those fault tests, and the few part-1 tests marked dev_ci (their subject
+#      is not the Kafka: a Spark standalone cluster, a join) on the development broker.
 # With arguments, one pytest run with them instead, e.g. `bash scripts/test.sh tests/core -x`
 # (pick the Kafka with --kafka=dev|apache or SAMZA_EXPAND_TEST_KAFKA).
 set -euo pipefail
@@ -44,8 +45,8 @@ fi
 # and the rest lane (part 2, whose Spark tests are short and come last). The lanes share
 # nothing but the machine (own pytest process per part, own brokers, own Airflow home, own
 # session sweep). The Spark lane prints live; the other lanes' output follows when all end.
-APACHE_PART="apache_ci and not dev_broker"  # part 1, on Apache Kafka
-DEV_PART="(not apache_ci or dev_broker)"  # part 2, on the development broker
+APACHE_PART="apache_ci and not dev_broker and not dev_ci"  # part 1, on Apache Kafka
+DEV_PART="(not apache_ci or dev_broker or dev_ci)"  # part 2, on the development broker
 run_part() {  # a part that selects nothing fails too (scripts/test_part.sh)
     local rc=0
     bash scripts/test_part.sh "$@" || rc=$?

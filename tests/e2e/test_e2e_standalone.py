@@ -12,7 +12,11 @@ from test_e2e_expansion import CHAIN_OK, _run_two_expansions
 
 from airflow_samza_expand.testing.spark_standalone import SparkStandalone
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka, pytest.mark.timeout(1500)]
+# dev_ci: its subject is the Spark cluster, not the Kafka - CI runs it in the rest lane
+pytestmark = [
+    pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka, pytest.mark.dev_ci,
+    pytest.mark.timeout(1500),
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
