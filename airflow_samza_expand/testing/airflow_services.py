@@ -57,7 +57,8 @@ def free_port() -> int:
 def service_env(home: Path, port: int, extra: Mapping[str, str] = ()) -> dict[str, str]:
     """The environment of every service: this process's, without its ``AIRFLOW__`` settings,
     pointed at ``home`` (SQLite), LocalExecutor with parallelism 4, no auth (all admins),
-    short triggerer heartbeats and a quick look for new DAG files; then ``extra``."""
+    short triggerer heartbeats, a quick look for new DAG files, log servers on free ports;
+    then ``extra``."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW__")}
     url = f"http://127.0.0.1:{port}"
     return {
@@ -79,6 +80,9 @@ def service_env(home: Path, port: int, extra: Mapping[str, str] = ()) -> dict[st
         "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.5",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "2",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+        # their log servers on free ports (defaults 8793/8794: two sets of services would clash)
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
         **dict(extra),
     }
 
@@ -181,6 +185,10 @@ class AirflowServices:
         """Stop every service: SIGTERM to its process tree, SIGKILL after 20 s."""
         for name in list(self.services):
             self.kill(name, signal.SIGTERM)
+
+    def log_text(self, name: str) -> str:
+        """The log of the running service ``name`` so far."""
+        return self.services[name].log_path.read_text(errors="replace")
 
     def logs(self, tail: int = 2000) -> str:
         """The last ``tail`` characters of every service's log (running and stopped)."""

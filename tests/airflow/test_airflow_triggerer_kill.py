@@ -13,7 +13,8 @@ models [1, 2], one record, completed; the job launched once), and the wait's tas
 not rerun (its try number unchanged; the barrier snapshot taken once).
 
 The job is `fake_spark_submit.py` (no Spark): this proves the triggers' state, not counts.
-The services start once per module (about 40 s), each case then takes about 30 s.
+The services start once per module (about 40 s on the busy 2-core machine, 10-15 s to stop);
+each case then takes 35-60 s, 7-13 s of it from the kill to the trigger polling again.
 """
 
 from __future__ import annotations
@@ -210,3 +211,51 @@ def test_a_triggerer_killed_while_a_wait_is_deferred_resumes_it_in_a_new_trigger
     assert acknowledging(j.store.processors(), 2), j.store.processors()
     figures = " ".join(f"{k}={v:.1f}s" for k, v in phases.items())
     print(f"[triggerer-kill] {task_id}: {figures}")
+
+
+WATCH_DAG = """\
+from airflow.sdk import DAG, Asset, AssetWatcher, task
+
+from airflow_samza_expand.airflow.triggers import PartitionCountChangeTrigger
+
+watch = PartitionCountChangeTrigger(topic={topic!r}, job_name={job!r}, poll_interval_s=0.5)
+asset = Asset(
+    name={dag_id!r}, uri="kafka://default/{topic}",
+    watchers=[AssetWatcher(name={dag_id!r} + "_watch", trigger=watch)],
+)
+with DAG({dag_id!r}, schedule=[asset]):
+
+    @task
+    def grown():
+        return None
+
+    grown()
+"""
+
+
+def test_a_growth_while_no_triggerer_runs_still_fires_the_watcher(services, job, admin):
+    """The asset watcher's trigger (the example DAG samza_expand_on_partition_change's) with
+    ``job_name``: its baseline is the count the job's newest job model covers (in the store),
+    not the count its first poll saw, so a topic grown while the triggerer was down still fires
+    once a new triggerer runs it (with an in-memory baseline, the new trigger would take the
+    grown count as its baseline and never fire)."""
+    af = services.af
+    j = job(2)
+    dag_id = f"trigkill_watch_{j.name.replace('-', '_')}"
+    (af.dags_folder / f"{dag_id}.py").write_text(
+        WATCH_DAG.format(topic=j.topic, job=j.name, dag_id=dag_id)
+    )
+    af.wait_dag(dag_id)
+    af.wait(lambda: j.topic in af.log_text("triggerer"), "the watcher's trigger to poll")
+    assert _runs(af, dag_id) == 0  # nothing grew yet: no event
+    af.kill("triggerer")
+    admin.create_partitions(j.topic, 4)  # grown while no triggerer runs
+    af.start_service("triggerer")
+    af.wait_healthy("triggerer")
+    af.wait(lambda: _runs(af, dag_id) > 0, f"{dag_id} to run for the growth", timeout_s=90)
+
+
+def _runs(af, dag_id: str) -> int:
+    status, body = af.api("GET", f"dags/{dag_id}/dagRuns")
+    assert status == 200, body
+    return int(body["total_entries"])
