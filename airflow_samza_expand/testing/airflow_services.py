@@ -182,9 +182,19 @@ class AirflowServices:
         self.stopped.append(service)
 
     def stop(self) -> None:
-        """Stop every service: SIGTERM to its process tree, SIGKILL after 20 s."""
-        for name in list(self.services):
-            self.kill(name, signal.SIGTERM)
+        """Stop every service at once: SIGTERM to each process tree, SIGKILL to what still
+        runs 30 s later."""
+        services, self.services = list(self.services.values()), {}
+        for service in services:
+            _signal_tree(service.proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        for service in services:
+            try:
+                service.proc.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                _signal_tree(service.proc.pid, signal.SIGKILL)
+                service.proc.wait(30)
+            self.stopped.append(service)
 
     def log_text(self, name: str) -> str:
         """The log of the running service ``name`` so far."""

@@ -13,8 +13,8 @@ models [1, 2], one record, completed; the job launched once), and the wait's tas
 not rerun (its try number unchanged; the barrier snapshot taken once).
 
 The job is `fake_spark_submit.py` (no Spark): this proves the triggers' state, not counts.
-The services start once per module (about 40 s on the busy 2-core machine, 10-15 s to stop);
-each case then takes 35-60 s, 7-13 s of it from the kill to the trigger polling again.
+The services start once per module (about 40 s on the busy 2-core machine, 5 s to stop);
+each wait case then takes 35-60 s, 7-13 s of it from the kill to the trigger polling again.
 """
 
 from __future__ import annotations
