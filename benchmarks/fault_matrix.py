@@ -437,6 +437,7 @@ def processor_case(ctx: Context, case: Case) -> Outcome:
 
 
 TRIGGERER_DAG = """\
+# an Airflow DAG (the dag-processor's safe mode reads only files naming both words)
 import json, sys
 sys.path[:0] = {paths!r}
 from fault_matrix import build_dag
