@@ -25,8 +25,12 @@ Cases (``--list``):
 * ``processor/failover``, ``processor/zombie``: tests/spark/test_spark_processors.py's cases on
   this Apache Kafka (SIGKILL of the active with a standby; SIGSTOP past the TTL, SIGCONT).
 
-Not covered: SIGKILL of a standalone triggerer (``dag.test()`` runs the triggers in its own
-process, which the kill cases kill with the run).
+* ``triggerer/barrier``, ``triggerer/ack``: the DAG run by real Airflow services
+  (`testing.airflow_services`: api-server, scheduler, dag-processor, triggerer; ``dag.test()``
+  runs triggers in its own process); the triggerer SIGKILLed while the barrier (warm, in a
+  20 s grace) or the ack (cold, during the restarted job's Spark start) is deferred and its
+  trigger polls there, then a new triggerer started: the same trigger resumes (the task keeps
+  try 1) and the run ends success.
 
 Starts Spark: run it alone on the machine (a Spark start per case). One line per case:
 ``fault=.. step=.. strategy=.. completed_once=.. exact=.. in_order=.. ok=..``; last line
@@ -94,15 +98,28 @@ class Outcome:
 
 @dataclass
 class Context:
-    """What every case shares: the Apache Kafka, a work directory, a log function."""
+    """What every case shares: the Apache Kafka, a work directory, a log function, and the
+    real Airflow services of the triggerer cases (started on first use)."""
 
     kafka: Any
     work: Path
     log: Callable[[str], None] = print
+    _services: Any = None
 
     @property
     def bootstrap(self) -> str:
         return self.kafka.bootstrap
+
+    def services(self) -> Any:
+        if self._services is None:
+            from airflow_samza_expand.testing.airflow_services import AirflowServices
+
+            self._services = AirflowServices.start(self.work / "airflow-services")
+        return self._services
+
+    def close(self) -> None:
+        if self._services is not None:
+            self._services.stop()
 
 
 # -- one DAG run in a process of its own ---------------------------------------------------------
@@ -419,6 +436,71 @@ def processor_case(ctx: Context, case: Case) -> Outcome:
         job.store.close()
 
 
+TRIGGERER_DAG = """\
+# an Airflow DAG (the dag-processor's safe mode reads only files naming both words)
+import json, sys
+sys.path[:0] = {paths!r}
+from fault_matrix import build_dag
+dag = build_dag(json.loads({spec!r}))
+"""
+
+
+def triggerer_case(ctx: Context, case: Case) -> Outcome:
+    """Real Airflow services run the DAG; once the barrier (in its grace) or the ack (cold: the
+    restarted job's Spark start) is deferred and its trigger polls in the triggerer, the
+    triggerer is SIGKILLed and a new one started: the same trigger goes on there, the task
+    keeps its try, the run ends success."""
+    af = ctx.services()
+    grace = {"barrier": {"producer_refresh_grace_s": 20.0}}.get(case.step, {})
+    job = Job(ctx, case, overrides=grace).start()
+    try:
+        dag_id = job.spec["dag_id"]
+        paths = [str(ROOT), str(HERE.parent)]
+        text = TRIGGERER_DAG.format(paths=paths, spec=json.dumps(job.spec))
+        (af.dags_folder / f"{dag_id}.py").write_text(text)
+        af.wait_dag(dag_id)
+        run_id = af.trigger(dag_id)
+        old = af.wait_healthy("triggerer")
+        before = deferred_on(af, job, dag_id, run_id, case.step, old)
+        af.kill("triggerer")
+        af.start_service("triggerer")
+        new = af.wait_healthy("triggerer")
+        after = deferred_on(af, job, dag_id, run_id, case.step, new)
+        ctx.log(f"  [{case.name}] triggerer {old['id']} killed; {new['id']} runs the trigger")
+        state = af.wait_run(dag_id, run_id, timeout_s=600)
+        tis = af.task_instances(dag_id, run_id)
+        result = {"state": state, "tasks": {t: ti["state"] for t, ti in tis.items()}}
+        out = job.outcome(result, case.strategy, max_extra=0)
+        resumed = before["trigger"]["id"] == after["trigger"]["id"] and (
+            before["try_number"] == tis[case.step]["try_number"] == 1
+        )
+        out.notes.append(f"resumed={resumed}")
+        out.completed_once = out.completed_once and resumed
+        return out
+    finally:
+        job.close()
+
+
+def deferred_on(af: Any, job: Job, dag_id: str, run_id: str, task_id: str, triggerer: dict) -> dict:
+    """Until ``task_id`` is deferred on a trigger of ``triggerer`` and that trigger polls (it
+    renewed the run's lease after this was seen): the task instance."""
+    from airflow_samza_expand.core.clock import parse_iso
+
+    ti = af.wait_ti(
+        dag_id, run_id, task_id, "deferred", timeout_s=300,
+        until=lambda ti: (ti.get("trigger") or {}).get("triggerer_id") == triggerer["id"],
+    )  # fmt: skip
+    seen = time.time()
+
+    def renewed() -> bool:
+        job.s.store.refresh()
+        lease = job.s.store.get_lease("expansion")
+        return bool(lease and parse_iso(lease.renewed_at).timestamp() > seen)
+
+    af.wait(renewed, f"{task_id}'s trigger to poll in triggerer {triggerer['id']}")
+    return ti
+
+
 def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = 300) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -439,6 +521,8 @@ def all_cases() -> list[Case]:
         Case("broker/in-place/switch", "broker-restart", "switch", "in-place", broker_case),
         Case("broker/in-place/between", "broker-restart", "between", "in-place", broker_case),
         Case("lease/takeover", "lease-takeover", "barrier", "in-place", lease_case),
+        Case("triggerer/barrier", "sigkill-triggerer", "barrier", "warm", triggerer_case),
+        Case("triggerer/ack", "sigkill-triggerer", "ack", "cold", triggerer_case),
         Case("processor/failover", "sigkill-active", "failover", "standby", processor_case),
         Case("processor/zombie", "sigstop-zombie", "zombie", "standby", processor_case),
     ]
@@ -510,7 +594,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         prepare_airflow(work, kafka.bootstrap)
         ctx = Context(kafka, work, log=lambda line: print(line, flush=True))
-        passed = sum(run_case(ctx, case).ok for case in cases)
+        try:
+            passed = sum(run_case(ctx, case).ok for case in cases)
+        finally:
+            ctx.close()
     finally:
         kafka.close()
     print(f"fault_cases_passed={passed}/{len(cases)}", flush=True)

@@ -27,7 +27,7 @@ topic_partitions = Asset(
     watchers=[
         AssetWatcher(
             name=f"{TOPIC}_partition_count",
-            trigger=PartitionCountChangeTrigger(topic=TOPIC, poll_interval_s=30.0),
+            trigger=PartitionCountChangeTrigger(topic=TOPIC, job_name=JOB, poll_interval_s=30.0),
         )
     ],
 )

@@ -236,10 +236,17 @@ class ExpansionLeaseTrigger(PollingTrigger):
 @dataclass(kw_only=True, eq=False)
 class PartitionCountChangeTrigger(PollingTrigger, BaseEventTrigger):
     """Fires ``{"topic", "baseline", "partition_count"}`` when the topic's partition count
-    differs from ``baseline`` (``None``: the count at the first poll; a missing topic counts 0).
+    differs from ``baseline``. ``baseline`` None: with ``job_name``, the count the job's newest
+    job model covers (read from its coordinator store at every poll, so it survives a restart
+    of the triggerer: a topic grown while no triggerer ran still fires); without ``job_name``,
+    the count at the first poll (a missing topic counts 0; held in memory only: a growth while
+    the triggerer is down is missed - pass ``job_name``).
 
     A ``BaseEventTrigger``: usable in an ``AssetWatcher``, so a DAG runs when a topic grows
-    outside Airflow. It keeps watching after firing, with the new count as baseline.
+    outside Airflow. It keeps watching after firing, with the new count as baseline (with
+    ``job_name``: it fires once per new count the job model does not cover yet; after a restart
+    of the triggerer maybe once more - the run that starts then joins the expansion under way
+    or ends skipped, rule 1.6).
     """
 
     topic: str
@@ -247,16 +254,17 @@ class PartitionCountChangeTrigger(PollingTrigger, BaseEventTrigger):
     poll_interval_s: float = 30.0
     kafka_config_id: str = DEFAULT_CONN_ID
     request_timeout_s: float = 30.0
-    job_name: str | None = field(default=None, init=False)
-    coordinator: str = field(default=DEFAULT_COORDINATOR, init=False)
+    job_name: str | None = None
+    coordinator: str = DEFAULT_COORDINATOR
     _watching: int | None = field(default=None, init=False, repr=False)
-    needs_store = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self._watching = self.baseline
 
     def poll(self, admin: Any, store: Any) -> Poll:
+        if store is not None and self.baseline is None:  # the baseline is in the store
+            return watch.job_model_count_poll(admin, store, self.topic, self._watching)
         progress = watch.partition_count_poll(admin, self.topic, self._watching)
         if self._watching is None:
             self._watching = progress.detail.get("baseline")

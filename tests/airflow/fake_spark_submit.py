@@ -13,6 +13,10 @@ the ``standby`` capability (rule 1.8) as the shipped job's do.
 protocol (heartbeats, honours stop) and knows nothing of ``--standby``: it advertises nothing
 and runs on the newest job model whatever its arguments say.
 
+``$FAKE_SPARK_GATE_DIR``: a launch for a job model version (``--job-model-version N``) runs
+vN only once the file ``<dir>/<job name>`` exists (until then it heartbeats ``standby``): the
+test decides when the restarted job acknowledges, so the ack wait can be caught deferred.
+
 The test writes an executable ``spark-submit`` that runs this file with the test's Python.
 """
 
@@ -96,6 +100,10 @@ def main(argv: list[str]) -> int:
                 pid, wanted, "standby", role="standby", ttl_s=30, capabilities=capabilities
             )
             time.sleep(0.5)
+    gate = os.environ.get("FAKE_SPARK_GATE_DIR")
+    while gate and wanted and time.monotonic() < deadline and not os.path.exists(f"{gate}/{job}"):
+        store.heartbeat(pid, wanted, "standby", role="standby", ttl_s=30, capabilities=capabilities)
+        time.sleep(0.2)
     version = store.latest_job_model().version
     try:
         while time.monotonic() < deadline:

@@ -20,6 +20,7 @@ from airflow_samza_expand.airflow.triggers import (
 )
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand.protocol import watch
 
 TRIGGERS = [
     OrderingBarrierTrigger(
@@ -36,6 +37,7 @@ TRIGGERS = [
     JobModelAckTrigger(job_name="job", version=3, min_processors=2, poll_interval_s=1.0),
     PartitionCountChangeTrigger(topic="orders", baseline=4, poll_interval_s=2.0),
     PartitionCountChangeTrigger(topic="orders"),
+    PartitionCountChangeTrigger(topic="orders", job_name="job", coordinator="/tmp/store"),
 ]
 
 
@@ -87,6 +89,21 @@ def test_partition_count_change_trigger_fires_when_the_topic_grows(job, admin):
     event = asyncio.run(first_event(trigger, 30))
     grower.join()
     assert event.payload == {"topic": j.topic, "baseline": 2, "partition_count": 4}
+
+
+@pytest.mark.kafka
+def test_partition_count_change_trigger_of_a_job_fires_for_a_growth_it_did_not_see(job, admin):
+    """With ``job_name`` the baseline is the count the job model covers (in the store), so a
+    trigger started after the topic grew - a new triggerer after the old one died - fires;
+    without it, the grown count would be its baseline. It fires once per count."""
+    j = job(2)
+    admin.create_partitions(j.topic, 4)  # grown before this trigger's first poll
+    trigger = PartitionCountChangeTrigger(topic=j.topic, job_name=j.name, poll_interval_s=0.2)
+    event = asyncio.run(first_event(trigger, 30))
+    assert event.payload == {"topic": j.topic, "baseline": 2, "partition_count": 4}
+    again = watch.job_model_count_poll(admin, j.store, j.topic, reported=4)  # after the rearm
+    assert not again.done, again.message
+    assert "job model v1" in again.message and "covers 2" in again.message, again.message
 
 
 @pytest.mark.kafka
