@@ -85,6 +85,7 @@ class Job(QueryDriver):
         self._closed = False
         self.source_registered = False
         self.switch: Any = None  # spark.switch.SwitchPublisher with the python source
+        self.before_count: Any = None  # spark.stale_before.BeforeSnapshotCount (idem)
 
     # settings --------------------------------------------------------------------------------
 
@@ -225,6 +226,7 @@ class Job(QueryDriver):
             self.register_source()
             settings = self.python_source_options(model)
             self.lifecycle.in_place = True  # rule 1.8: this query can switch in place
+            self.lifecycle.counts_stale = True  # ... and count stale placements for the barrier
             return self.spark.readStream.format("samza_kafka").options(**settings, **options).load()
         if source != "kafka":
             raise ValueError(f"source {source!r} - give 'kafka' (Spark's) or 'python'")
@@ -249,6 +251,7 @@ class Job(QueryDriver):
 
     def python_source_options(self, model: JobModel) -> dict[str, str]:
         from airflow_samza_expand.spark.stale import switch_rule
+        from airflow_samza_expand.spark.stale_before import BeforeSnapshotCount
         from airflow_samza_expand.spark.switch import SwitchPublisher, snapshots_up_to
 
         life = self.lifecycle
@@ -256,6 +259,11 @@ class Job(QueryDriver):
         self.switch = SwitchPublisher(
             life.store, model, switch_path, life.store_lock,
             rule_for=lambda m: switch_rule(life.store, m, self.args.partitioner, life.report_dir),
+        )  # fmt: skip
+        before_path = os.path.join(life.gate_dir, "stale-before")
+        self.before_count = BeforeSnapshotCount(
+            life.store, life.store_lock, self.processor_id, self.kafka_config(), life.report_dir,
+            before_path,
         )  # fmt: skip
         check = self.order_check
         with life.store_lock:
@@ -268,6 +276,7 @@ class Job(QueryDriver):
             "max_records_per_batch": str(self.args.max_records_per_batch),
             "stop_gate": self.lifecycle.gate_path,
             "order_check": check.rule.to_json() if check and check.rule else "",
+            "stale_before_path": before_path,
             # under the lease the driver commits, after confirming it (fencing a zombie)
             "commit_offsets": "false" if self.lifecycle.use_lease else "true",
             **self.kafka_options,
@@ -283,9 +292,12 @@ class Job(QueryDriver):
 
     def poll_switch(self) -> None:
         """Rule 1.9: publish a newer job model to the reader; once the reader plans batches on
-        it, take it on here (offset commits, coverage) and heartbeat ``running`` on it."""
+        it, take it on here (offset commits, coverage) and heartbeat ``running`` on it. Also
+        rule 1.5 before a snapshot: count an expansion in progress (`spark.stale_before`)."""
         if self.switch is None:
             return
+        if self.before_count is not None and self.model is not None:
+            self.before_count.poll(self.model, self.committed)
         self.switch.poll()
         version = self.switch.reading()
         life = self.lifecycle
@@ -318,6 +330,8 @@ class Job(QueryDriver):
         self._starting.close()
         if self.order_check is not None:
             self.order_check.close()
+        if self.before_count is not None:
+            self.before_count.close()
         if self._commit_consumer is not None:
             self._commit_consumer.close()
         if self.life is not None:

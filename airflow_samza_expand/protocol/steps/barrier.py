@@ -26,6 +26,7 @@ from typing import Any
 
 from airflow_samza_expand.core.clock import now_iso, parse_iso
 from airflow_samza_expand.core.lease import Lease
+from airflow_samza_expand.core.order import SCAN_SOURCE
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import barrier_status, barrier_to_dict, snapshot_barrier
@@ -173,7 +174,8 @@ def snapshot_poll(
     return Poll(
         True,
         f"barrier snapshot of {expansion_id}: {offsets} (lag {lag}; {held} stale placements "
-        "before it, held; counted by the barrier's scan, those after it by the job's batches)",
+        f"before it, held; counted by {order.evidence_of(record).counted_by or SCAN_SOURCE}, "
+        "those after it by the job's batches)",
         {
             "expansion_id": expansion_id,
             "barrier_offsets": offsets,
