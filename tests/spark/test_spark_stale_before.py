@@ -7,11 +7,13 @@ ended (nothing counted twice)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
 import pytest
-from spark_helpers import planned_growth, produce_raw
+from pyspark.sql.streaming.datasource import ReadAllAvailable
+from spark_helpers import create_topic, grow_topic, planned_growth, produce_raw
 from test_spark_job import Job
 
 from airflow_samza_expand.core.liveness import CAPABILITY_COUNTS_STALE, statuses
@@ -23,9 +25,12 @@ from airflow_samza_expand.kafka.partitioners import crc32_partition
 from airflow_samza_expand.kafka.stale_scan import StaleScanner
 from airflow_samza_expand.protocol.order import evidence_of, record_scan_start
 from airflow_samza_expand.protocol.steps.barrier_order import order_poll
+from airflow_samza_expand.spark.source import SOURCE_SCHEMA, SamzaKafkaStreamReader
+from airflow_samza_expand.spark.stale_batch import RuleFile
+from airflow_samza_expand.spark.stale_before import BeforeSnapshotCount
 from airflow_samza_expand.store.files import FileCoordinatorStore
 
-pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 WAIT_S = 180.0
 
@@ -58,6 +63,7 @@ def _moved_keys(prefix: str, n: int) -> list[str]:
     return [next(moved) for _ in range(n)]
 
 
+@pytest.mark.slow
 def test_the_barrier_takes_the_running_jobs_count_and_scans_without_it(
     spark, kafka_bootstrap, unique_topic, tmp_path
 ) -> None:
@@ -141,3 +147,70 @@ def test_the_barrier_takes_the_running_jobs_count_and_scans_without_it(
             thread.join(WAIT_S)
         admin.close()
         typed.close()
+
+
+def _read(reader: SamzaKafkaStreamReader, start: dict, end: dict) -> list:
+    parts = reader.partitions(start, end)
+    for part in parts:
+        for _ in reader.read(part):
+            pass
+    return parts
+
+
+def test_the_reader_counts_before_the_snapshot_and_the_driver_publishes_each_range_once(
+    kafka_bootstrap, unique_topic, tmp_path
+) -> None:
+    """Driven directly (no Spark session): a batch planned before the driver knew of the
+    expansion is re-read by the driver; later batches are counted by the reader per range; a
+    replayed batch counts nothing twice; the snapshot ends the count."""
+    topic = unique_topic("before")
+    create_topic(kafka_bootstrap, topic, 2)
+    produce_raw(kafka_bootstrap, topic, [(p, f"old-{p}", {}) for p in (0, 1)] * 3)
+    config = {"bootstrap.servers": kafka_bootstrap}
+    store = FileCoordinatorStore(str(tmp_path / "coord"), "job-" + topic)
+    v1 = store.write_job_model(JobModel.initial("job-" + topic, {topic: 2}))
+    store.put_expansion(planned_growth(v1.job_name, topic, "exp"), expected_revision=0)
+    with KafkaAdmin(config, timeout_s=15) as admin:
+        record_scan_start(admin, store, "exp")
+    grow_topic(kafka_bootstrap, topic, 4)
+    first = [(crc32_partition(k.encode(), 2), k, {}) for k in _moved_keys("a", 10)]
+    produce_raw(kafka_bootstrap, topic, first)
+    rule_path = str(tmp_path / "stale-before")
+    options = {"job_model": v1.to_json(), "bootstrap_servers": kafka_bootstrap}
+    reader = SamzaKafkaStreamReader(SOURCE_SCHEMA, {**options, "stale_before_path": rule_path})
+    count = BeforeSnapshotCount(
+        store, threading.Lock(), "proc-1", config, str(tmp_path / "reports"), rule_path
+    )
+    try:
+        start = {topic: {"0": 0, "1": 0}}
+        end1 = reader.latestOffset(start, ReadAllAvailable())
+        assert all(p.before is None for p in _read(reader, start, end1))  # no rule yet
+        count.poll(v1, end1)  # the expansion: [scan start, end1) has no report, re-read
+        published = store.stale_count("exp")
+        assert (published.summary.records, published.rescanned) == (10, 10)
+
+        second = [(crc32_partition(k.encode(), 2), k, {}) for k in _moved_keys("b", 5)]
+        fresh = [(crc32_partition(k.encode(), 4), k, {}) for k in _moved_keys("c", 5)]
+        produce_raw(kafka_bootstrap, topic, second + fresh)
+        end2 = reader.latestOffset(end1, ReadAllAvailable())
+        parts = _read(reader, end1, end2)
+        assert parts and all(p.before == count.rule for p in parts)
+        _read(reader, end1, end2)  # a replayed batch writes the same reports
+        count.after_commit(end2)
+        count.after_commit(end2)
+        published = store.stale_count("exp")
+        assert (published.summary.records, published.rescanned) == (15, 10)
+        assert published.records == 15  # fresh moved keys went to the new partitions
+        assert published.checked == {topic: {int(p): o for p, o in end2[topic].items()}}
+
+        record = store.get_expansion("exp")
+        store.put_expansion(
+            dataclasses.replace(record, barrier={topic: {0: 99, 1: 99}}),
+            expected_revision=record.revision,
+        )
+        count.poll(v1, end2)
+        assert count.rule is None and RuleFile(rule_path).poll() is None
+    finally:
+        reader.stop()
+        count.close()
+        store.close()
