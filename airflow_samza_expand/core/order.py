@@ -98,9 +98,10 @@ class OrderEvidence:
     next offset ``before_snapshot`` covers (from ``scan_start`` on, contiguous).
     ``before_snapshot``: stale placements the barrier saw (held by it), counted by
     ``counted_by`` (the barrier's scan, or the job's micro-batches: `JobStaleCount`);
-    ``seen_ends``: the old partitions' end offsets at the barrier's last look (the job's count
-    must reach them, `job_coverage`). ``after_snapshot``: those the restarted job read beyond
-    the barrier offsets (order at risk).
+    ``seen_ends``: the barrier's target for the job's count (the old partitions' end offsets at
+    an earlier look, `job_coverage`/`next_target`; the scan sets them at each poll).
+    ``after_snapshot``: those the restarted job read beyond the barrier offsets (order at
+    risk).
     """
 
     partitioner: tuple[str, ...] = ()
@@ -256,10 +257,11 @@ def job_coverage(
 
     The rule: the count is *usable* when, on every old partition, it has checked at least what
     the evidence already covers (``covered``: ``scan_positions``); it is *caught up* when it has
-    also checked everything appended up to the barrier's previous look (``ends_before``; at the
-    first look, ``ends_now``). A job reads behind the producers by its batch: the records
-    appended since the previous look are checked at the next one, as a scan would check them
-    at its next poll. A partition the count does not name is not checked.
+    also checked everything up to the barrier's target (``ends_before``: the old partitions'
+    end offsets at an earlier look, kept until a count reaches them; with none, ``ends_now``).
+    A job reads behind the producers by its batch: a target that stays put until reached is
+    reached by a job that keeps up, however short the barrier's poll interval; a new target is
+    set then (`next_target`). A partition the count does not name is not checked.
     """
     target = ends_before or ends_now
 
@@ -281,6 +283,16 @@ def job_coverage(
         for partition, offset in ps.items()
     )
     return JobCoverage(usable, usable and reaches(target), backlog)
+
+
+def next_target(
+    coverage: JobCoverage,
+    target: Mapping[str, Mapping[int, int]] | None,
+    ends_now: Mapping[str, Mapping[int, int]],
+) -> Mapping[str, Mapping[int, int]]:
+    """The barrier's target for the job's count after a look (`job_coverage`): the end offsets
+    now once the count reached the old target (or there was none), else the old one."""
+    return ends_now if coverage.caught_up or not target else target
 
 
 def _offsets_out(offsets: Mapping[str, Mapping[int, int]]) -> dict[str, dict[str, int]]:
@@ -353,6 +365,7 @@ __all__ = [
     "check_on_stale_placement",
     "decide_snapshot",
     "job_coverage",
+    "next_target",
     "order_line",
     "order_proven",
     "order_report",

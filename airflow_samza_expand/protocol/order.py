@@ -32,6 +32,7 @@ from airflow_samza_expand.core.order import (
     OrderEvidence,
     check_on_stale_placement,
     job_coverage,
+    next_target,
     order_report,
 )
 from airflow_samza_expand.core.record import ExpansionRecord
@@ -196,8 +197,9 @@ def take_job_count(
         latest = evidence_of(current)
         if current.barrier:
             return None  # the snapshot is taken: the look before it is over
-        out = latest.with_ends(ends)
-        if coverage_of(latest).usable:
+        seen = coverage_of(latest)
+        out = latest.with_ends(next_target(seen, latest.seen_ends, ends))
+        if seen.usable:
             out = out.with_job_count(count)
         return None if out == latest else with_evidence(current, out)
 

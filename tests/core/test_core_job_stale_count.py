@@ -11,6 +11,7 @@ from airflow_samza_expand.core.order import (
     JobStaleCount,
     OrderEvidence,
     job_coverage,
+    next_target,
 )
 from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
 
@@ -78,3 +79,22 @@ def test_the_count_record_round_trips_and_names_a_malformed_one():
     assert JobStaleCount.from_dict(count.to_dict()) == count
     with pytest.raises(ValueError, match="malformed stale-count record"):
         JobStaleCount.from_dict({"expansion_id": "e1"})
+
+
+def test_the_target_stays_until_the_count_reaches_it():
+    """A job always a batch behind the producers still catches up: the target does not move
+    with every look (a poll interval shorter than the job's batch would never be reached)."""
+    target = None
+    checked, now, caught = 100, 100, []
+    for _look in range(12):
+        now += 10  # producers append 10 records between two looks
+        checked = now - 25  # the job is 25 records (2.5 looks) behind, always
+        seen = job_coverage(ends(checked, 200), START, target, ends(now, 200))
+        caught.append(seen.caught_up)
+        target = next_target(seen, target, ends(now, 200))
+    assert any(caught)
+    # with the target moved at every look the same job would never be caught up
+    assert not any(
+        job_coverage(ends(n - 25, 200), START, ends(n - 10, 200), ends(n, 200)).caught_up
+        for n in range(110, 230, 10)
+    )
