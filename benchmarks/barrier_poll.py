@@ -296,6 +296,9 @@ def bench_before_snapshot(config: dict[str, str], records: int, looks: int) -> d
         ), expected_revision=0)  # fmt: skip
         record_scan_start(setup, store, eid)
         setup.create_partitions(topic, 16)
+        grown = store.get_expansion(eid)
+        store.put_expansion(grown.with_step("expand", started_at=stamp, ended_at=now_iso()),
+                            expected_revision=grown.revision)  # fmt: skip
         expanded_at = time.time()
         reader = counter = None
         offsets = {topic: {str(p): 0 for p in range(8)}}

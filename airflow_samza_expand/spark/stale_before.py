@@ -1,7 +1,7 @@
 """Rule 1.5 before the snapshot, in the job: stale placements counted in the records the running
 processor reads anyway, for the barrier (instead of its own re-read of the old partitions).
 
-While an expansion of the job is in progress (its record has a scan start - the old
+While an expansion of the job is in progress (grown, its record has a scan start - the old
 partitions' end offsets at the growth - and no barrier snapshot yet) and the processor reads
 the expansion's old partitions with the provider's reader, `BeforeSnapshotCount`:
 
@@ -44,11 +44,15 @@ OVER = frozenset({ExpansionStatus.FAILED, ExpansionStatus.COMPLETED})
 
 
 def in_progress(records: Sequence[ExpansionRecord], version: int) -> ExpansionRecord | None:
-    """The newest expansion growing job model ``version`` that has a scan start and no barrier
-    snapshot yet (the barrier looks for stale placements before its snapshot), or None."""
+    """The newest expansion growing job model ``version`` whose growth is done (the expand step
+    ended, or the barrier began: grown outside the expand step), with a scan start and no
+    barrier snapshot yet (the barrier looks for stale placements before its snapshot)."""
     for record in records:  # newest first
+        expand = record.steps.get("expand")
+        grown = bool(expand and expand.ended_at) or "barrier_snapshot" in record.steps
         if (
             record.base_version == version
+            and grown
             and record.status not in OVER
             and not record.barrier
             and evidence_of(record).scan_start

@@ -141,3 +141,13 @@ def planned_growth(job_name: str, topic: str, expansion_id: str) -> Any:
         status="planned", owner="test", created_at=stamp, updated_at=stamp,
         results={"plan": {"conformance": {topic: {"partitioner": "crc32"}}}},
     )  # fmt: skip
+
+
+def mark_grown(store: Any, expansion_id: str) -> None:
+    """Record the expand step as done (what the expand step stores after CreatePartitions)."""
+    from airflow_samza_expand.core.clock import now_iso
+
+    record = store.get_expansion(expansion_id)
+    stamp = now_iso()
+    grown = record.with_step("expand", started_at=stamp, ended_at=stamp)
+    store.put_expansion(grown, expected_revision=record.revision)

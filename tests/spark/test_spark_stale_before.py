@@ -13,9 +13,10 @@ import time
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
-from spark_helpers import create_topic, grow_topic, planned_growth, produce_raw
+from spark_helpers import create_topic, grow_topic, mark_grown, planned_growth, produce_raw
 from test_spark_job import Job
 
+from airflow_samza_expand.core.clock import now_iso
 from airflow_samza_expand.core.liveness import CAPABILITY_COUNTS_STALE, statuses
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.order import JOB_SOURCE, SCAN_SOURCE
@@ -92,6 +93,7 @@ def test_the_barrier_takes_the_running_jobs_count_and_scans_without_it(
         )
         record_scan_start(admin, typed, expansion_id)
         admin.create_partitions(job.topic, 4)
+        mark_grown(typed, expansion_id)
         expanded_at = time.time()
         _wait_for("the job's first count", lambda: typed.stale_count(expansion_id), thread)
         # producers still on the old count: moved keys into their old partitions (stale),
@@ -173,6 +175,7 @@ def test_the_reader_counts_before_the_snapshot_and_the_driver_publishes_each_ran
     with KafkaAdmin(config, timeout_s=15) as admin:
         record_scan_start(admin, store, "exp")
     grow_topic(kafka_bootstrap, topic, 4)
+    mark_grown(store, "exp")
     first = [(crc32_partition(k.encode(), 2), k, {}) for k in _moved_keys("a", 10)]
     produce_raw(kafka_bootstrap, topic, first)
     rule_path = str(tmp_path / "stale-before")
@@ -214,3 +217,17 @@ def test_the_reader_counts_before_the_snapshot_and_the_driver_publishes_each_ran
         reader.stop()
         count.close()
         store.close()
+
+
+def test_the_job_counts_only_a_grown_expansion_of_its_model_without_a_snapshot() -> None:
+    from airflow_samza_expand.core.order import OrderEvidence
+    from airflow_samza_expand.spark.stale_before import in_progress
+
+    planned = planned_growth("job", "orders", "exp")
+    started = OrderEvidence(scan_start={"orders": {0: 5, 1: 7}}).to_dict()
+    planned = dataclasses.replace(planned, stale_placements=started)
+    grown = planned.with_step("expand", started_at=now_iso(), ended_at=now_iso())
+    assert in_progress([planned], 1) is None  # CreatePartitions may not have happened
+    assert in_progress([grown], 1) == grown
+    assert in_progress([grown], 2) is None  # another job model
+    assert in_progress([dataclasses.replace(grown, barrier={"orders": {0: 9, 1: 9}})], 1) is None
