@@ -5,7 +5,6 @@ scans when no such processor publishes one (from where the count ended: nothing 
 
 from __future__ import annotations
 
-import pytest
 from kafka_layer_helpers import produce
 from test_protocol_order import GRACE, QUIET, T0, _moved, _planned
 
@@ -20,8 +19,6 @@ from airflow_samza_expand.kafka.stale_scan import StaleScanner
 from airflow_samza_expand.protocol.order import evidence_of, record_scan_start
 from airflow_samza_expand.protocol.steps.barrier_order import order_poll
 from airflow_samza_expand.store.files import FileCoordinatorStore
-
-pytestmark = [pytest.mark.kafka, pytest.mark.apache_ci]
 
 
 class SpyScanner(StaleScanner):
