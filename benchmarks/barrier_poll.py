@@ -19,11 +19,22 @@
    8 partitions) are appended, and the old partitions are scanned from the expansion offsets in
    bounded polls: records checked per second.
 
+4. The barrier's look before its snapshot, the scan vs the job's count (issue 26): two 8 -> 16
+   expansions take `--scan-records` records each (half stale) in `--looks` rounds, one
+   barrier look (`order_poll`) after each round. Without a counting processor the barrier
+   scans them itself; with one (a processor heartbeating ``counts-stale``: the provider's
+   reader and `spark.stale_before`, driven in this process without Spark, count them as the
+   job's batches would) the barrier takes the job's count. The figures are the records the
+   barrier itself read per look and the seconds per look. `--before-snapshot-only` runs only
+   this part.
+
 Uses KAFKA_BOOTSTRAP_SERVERS if set, else starts the development broker. Figures only - no
 pass/fail. Last line:
 
     requests_per_poll=<n> coordinator_read_1000_versions_s=<x>
-    stale_scan_idle_requests_per_poll=<n> stale_scan_records_per_s=<x>      (one line)
+    stale_scan_idle_requests_per_poll=<n> stale_scan_records_per_s=<x>
+    before_snapshot_scan_read_per_look=<n> before_snapshot_job_read_per_look=<n>
+    before_snapshot_scan_look_s=<x> before_snapshot_job_look_s=<x>        (one line)
 """
 
 from __future__ import annotations
@@ -253,12 +264,97 @@ def bench_stale_scan(
     return statistics.median(per_poll), rate
 
 
+def bench_before_snapshot(config: dict[str, str], records: int, looks: int) -> dict[str, float]:
+    """Records the barrier itself read per look, and seconds per look: scan vs job's count."""
+    import tempfile
+
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand.core.record import ExpansionRecord
+    from airflow_samza_expand.protocol.order import record_scan_start
+    from airflow_samza_expand.protocol.steps.barrier_order import order_poll
+    from airflow_samza_expand.spark.source import SOURCE_SCHEMA, SamzaKafkaStreamReader
+    from airflow_samza_expand.spark.stale_before import BeforeSnapshotCount
+    from airflow_samza_expand.store.files import FileCoordinatorStore
+
+    figures: dict[str, float] = {}
+    workdir = tempfile.mkdtemp(prefix="bench-before-")
+    setup = KafkaAdmin(config, timeout_s=30)
+    for mode in ("scan", "job"):
+        topic = f"bench-before-{mode}-{uuid.uuid4().hex[:8]}"
+        job = f"job-{topic}"
+        setup.ensure_topic(topic, 8)
+        store = FileCoordinatorStore(os.path.join(workdir, mode), job)
+        model = store.write_job_model(JobModel.initial(job, {topic: 8}))
+        stamp, eid = now_iso(), f"{job}~{topic}.8-16"
+        store.put_expansion(ExpansionRecord(
+            expansion_id=eid, job_name=job, base_version=1, target_version=2,
+            plan={"counts_before": {topic: 8}, "counts_after": {topic: 16}}, status="planned",
+            owner="bench", created_at=stamp, updated_at=stamp,
+            results={"plan": {"conformance": {topic: {"partitioner": "crc32"}}}},
+        ), expected_revision=0)  # fmt: skip
+        record_scan_start(setup, store, eid)
+        setup.create_partitions(topic, 16)
+        grown = store.get_expansion(eid)
+        store.put_expansion(grown.with_step("expand", started_at=stamp, ended_at=now_iso()),
+                            expected_revision=grown.revision)  # fmt: skip
+        expanded_at = time.time()
+        reader = counter = None
+        offsets = {topic: {str(p): 0 for p in range(8)}}
+        if mode == "job":  # the running job: the provider's reader and its driver's count
+            rule = os.path.join(workdir, "rule")
+            reader = SamzaKafkaStreamReader(SOURCE_SCHEMA, {
+                "job_model": model.to_json(), "stale_before_path": rule,
+                "bootstrap_servers": config["bootstrap.servers"]})  # fmt: skip
+            counter = BeforeSnapshotCount(
+                store, threading.Lock(), "proc-1", config, os.path.join(workdir, "r"), rule
+            )
+            counter.poll(model, offsets)
+        keys = [b"user-%d" % i for i in range(1000)]
+        read, seconds = [], []
+        for look in range(looks):
+            produce_all(config, topic, [
+                (k, b'{"seq": 0}', crc32_partition(k, 8 if i % 2 else 16))  # odd: stale
+                for i, k in ((i, keys[i % len(keys)]) for i in range(records // looks))
+            ])  # fmt: skip
+            if reader is not None and counter is not None:
+                store.heartbeat("proc-1", 1, "running", role="active", capabilities=[
+                    "counts-stale", "in-place"])  # fmt: skip
+                end = reader.latestOffset(offsets, ReadAllAvailable())
+                for part in reader.partitions(offsets, end):
+                    for _ in reader.read(part):
+                        pass
+                counter.after_commit(end)
+                offsets = end
+            began = time.perf_counter()
+            poll = order_poll(
+                setup, store, config, expansion_id=eid, expanded_at=expanded_at,
+                grace_ends=expanded_at, deadline=None, quiet_s=0.0,
+            )  # fmt: skip
+            seconds.append(time.perf_counter() - began)
+            read.append(poll.records_read)
+            print(f"{mode}: look {look + 1}: the barrier read {poll.records_read} records in "
+                  f"{seconds[-1]:.3f} s; {poll.evidence.before_snapshot.records} stale so far, "
+                  f"counted by {poll.counted_by}")  # fmt: skip
+        if reader is not None and counter is not None:
+            reader.stop()
+            counter.close()
+        store.close()
+        figures[f"before_snapshot_{mode}_read_per_look"] = statistics.mean(read)
+        figures[f"before_snapshot_{mode}_look_s"] = statistics.median(seconds)
+    setup.close()
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--versions", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--idle-s", type=float, default=5.0, help="pause before the last poll")
     parser.add_argument("--scan-records", type=int, default=100_000)
+    parser.add_argument("--looks", type=int, default=5, help="barrier looks before the snapshot")
+    parser.add_argument("--before-snapshot-only", action="store_true", help="only part 4")
     args = parser.parse_args(argv)
     with ExitStack() as stack:
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
@@ -270,6 +366,12 @@ def main(argv: list[str] | None = None) -> int:
             bootstrap = broker.bootstrap
         config = client_config(bootstrap)
         print(f"Kafka at {bootstrap} ({'development broker' if broker else 'real cluster'})")
+        before = bench_before_snapshot(config, args.scan_records, args.looks)
+        last = " ".join(f"{k}={v:.3f}" if k.endswith("_s") else f"{k}={v:g}"
+                        for k, v in before.items())  # fmt: skip
+        if args.before_snapshot_only:
+            print(last)
+            return 0
         requests_per_poll = bench_barrier(config, broker, [1, 10, 50], args.idle_s)
         read_s = bench_coordinator_read(config, args.versions, args.runs)
         scan_idle, scan_rate = bench_stale_scan(
@@ -277,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         f"requests_per_poll={requests_per_poll} coordinator_read_1000_versions_s={read_s:.3f} "
-        f"stale_scan_idle_requests_per_poll={scan_idle:g} stale_scan_records_per_s={scan_rate:.0f}"
+        f"stale_scan_idle_requests_per_poll={scan_idle:g} stale_scan_records_per_s={scan_rate:.0f} "
+        f"{last}"
     )
     return 0
 

@@ -29,7 +29,10 @@ ROLES = frozenset({ROLE_ACTIVE, ROLE_STANDBY})
 # active lease (``--standby``), and switch to a newer job model in place (rule 1.9).
 CAPABILITY_STANDBY = "standby"
 CAPABILITY_IN_PLACE = "in-place"
-CAPABILITIES = frozenset({CAPABILITY_STANDBY, CAPABILITY_IN_PLACE})
+# ... and count stale placements before an expansion's snapshot in its own batches (rule 1.5):
+# the barrier then takes its count (core.order.JobStaleCount) instead of scanning
+CAPABILITY_COUNTS_STALE = "counts-stale"
+CAPABILITIES = frozenset({CAPABILITY_STANDBY, CAPABILITY_IN_PLACE, CAPABILITY_COUNTS_STALE})
 FINAL_STATES = frozenset({"stopped", "failed"})
 # States in which a processor still works on its job model (a stop waits for them).
 WORKING_STATES = frozenset({"starting", "standby", "running", "stopping"})
@@ -157,6 +160,7 @@ __all__ = [
     "FINAL_STATES",
     "ROLES",
     "CAPABILITIES",
+    "CAPABILITY_COUNTS_STALE",
     "CAPABILITY_IN_PLACE",
     "CAPABILITY_STANDBY",
     "ROLE_ACTIVE",

@@ -15,6 +15,8 @@ from typing import Any, Literal
 from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
 
 DEFAULT_STALE_QUIET_S = 30.0  # three poll intervals of the barrier sensor (10 s)
+SCAN_SOURCE = "the barrier's scan"  # ``counted_by`` of the evidence before the snapshot
+JOB_SOURCE = "the job's micro-batches"
 ON_STALE_PLACEMENT = ("warn", "fail")
 
 Action = Literal["wait", "snapshot", "timeout"]
@@ -93,9 +95,13 @@ class OrderEvidence:
     """What the expansion record keeps in ``stale_placements`` (JSON via `to_dict`).
 
     ``scan_start``/``scan_positions``: the old partitions' end offsets at the expansion and the
-    next offset the barrier's scan checks. ``before_snapshot``: stale placements the barrier
-    saw (held by it); ``after_snapshot``: those the restarted job read beyond the barrier
-    offsets (order at risk).
+    next offset ``before_snapshot`` covers (from ``scan_start`` on, contiguous).
+    ``before_snapshot``: stale placements the barrier saw (held by it), counted by
+    ``counted_by`` (the barrier's scan, or the job's micro-batches: `JobStaleCount`);
+    ``seen_ends``: the barrier's target for the job's count (the old partitions' end offsets at
+    an earlier look, `job_coverage`/`next_target`; the scan sets them at each poll).
+    ``after_snapshot``: those the restarted job read beyond the barrier offsets (order at
+    risk).
     """
 
     partitioner: tuple[str, ...] = ()
@@ -104,6 +110,8 @@ class OrderEvidence:
     last_stale_at: str | None = None
     before_snapshot: StaleSummary = field(default_factory=StaleSummary)
     after_snapshot: StaleSummary = field(default_factory=StaleSummary)
+    counted_by: str = ""
+    seen_ends: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
 
     def with_scan(
         self, positions: Mapping[str, Mapping[int, int]], found: list[StalePlacement], at: str
@@ -114,7 +122,27 @@ class OrderEvidence:
             scan_positions={t: dict(ps) for t, ps in positions.items()},
             before_snapshot=self.before_snapshot.add(found),
             last_stale_at=at if found else self.last_stale_at,
+            counted_by=(
+                self.counted_by
+                if SCAN_SOURCE in self.counted_by
+                else " and ".join(filter(None, (self.counted_by, SCAN_SOURCE)))
+            ),
         )
+
+    def with_job_count(self, count: JobStaleCount) -> OrderEvidence:
+        """Take a processor's count (it covers ``scan_positions``: `job_coverage`)."""
+        last = max(filter(None, (self.last_stale_at, count.last_stale_at)), default=None)
+        return replace(
+            self,
+            scan_positions={t: dict(ps) for t, ps in count.checked.items()},
+            before_snapshot=count.summary,
+            last_stale_at=last,
+            counted_by=count.source(),
+        )
+
+    def with_ends(self, ends: Mapping[str, Mapping[int, int]]) -> OrderEvidence:
+        """After a look that saw the old partitions' end offsets ``ends``."""
+        return replace(self, seen_ends={t: dict(ps) for t, ps in ends.items()})
 
     def with_job_placements(self, summary: StaleSummary) -> OrderEvidence:
         return replace(self, after_snapshot=summary)
@@ -127,6 +155,8 @@ class OrderEvidence:
             "last_stale_at": self.last_stale_at,
             "before_snapshot": self.before_snapshot.to_dict(),
             "after_snapshot": self.after_snapshot.to_dict(),
+            "counted_by": self.counted_by,
+            "seen_ends": _offsets_out(self.seen_ends),
         }
 
     @classmethod
@@ -142,9 +172,127 @@ class OrderEvidence:
                 last_stale_at=doc.get("last_stale_at"),
                 before_snapshot=StaleSummary.from_dict(doc.get("before_snapshot")),
                 after_snapshot=StaleSummary.from_dict(doc.get("after_snapshot")),
+                counted_by=str(doc.get("counted_by") or ""),
+                seen_ends=_offsets_in(doc.get("seen_ends", {})),
             )
         except (TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"malformed stale_placements of an expansion record: {exc}") from None
+
+
+@dataclass(frozen=True)
+class JobStaleCount:
+    """A processor's count of stale placements before an expansion's snapshot, in the records
+    its micro-batches read anyway (rule 1.5 at production rates): published in the coordinator
+    store (kind ``stale-count``, key: the expansion id), taken by the barrier (`job_coverage`).
+
+    ``checked``: the next offset to check of every old partition; everything from the
+    expansion's scan start up to it is counted in ``summary``, once (contiguous ranges: a
+    replayed batch counts nothing twice). ``last_stale_at``: when it last found one (ISO).
+    ``records``/``rescanned``: records checked, and of those re-read by its driver (ranges no
+    batch report covered).
+    """
+
+    expansion_id: str
+    processor_id: str
+    job_model_version: int
+    checked: Mapping[str, Mapping[int, int]]
+    summary: StaleSummary = field(default_factory=StaleSummary)
+    last_stale_at: str | None = None
+    updated_at: str | None = None
+    records: int = 0
+    rescanned: int = 0
+
+    def source(self) -> str:
+        """``counted_by`` of the evidence that takes this count."""
+        return f"{JOB_SOURCE} (processor {self.processor_id}, {self.records} records)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "expansion_id": self.expansion_id,
+            "processor_id": self.processor_id,
+            "job_model_version": self.job_model_version,
+            "checked": _offsets_out(self.checked),
+            "summary": self.summary.to_dict(),
+            "last_stale_at": self.last_stale_at,
+            "updated_at": self.updated_at,
+            "records": self.records,
+            "rescanned": self.rescanned,
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> JobStaleCount:
+        """Inverse of `to_dict`; ValueError naming the problem."""
+        try:
+            return cls(
+                expansion_id=str(doc["expansion_id"]),
+                processor_id=str(doc["processor_id"]),
+                job_model_version=int(doc["job_model_version"]),
+                checked=_offsets_in(doc["checked"]),
+                summary=StaleSummary.from_dict(doc.get("summary")),
+                last_stale_at=doc.get("last_stale_at"),
+                updated_at=doc.get("updated_at"),
+                records=int(doc.get("records", 0)),
+                rescanned=int(doc.get("rescanned", 0)),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"malformed stale-count record: {exc!r}") from None
+
+
+@dataclass(frozen=True)
+class JobCoverage:
+    """What a processor's count covers at one barrier look (`job_coverage`)."""
+
+    usable: bool  # it covers what the evidence already counted: it may replace it
+    caught_up: bool  # ... and the old partitions up to the barrier's previous look
+    backlog: int  # records appended (as of this look) that it has not checked yet
+
+
+def job_coverage(
+    checked: Mapping[str, Mapping[int, int]],
+    covered: Mapping[str, Mapping[int, int]],
+    ends_before: Mapping[str, Mapping[int, int]] | None,
+    ends_now: Mapping[str, Mapping[int, int]],
+) -> JobCoverage:
+    """Whether the barrier may take a processor's count as its look at the old partitions.
+
+    The rule: the count is *usable* when, on every old partition, it has checked at least what
+    the evidence already covers (``covered``: ``scan_positions``); it is *caught up* when it has
+    also checked everything up to the barrier's target (``ends_before``: the old partitions'
+    end offsets at an earlier look, kept until a count reaches them; with none, ``ends_now``).
+    A job reads behind the producers by its batch: a target that stays put until reached is
+    reached by a job that keeps up, however short the barrier's poll interval; a new target is
+    set then (`next_target`). A partition the count does not name is not checked.
+    """
+    target = ends_before or ends_now
+
+    def at(offsets: Mapping[str, Mapping[int, int]], topic: str, partition: int) -> int:
+        return int(offsets.get(topic, {}).get(partition, 0))
+
+    def reaches(bound: Mapping[str, Mapping[int, int]]) -> bool:
+        return all(
+            topic in checked and partition in checked[topic]
+            and checked[topic][partition] >= offset
+            for topic, ps in bound.items()
+            for partition, offset in ps.items()
+        )  # fmt: skip
+
+    usable = reaches(covered)
+    backlog = sum(
+        max(0, offset - at(checked, topic, partition))
+        for topic, ps in ends_now.items()
+        for partition, offset in ps.items()
+    )
+    return JobCoverage(usable, usable and reaches(target), backlog)
+
+
+def next_target(
+    coverage: JobCoverage,
+    target: Mapping[str, Mapping[int, int]] | None,
+    ends_now: Mapping[str, Mapping[int, int]],
+) -> Mapping[str, Mapping[int, int]]:
+    """The barrier's target for the job's count after a look (`job_coverage`): the end offsets
+    now once the count reached the old target (or there was none), else the old one."""
+    return ends_now if coverage.caught_up or not target else target
 
 
 def _offsets_out(offsets: Mapping[str, Mapping[int, int]]) -> dict[str, dict[str, int]]:
@@ -208,10 +356,16 @@ def check_on_stale_placement(value: str) -> str:
 __all__ = [
     "DEFAULT_STALE_QUIET_S",
     "ON_STALE_PLACEMENT",
+    "JOB_SOURCE",
+    "SCAN_SOURCE",
     "BarrierDecision",
+    "JobCoverage",
+    "JobStaleCount",
     "OrderEvidence",
     "check_on_stale_placement",
     "decide_snapshot",
+    "job_coverage",
+    "next_target",
     "order_line",
     "order_proven",
     "order_report",

@@ -4,9 +4,11 @@ restarted job and the report step. No Airflow import.
 
 * `record_scan_start` - the expand step, right **before** CreatePartitions: the old partitions'
   end offsets, where the barrier's stale-placement scan starts.
-* `scan_before_snapshot` - the barrier poll (`protocol.steps.barrier.order_poll`), while it has
-  no snapshot: scan what was appended to the old partitions since the last poll (bounded), log
-  the held stale placements in one INFO line, keep the counts in ``stale_placements``.
+* `scan_before_snapshot` - the barrier poll (`protocol.steps.barrier_order.order_poll`), while
+  it has no snapshot: scan what was appended to the old partitions since the last poll
+  (bounded), log the held stale placements in one INFO line, keep the counts in
+  ``stale_placements``; `take_job_count` instead takes the count the job's own processor
+  published (`spark.stale_before`) when it has one.
 * `job_order_args` - the submit step: the restarted job's ``--barrier-offsets``,
   ``--partitioner`` and ``--on-stale-placement``.
 * `job_publisher` / `record_job_placements` - the restarted job: its counts of stale
@@ -24,7 +26,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_samza_expand.core.lease import Lease
-from airflow_samza_expand.core.order import OrderEvidence, check_on_stale_placement, order_report
+from airflow_samza_expand.core.order import (
+    JobCoverage,
+    JobStaleCount,
+    OrderEvidence,
+    check_on_stale_placement,
+    job_coverage,
+    next_target,
+    order_report,
+)
 from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
 from airflow_samza_expand.kafka.admin import KafkaAdmin
@@ -152,16 +162,62 @@ def scan_before_snapshot(
         latest = evidence_of(current)
         if current.barrier or latest.scan_positions != evidence.scan_positions:
             return None  # a concurrent poll stored its scan (or the snapshot) first
-        return with_evidence(
-            current, latest.with_scan(result.positions, list(result.placements), stamp)
-        )
+        scanned = latest.with_scan(result.positions, list(result.placements), stamp)
+        return with_evidence(current, scanned.with_ends(result.highs))
 
     stored = evidence
-    if result.placements or result.positions != positions:
+    if result.placements or result.positions != positions or evidence.seen_ends != result.highs:
         stored = evidence_of(update_record(store, expansion_id, change, lease))
     if result.placements:
         log.info("expansion %s: %s", expansion_id, _held_line(result.placements, stored))
     return stored, result
+
+
+def take_job_count(
+    admin: KafkaAdmin,
+    store: CoordinatorStore,
+    expansion_id: str,
+    count: JobStaleCount,
+    *,
+    lease: Lease | None = None,
+) -> tuple[OrderEvidence, JobCoverage]:
+    """The barrier's look from a processor's own count (`spark.stale_before`) instead of a
+    scan: read the old partitions' end offsets (one ListOffsets), take the count when it covers
+    what the evidence holds (`core.order.job_coverage`) and store it with ``counted_by`` the
+    job; log newly held placements in one INFO line. The evidence as stored and the coverage."""
+    record = records.require(store, expansion_id)
+    evidence = evidence_of(record)
+    ends = snapshot_barrier(admin, old_counts(record))
+
+    def coverage_of(current: OrderEvidence) -> JobCoverage:
+        covered = current.scan_positions or current.scan_start
+        return job_coverage(count.checked, covered, current.seen_ends or None, ends)
+
+    def change(current: ExpansionRecord) -> ExpansionRecord | None:
+        latest = evidence_of(current)
+        if current.barrier:
+            return None  # the snapshot is taken: the look before it is over
+        seen = coverage_of(latest)
+        out = latest.with_ends(next_target(seen, latest.seen_ends, ends))
+        if seen.usable:
+            out = out.with_job_count(count)
+        return None if out == latest else with_evidence(current, out)
+
+    coverage = coverage_of(evidence)
+    stored = evidence_of(update_record(store, expansion_id, change, lease))
+    new = stored.before_snapshot.records - evidence.before_snapshot.records
+    if new > 0:
+        shown = ", ".join(
+            f"{p.key!r} {p.topic}[{p.partition}]@{p.offset} -> {p.expected_partition}"
+            for p in stored.before_snapshot.examples[:HELD_EXAMPLES]
+        )
+        log.info(
+            "expansion %s: %d stale placement(s) held by the barrier (before the snapshot: "
+            "order not at risk; %d of %s key(s) so far, counted by %s); e.g. %s",
+            expansion_id, new, stored.before_snapshot.records,
+            stored.before_snapshot.key_count(), stored.counted_by, shown,
+        )  # fmt: skip
+    return stored, coverage
 
 
 def _held_line(found: tuple[StalePlacement, ...], stored: OrderEvidence) -> str:
@@ -182,8 +238,8 @@ def _held_line(found: tuple[StalePlacement, ...], stored: OrderEvidence) -> str:
     return (
         f"{this_poll.records} stale placement(s) of {this_poll.key_count()} key(s) held by the "
         f"barrier (before the snapshot: order not at risk; {stored.before_snapshot.records} so "
-        f"far) in {', '.join(f'{n} x{c}' for n, c in sorted(per_partition.items()))}; "
-        f"e.g. {examples}"
+        f"far, counted by {stored.counted_by}) in "
+        f"{', '.join(f'{n} x{c}' for n, c in sorted(per_partition.items()))}; e.g. {examples}"
     )
 
 
@@ -301,6 +357,7 @@ __all__ = [
     "record_job_placements",
     "record_scan_start",
     "scan_before_snapshot",
+    "take_job_count",
     "scan_after_snapshot",
     "growths",
     "old_counts",

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_samza_expand.core.liveness import DEFAULT_TTL_S
+from airflow_samza_expand.core.model import JobModel
 
 DEFAULT_MAX_RECORDS_PER_BATCH = 100_000
 _PROCESSING_TIME = re.compile(r"^processing-time=(\d+(?:\.\d+)?)\s*(ms|s|m)?$")
@@ -182,3 +185,38 @@ def validate_args(args: argparse.Namespace) -> None:
         load_processor(args.processor)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def assignment(model: JobModel) -> dict[str, list[int]]:
+    """Spark's ``assign``: ``{topic: [partition, ...]}`` of every SSP of the job model."""
+    return {t: list(range(n)) for t, n in sorted(model.partition_counts().items())}
+
+
+def task_of(model: JobModel) -> dict[str, str]:
+    """``"topic:partition" -> task`` (a broadcast SSP, read by every task, is refused)."""
+    if model.broadcast_ssps:
+        raise UsageError(
+            f"job model v{model.version} has broadcast SSPs - read it with "
+            "read_kafka(source='python')"
+        )
+    return {
+        f"{s.stream}:{s.partition}": task
+        for task, ssps in model.task_to_ssps().items()
+        for s in ssps
+    }
+
+
+def parse_args(argv: Sequence[str] | None, overrides: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    """(runtime settings, the job's own options); keywords win over the command line."""
+    parser = build_runtime_parser()
+    known = {a.dest for a in parser._actions}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise TypeError(f"attach() got unknown settings {unknown}; known: {sorted(known)}")
+    for action in parser._actions:
+        if action.dest in overrides:
+            action.required = False
+    args, extra = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    for key, value in overrides.items():
+        setattr(args, key, value)
+    return args, extra

@@ -45,6 +45,7 @@ class QueryDriver:
     last_batch_reported: int
     lease_lost: LeaseLostError | None
     order_check: Any
+    before_count: Any  # spark.stale_before.BeforeSnapshotCount (rule 1.5 before a snapshot)
     processor_id: str
     _commit_consumer: Any
     _starting: Any
@@ -87,6 +88,8 @@ class QueryDriver:
         log.info("committed group %r offsets %s", self.args.job_name, json.dumps(offsets))
         if self.order_check is not None:  # stale placements beyond the barrier (rule 1.5)
             self.order_check.after_commit(offsets)
+        if self.before_count is not None:  # ... and before an expansion's snapshot
+            self.before_count.after_commit(offsets)
 
     def commit_progress(self, query: Any) -> None:
         """Commit the newest finished batch's end offsets; record new progress reports."""

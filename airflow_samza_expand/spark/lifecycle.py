@@ -32,6 +32,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from airflow_samza_expand.core.liveness import (
+    CAPABILITY_COUNTS_STALE,
     CAPABILITY_IN_PLACE,
     CAPABILITY_STANDBY,
     DEFAULT_TTL_S,
@@ -86,6 +87,7 @@ class Lifecycle:
         self.coverage: Any = None  # spark.coverage.CoverageWatch once the job model is known
         self.order_check: Any = None  # spark.stale.OrderCheck with --barrier-offsets (rule 1.5)
         self.in_place = False  # the query reads with the provider's reader (rule 1.9)
+        self.counts_stale = False  # ... and counts stale placements before a snapshot (1.5)
         self.epoch = 0
         self.version = 0
         self.store_lock = threading.Lock()
@@ -119,8 +121,13 @@ class Lifecycle:
     def capabilities(self) -> list[str]:
         """Rule 1.8: with the lease it can wait as a warm standby (--standby); with the
         provider's reader it can switch in place (Spark's own Kafka source cannot change
-        ``assign`` in a running query)."""
-        return [CAPABILITY_STANDBY] * self.use_lease + [CAPABILITY_IN_PLACE] * self.in_place
+        ``assign`` in a running query) and counts stale placements before an expansion's
+        snapshot in its batches (`spark.stale_before`: the barrier then does not scan)."""
+        return (
+            [CAPABILITY_STANDBY] * self.use_lease
+            + [CAPABILITY_IN_PLACE] * self.in_place
+            + [CAPABILITY_COUNTS_STALE] * self.counts_stale
+        )
 
     @contextlib.contextmanager
     def beating(self, state: str, role: str | None = None) -> Iterator[None]:

@@ -37,7 +37,7 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from airflow_samza_expand.core.errors import ExpansionError
@@ -45,8 +45,10 @@ from airflow_samza_expand.core.liveness import ROLE_STANDBY
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.spark.args import (
     UsageError,
-    build_runtime_parser,
+    assignment,
+    parse_args,
     parse_trigger,
+    task_of,
     validate_runtime_args,
 )
 from airflow_samza_expand.spark.driving import EXIT_USAGE, QueryDriver
@@ -83,6 +85,7 @@ class Job(QueryDriver):
         self._closed = False
         self.source_registered = False
         self.switch: Any = None  # spark.switch.SwitchPublisher with the python source
+        self.before_count: Any = None  # spark.stale_before.BeforeSnapshotCount (idem)
 
     # settings --------------------------------------------------------------------------------
 
@@ -223,6 +226,7 @@ class Job(QueryDriver):
             self.register_source()
             settings = self.python_source_options(model)
             self.lifecycle.in_place = True  # rule 1.8: this query can switch in place
+            self.lifecycle.counts_stale = True  # ... and count stale placements for the barrier
             return self.spark.readStream.format("samza_kafka").options(**settings, **options).load()
         if source != "kafka":
             raise ValueError(f"source {source!r} - give 'kafka' (Spark's) or 'python'")
@@ -247,6 +251,7 @@ class Job(QueryDriver):
 
     def python_source_options(self, model: JobModel) -> dict[str, str]:
         from airflow_samza_expand.spark.stale import switch_rule
+        from airflow_samza_expand.spark.stale_before import BeforeSnapshotCount
         from airflow_samza_expand.spark.switch import SwitchPublisher, snapshots_up_to
 
         life = self.lifecycle
@@ -254,6 +259,11 @@ class Job(QueryDriver):
         self.switch = SwitchPublisher(
             life.store, model, switch_path, life.store_lock,
             rule_for=lambda m: switch_rule(life.store, m, self.args.partitioner, life.report_dir),
+        )  # fmt: skip
+        before_path = os.path.join(life.gate_dir, "stale-before")
+        self.before_count = BeforeSnapshotCount(
+            life.store, life.store_lock, self.processor_id, self.kafka_config(), life.report_dir,
+            before_path,
         )  # fmt: skip
         check = self.order_check
         with life.store_lock:
@@ -266,6 +276,7 @@ class Job(QueryDriver):
             "max_records_per_batch": str(self.args.max_records_per_batch),
             "stop_gate": self.lifecycle.gate_path,
             "order_check": check.rule.to_json() if check and check.rule else "",
+            "stale_before_path": before_path,
             # under the lease the driver commits, after confirming it (fencing a zombie)
             "commit_offsets": "false" if self.lifecycle.use_lease else "true",
             **self.kafka_options,
@@ -281,9 +292,12 @@ class Job(QueryDriver):
 
     def poll_switch(self) -> None:
         """Rule 1.9: publish a newer job model to the reader; once the reader plans batches on
-        it, take it on here (offset commits, coverage) and heartbeat ``running`` on it."""
+        it, take it on here (offset commits, coverage) and heartbeat ``running`` on it. Also
+        rule 1.5 before a snapshot: count an expansion in progress (`spark.stale_before`)."""
         if self.switch is None:
             return
+        if self.before_count is not None and self.model is not None:
+            self.before_count.poll(self.model, self.committed)
         self.switch.poll()
         version = self.switch.reading()
         life = self.lifecycle
@@ -316,6 +330,8 @@ class Job(QueryDriver):
         self._starting.close()
         if self.order_check is not None:
             self.order_check.close()
+        if self.before_count is not None:
+            self.before_count.close()
         if self._commit_consumer is not None:
             self._commit_consumer.close()
         if self.life is not None:
@@ -332,41 +348,6 @@ class _AttachedJob(Job):
             return super().run(query)
         finally:
             self.close()
-
-
-def assignment(model: JobModel) -> dict[str, list[int]]:
-    """Spark's ``assign``: ``{topic: [partition, ...]}`` of every SSP of the job model."""
-    return {t: list(range(n)) for t, n in sorted(model.partition_counts().items())}
-
-
-def task_of(model: JobModel) -> dict[str, str]:
-    """``"topic:partition" -> task`` (a broadcast SSP, read by every task, is refused)."""
-    if model.broadcast_ssps:
-        raise UsageError(
-            f"job model v{model.version} has broadcast SSPs - read it with "
-            "read_kafka(source='python')"
-        )
-    return {
-        f"{s.stream}:{s.partition}": task
-        for task, ssps in model.task_to_ssps().items()
-        for s in ssps
-    }
-
-
-def parse_args(argv: Sequence[str] | None, overrides: Mapping[str, Any]) -> tuple[Any, list[str]]:
-    """(runtime settings, the job's own options); keywords win over the command line."""
-    parser = build_runtime_parser()
-    known = {a.dest for a in parser._actions}
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise TypeError(f"attach() got unknown settings {unknown}; known: {sorted(known)}")
-    for action in parser._actions:
-        if action.dest in overrides:
-            action.required = False
-    args, extra = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
-    for key, value in overrides.items():
-        setattr(args, key, value)
-    return args, extra
 
 
 def attach(spark: Any, argv: Sequence[str] | None = None, **overrides: Any) -> Job:

@@ -18,7 +18,9 @@ Options (all strings): ``job_model`` (JSON), ``bootstrap_servers`` and/or ``kafk
 ``snapshots`` (JSON list of the expansions' barrier snapshots, oldest first) and
 ``switch_path`` (the file the driver publishes a newer job model in, `spark.switch`) and
 ``order_check`` (a `spark.stale_batch.StaleRule` as JSON: count stale placements beyond the
-barrier snapshot in the batches, rule 1.5; a switch brings the new job model's rule).
+barrier snapshot in the batches, rule 1.5; a switch brings the new job model's rule) and
+``stale_before_path`` (the file holding the rule of the count before an expansion's snapshot,
+`spark.stale_before`: stale placements from the growth on, for the barrier).
 
 Switch in place (rule 1.9): at each micro-batch's planning the reader takes a newer job model
 published in ``switch_path`` (read only when the file changed) and reads its SSPs from that
@@ -54,7 +56,7 @@ from pyspark.sql.types import (
 from airflow_samza_expand.core.inplace import readable
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.spark.source_read import read_ranges
-from airflow_samza_expand.spark.stale_batch import StaleRule
+from airflow_samza_expand.spark.stale_batch import RuleFile, StaleRule
 from airflow_samza_expand.spark.switch import ReaderSwitch
 
 log = logging.getLogger(__name__)
@@ -113,11 +115,18 @@ def kafka_client_config(options: Mapping[str, str]) -> dict[str, str]:
 class TaskInputPartition(InputPartition):
     """The offset ranges of one task's SSPs for one micro-batch."""
 
-    def __init__(self, task: str, ranges: list[Range], rule: StaleRule | None = None) -> None:
+    def __init__(
+        self,
+        task: str,
+        ranges: list[Range],
+        rule: StaleRule | None = None,
+        before: StaleRule | None = None,
+    ) -> None:
         super().__init__(task)
         self.task = task
         self.ranges = ranges
         self.rule = rule  # the order check's rule (rule 1.5) for this batch's job model
+        self.before = before  # the count before an expansion's snapshot (spark.stale_before)
 
     def __repr__(self) -> str:
         return f"TaskInputPartition({self.task!r}, {self.ranges!r})"
@@ -155,6 +164,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.switch = ReaderSwitch(self.options.get("switch_path") or None)
         # rule 1.5: count stale placements in the batches (`spark.stale_batch`)
         self.order_rule = StaleRule.from_json(self.options.get("order_check"))
+        self.before_file = RuleFile(self.options.get("stale_before_path") or None)
         self._use(JobModel.from_json(self.options["job_model"]))
         self._target: Offsets | None = None
         self._consumer: Any = None  # driver-side client, created lazily (never pickled)
@@ -286,6 +296,9 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         rule = self.order_rule
         if rule is not None and rule.version != self.model.version:
             rule = None  # the driver scans what no report covers
+        before = self.before_file.poll()
+        if before is not None and before.version != self.model.version:
+            before = None
         for task, ssps in self.model.task_to_ssps().items():
             ranges: list[Range] = []
             for ssp in sorted(ssps):
@@ -299,7 +312,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 if stop > begin:
                     ranges.append((ssp.stream, ssp.partition, begin, stop))
             if ranges:
-                result.append(TaskInputPartition(task, ranges, rule))
+                result.append(TaskInputPartition(task, ranges, rule, before))
         return result
 
     def commit(self, end: dict) -> None:
@@ -326,6 +339,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             partition.ranges,
             self.schema,
             getattr(partition, "rule", None),
+            getattr(partition, "before", None),
         )
 
 

@@ -4,7 +4,7 @@ into Arrow record batches, replay-safe (``assign`` at the start, stop just befor
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql.types import StructType
@@ -25,11 +25,12 @@ def read_ranges(
     task: str,
     ranges: list[Range],
     schema: StructType,
-    rule: StaleRule | None = None,
+    *rules: StaleRule | None,
 ) -> Iterator:
-    """Yield Arrow record batches holding exactly the records of ``ranges``; with ``rule``
-    (the order check, rule 1.5) also count the stale placements among them beyond the
-    snapshot and write one report per checked range (`spark.stale_batch`)."""
+    """Yield Arrow record batches holding exactly the records of ``ranges``; with ``rules``
+    (rule 1.5: the order check beyond the snapshot, the count before it) also count the stale
+    placements among them and write one report per rule and checked range
+    (`spark.stale_batch`)."""
     import pyarrow as pa
     from confluent_kafka import KafkaError, TopicPartition
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -51,7 +52,7 @@ def read_ranges(
     consumer = Consumer(config)
     try:
         end = {(t, p): e for t, p, _s, e in ranges}
-        checked = _CheckedRanges(rule, ranges)
+        checked = _CheckedRanges(rules, ranges)
         pending = set(end)
         consumer.assign([TopicPartition(t, p, s) for t, p, s, _e in ranges])
         columns: dict[str, list] = {name: [] for name in arrow_schema.names}
@@ -95,7 +96,7 @@ def read_ranges(
                 )
                 columns["value"].append(msg.value())
                 buffer = checked.buffers.get(ssp)
-                if buffer is not None:  # an old partition beyond the snapshot: rule 1.5
+                if buffer is not None:  # an old partition a rule checks (1.5)
                     buffer[0].append(offset)
                     buffer[1].append(raw_key)
                 _ts_type, ts = msg.timestamp()
@@ -115,36 +116,39 @@ def read_ranges(
 
 
 class _CheckedRanges:
-    """The ranges a read checks for stale placements: buffered offsets and raw keys, counted
-    per Arrow batch (bounded memory), reported once the read is done."""
+    """The ranges a read checks for stale placements, per rule (the order check beyond the
+    snapshot, the count before it): buffered offsets and raw keys, counted per Arrow batch
+    (bounded memory), reported once the read is done."""
 
-    def __init__(self, rule: StaleRule | None, ranges: list[Range]) -> None:
-        self.rule = rule
-        self.spans: dict[tuple[str, int], tuple[int, int]] = {}
-        if rule is not None:
+    def __init__(self, rules: Sequence[StaleRule | None], ranges: list[Range]) -> None:
+        self.rules = [r for r in rules if r is not None]
+        self.spans: dict[tuple[int, str, int], tuple[int, int]] = {}
+        for i, rule in enumerate(self.rules):
             for t, p, s, e in ranges:
                 start = rule.checks(t, p, e)
                 if start is not None:
-                    self.spans[(t, p)] = (max(s, start), e)
+                    self.spans[(i, t, p)] = (max(s, start), e)
         self.buffers: dict[tuple[str, int], tuple[list, list]] = {
-            ssp: ([], []) for ssp in self.spans
+            (t, p): ([], []) for _i, t, p in self.spans
         }
-        self.summaries = {ssp: StaleSummary() for ssp in self.spans}
+        self.summaries = {span: StaleSummary() for span in self.spans}
 
     def count(self) -> None:
-        for ssp, (offsets, keys) in self.buffers.items():
+        for span in self.spans:
+            i, topic, partition = span
+            offsets, keys = self.buffers[(topic, partition)]
             if offsets:
-                rule: Any = self.rule
-                found = count_stale(rule, ssp[0], ssp[1], offsets, keys)
-                self.summaries[ssp] = self.summaries[ssp].merge(found)
-                offsets.clear()
-                keys.clear()
+                found = count_stale(self.rules[i], topic, partition, offsets, keys)
+                self.summaries[span] = self.summaries[span].merge(found)
+        for offsets, keys in self.buffers.values():
+            offsets.clear()
+            keys.clear()
 
     def report(self) -> None:
         self.count()
-        for (topic, partition), (begin, end) in self.spans.items():
-            summary = self.summaries[(topic, partition)]
-            write_report(self.rule, topic, partition, begin, end, summary)  # type: ignore[arg-type]
+        for (i, topic, partition), (begin, end) in self.spans.items():
+            summary = self.summaries[(i, topic, partition)]
+            write_report(self.rules[i], topic, partition, begin, end, summary)
 
 
 def _to_batch(pa: Any, columns: dict[str, list], arrow_schema: Any) -> Any:

@@ -218,4 +218,36 @@ def take_reports(
     return total, reached, covered
 
 
-__all__ = ["StaleRule", "count_stale", "report_name", "take_reports", "write_report"]
+class RuleFile:
+    """The count before a snapshot, reader side: the rule the driver publishes in a file
+    (`spark.stale_before`; empty or absent: none), read only when the file was replaced."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.seen: tuple[int, int] | None = None  # (inode, mtime) of the content last read
+        self.rule: StaleRule | None = None
+
+    def poll(self) -> StaleRule | None:
+        """The rule in force now (None: nothing to count)."""
+        if not self.path:
+            return None
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            self.seen, self.rule = None, None
+            return None
+        if (stat.st_ino, stat.st_mtime_ns) != self.seen:
+            self.seen = (stat.st_ino, stat.st_mtime_ns)
+            with open(self.path, encoding="utf-8") as handle:
+                self.rule = StaleRule.from_json(handle.read().strip() or None)
+        return self.rule
+
+
+__all__ = [
+    "RuleFile",
+    "StaleRule",
+    "count_stale",
+    "report_name",
+    "take_reports",
+    "write_report",
+]

@@ -23,6 +23,7 @@ from typing import Any
 
 from airflow_samza_expand.core.lease import Lease, check_current
 from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.core.order import JobStaleCount
 from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.store import lease as leases
 from airflow_samza_expand.store.backend import Backend, Stored
@@ -32,6 +33,7 @@ from airflow_samza_expand.store.kinds import (
     LEASE,
     LEGACY_EXPANSION,
     PROCESSOR,
+    STALE_COUNT,
     STOP_KEY,
 )
 from airflow_samza_expand.store.records import (
@@ -303,6 +305,19 @@ class CoordinatorStore:
             self.backend.refresh()
             found = {k: self._plain(PROCESSOR, k) for k in self.backend.keys(PROCESSOR)}
             return {k: v for k, v in found.items() if v is not None}
+
+    def put_stale_count(self, count: JobStaleCount) -> None:
+        """Publish a processor's count of stale placements before an expansion's snapshot (the
+        same content again is harmless: last write wins)."""
+        value = encode_json("stale-count record", count.to_dict())
+        self._put(STALE_COUNT, check_id("expansion_id", count.expansion_id), value)
+
+    def stale_count(self, expansion_id: str) -> JobStaleCount | None:
+        """The count a processor published for ``expansion_id``, or None."""
+        with self._lock:
+            self.backend.refresh()
+            doc = self._plain(STALE_COUNT, check_id("expansion_id", expansion_id))
+        return None if doc is None else JobStaleCount.from_dict(doc)
 
     def put_expansion_doc(self, expansion_id: str, record: Mapping) -> None:
         """Legacy: store an untyped expansion document (the UI reads old ones)."""

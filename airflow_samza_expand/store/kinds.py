@@ -9,6 +9,9 @@ EXPANSION = "expansion"
 LEASE = "lease"
 CONTROL = "control"
 PROCESSOR = "processor"
+# a processor's count of stale placements before an expansion's snapshot (core.order
+# JobStaleCount), keyed by the expansion id: the barrier takes it instead of scanning
+STALE_COUNT = "stale-count"
 LEGACY_EXPANSION = "expansion-doc"  # the untyped expansion documents (store.backend.Backend)
 STOP_KEY = "stop"
 PROCESSOR_STATES = frozenset({"starting", "standby", "running", "stopping", "stopped", "failed"})
@@ -23,6 +26,7 @@ __all__ = [
     "PROCESSOR",
     "PROCESSOR_ROLES",
     "PROCESSOR_STATES",
+    "STALE_COUNT",
     "STOP_KEY",
     "coordinator_topic",
 ]

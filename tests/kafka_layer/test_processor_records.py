@@ -50,3 +50,19 @@ def test_dead_processor_record_is_tombstoned(store):
         store.remove_processor(pid)
     store.remove_processor("never-existed")  # idempotent
     assert sorted(store.processors()) == ["live"]
+
+
+def test_a_processors_stale_count_is_one_record_per_expansion(store):
+    """Rule 1.5 before the snapshot: a processor publishes its count per expansion (the barrier
+    takes it); a replayed or repeated publish replaces it, never adds to it."""
+    from airflow_samza_expand.core.order import JobStaleCount
+    from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
+
+    assert store.stale_count("exp-1") is None
+    # a stale key named like a secret setting still fits (keys are a list, not JSON keys)
+    summary = StaleSummary().add([StalePlacement("orders", 0, 12, "password", 3)])
+    count = JobStaleCount("exp-1", "proc-1", 1, {"orders": {0: 13, 1: 9}}, summary, "t")
+    store.put_stale_count(count)
+    store.put_stale_count(count)
+    assert store.stale_count("exp-1") == count
+    assert store.stale_count("exp-2") is None

@@ -127,3 +127,27 @@ def put_expansion_record(store, topic: str, barrier: dict, partitioner: str = "c
         ),
         expected_revision=0,
     )  # fmt: skip
+
+
+def planned_growth(job_name: str, topic: str, expansion_id: str) -> Any:
+    """A planned 2 -> 4 expansion record of ``topic`` (crc32 detected), job model v1 -> v2."""
+    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand.core.record import ExpansionRecord
+
+    stamp = now_iso()
+    return ExpansionRecord(
+        expansion_id=expansion_id, job_name=job_name, base_version=1, target_version=2,
+        plan={"counts_before": {topic: 2}, "counts_after": {topic: 4}},
+        status="planned", owner="test", created_at=stamp, updated_at=stamp,
+        results={"plan": {"conformance": {topic: {"partitioner": "crc32"}}}},
+    )  # fmt: skip
+
+
+def mark_grown(store: Any, expansion_id: str) -> None:
+    """Record the expand step as done (what the expand step stores after CreatePartitions)."""
+    from airflow_samza_expand.core.clock import now_iso
+
+    record = store.get_expansion(expansion_id)
+    stamp = now_iso()
+    grown = record.with_step("expand", started_at=stamp, ended_at=stamp)
+    store.put_expansion(grown, expected_revision=record.revision)

@@ -16,13 +16,11 @@ import threading
 import time
 
 import pytest
-from spark_helpers import produce_raw
+from spark_helpers import planned_growth, produce_raw
 from test_spark_job import Job
 
-from airflow_samza_expand.core.clock import now_iso
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.demo.producer import KeyedProducer
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import snapshot_barrier
@@ -105,17 +103,8 @@ def test_slow_producer_held_by_the_barrier_then_a_late_record_puts_order_at_risk
     slow = SlowRefresher(kafka_bootstrap, job.topic)
     slow.start()
     typed = FileCoordinatorStore(job.coordinator, job.name)
-    stamp = now_iso()
     expansion_id = f"{job.name}~in.2-4"
-    typed.put_expansion(
-        ExpansionRecord(
-            expansion_id=expansion_id, job_name=job.name, base_version=1, target_version=2,
-            plan={"counts_before": {job.topic: 2}, "counts_after": {job.topic: 4}},
-            status="planned", owner="test", created_at=stamp, updated_at=stamp,
-            results={"plan": {"conformance": {job.topic: {"partitioner": "crc32"}}}},
-        ),
-        expected_revision=0,
-    )  # fmt: skip
+    typed.put_expansion(planned_growth(job.name, job.topic, expansion_id), expected_revision=0)
     try:
         assert job.run() == 0  # v1 reads what is there
         with KafkaAdmin(config, timeout_s=15) as admin:

@@ -18,7 +18,11 @@ from spark_helpers import (
     read_latest_outputs,
 )
 
-from airflow_samza_expand.core.liveness import CAPABILITY_IN_PLACE, CAPABILITY_STANDBY
+from airflow_samza_expand.core.liveness import (
+    CAPABILITY_COUNTS_STALE,
+    CAPABILITY_IN_PLACE,
+    CAPABILITY_STANDBY,
+)
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import plan_expansion
 from airflow_samza_expand.store import open_store
@@ -89,7 +93,8 @@ def test_user_job_keeps_counts_across_growth_and_reads_new_partitions_from_start
     proc = job.store.processors()["user-1"]
     assert (proc["job_model_version"], proc["state"]) == (2, "stopped")
     # rule 1.8: only the provider's reader can switch in place (Spark's cannot change assign)
-    in_place = [CAPABILITY_IN_PLACE] if source == "python" else []
+    # and count stale placements before a snapshot in its own batches
+    in_place = [CAPABILITY_IN_PLACE, CAPABILITY_COUNTS_STALE] if source == "python" else []
     assert proc.get("capabilities") == sorted([CAPABILITY_STANDBY, *in_place])
 
 

@@ -5,7 +5,8 @@ barrier snapshot (the old partitions' end offsets) is taken once, and the step w
 job's committed offsets reach it (the lag at the snapshot is drained).
 
 * `grace_until` - when the grace ends (the expand step's end, else a stored start, + grace).
-* `snapshot_poll` - grace, quiet window (`order_poll` + `core.order.decide_snapshot`), snapshot.
+* `snapshot_poll` - grace, quiet window (`protocol.steps.barrier_order`: `order_poll` +
+  `core.order.decide_snapshot`), snapshot.
 * `barrier_poll` - snapshot, then committed offsets >= snapshot: the wait's one implementation
   (the trigger loops over it, the sensor's poke mode calls it once per poke).
 
@@ -19,29 +20,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from airflow_samza_expand.core.clock import now_iso, parse_iso, to_iso
-from airflow_samza_expand.core.errors import BarrierTimeoutError
+from airflow_samza_expand.core.clock import now_iso, parse_iso
 from airflow_samza_expand.core.lease import Lease
-from airflow_samza_expand.core.order import (
-    DEFAULT_STALE_QUIET_S,
-    BarrierDecision,
-    OrderEvidence,
-    decide_snapshot,
-)
+from airflow_samza_expand.core.order import SCAN_SOURCE
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.core.stale import StalePlacement
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import barrier_status, barrier_to_dict, snapshot_barrier
-from airflow_samza_expand.kafka.stale_scan import StaleScanner
 from airflow_samza_expand.protocol import order, progress, records
 from airflow_samza_expand.protocol.handover import waits_for_drain
 from airflow_samza_expand.protocol.poll import Poll, describe_lag
+from airflow_samza_expand.protocol.steps.barrier_order import OrderPoll, order_poll, order_wait
 from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
@@ -167,9 +159,10 @@ def snapshot_poll(
     record = records.require(store, expansion_id)
     if not record.barrier:
         record = progress.begin_barrier(store, expansion_id, grace_ends, fence=lease, record=record)
-        waiting = _order_wait(
-            admin, store, record, grace_ends, lease=lease, quiet_s=stale_quiet_s,
-            deadline=deadline,
+        started = grace_start(record)
+        waiting = order_wait(
+            admin, store, record, parse_iso(started).timestamp() if started else grace_ends,
+            grace_ends, lease=lease, quiet_s=stale_quiet_s, deadline=deadline,
         )  # fmt: skip
         if waiting is not None:
             return waiting
@@ -181,7 +174,8 @@ def snapshot_poll(
     return Poll(
         True,
         f"barrier snapshot of {expansion_id}: {offsets} (lag {lag}; {held} stale placements "
-        "before it, held; counted by the barrier's scan, those after it by the job's batches)",
+        f"before it, held; counted by {order.evidence_of(record).counted_by or SCAN_SOURCE}, "
+        "those after it by the job's batches)",
         {
             "expansion_id": expansion_id,
             "barrier_offsets": offsets,
@@ -216,50 +210,6 @@ def _take_snapshot(
         return dataclasses.replace(out, barrier={t: dict(ps) for t, ps in barrier.items()})
 
     return records.update(store, record.expansion_id, snap, fence=lease)
-
-
-def _order_wait(
-    admin: KafkaAdmin,
-    store: CoordinatorStore,
-    record: ExpansionRecord,
-    grace_ends: float,
-    *,
-    lease: Lease | None,
-    quiet_s: float | None,
-    deadline: float | None,
-) -> Poll | None:
-    """The pre-snapshot look of rule 1.5: None when the barrier may snapshot now."""
-    started = grace_start(record)
-    expanded_at = parse_iso(started).timestamp() if started else grace_ends
-    if quiet_s is None:
-        quiet_s = min(DEFAULT_STALE_QUIET_S, max(grace_ends - expanded_at, 0.0))
-    check = order_poll(
-        admin, store, admin.config, expansion_id=record.expansion_id, expanded_at=expanded_at,
-        grace_ends=grace_ends, deadline=deadline, quiet_s=quiet_s, lease=lease,
-    )  # fmt: skip
-    decision = check.decision
-    if decision.action == "snapshot":
-        return None
-    if decision.action == "timeout":
-        raise BarrierTimeoutError(
-            f"expansion {record.expansion_id}: {decision.reason} - a producer keeps the old "
-            "partition count: refresh its metadata (metadata.max.age.ms / "
-            "topic.metadata.refresh.interval.ms) or raise the barrier timeout, then rerun"
-        )
-    held = check.evidence.before_snapshot.records
-    left = grace_ends - time.time()
-    message = (
-        f"waiting for producers to refresh metadata after expansion {record.expansion_id}: "
-        f"{left:.0f} s of grace left"
-        if left > 0
-        else f"expansion {record.expansion_id}: {decision.reason}"
-    )
-    return Poll(
-        False,
-        f"{message} ({held} stale placements so far)" if held else message,
-        sleep_s=decision.wait_s or None,
-        detail={"stale_before_snapshot": held},
-    )
 
 
 # -- the barrier ---------------------------------------------------------------------------------
@@ -333,57 +283,6 @@ def _passed(
         seconds_waited=round(max(waited, 0.0), 3),
         lag_drained=SnapshotResult.of(record).lag_at_snapshot,
     )
-
-
-# -- stale placements before the snapshot --------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OrderPoll:
-    """One look before the snapshot: the decision and what the scan found this time."""
-
-    decision: BarrierDecision
-    evidence: OrderEvidence
-    found: tuple[StalePlacement, ...]
-    records_read: int
-
-
-def order_poll(
-    admin: KafkaAdmin,
-    store: CoordinatorStore,
-    kafka_config: Mapping[str, str],
-    *,
-    expansion_id: str,
-    expanded_at: float,
-    grace_ends: float,
-    deadline: float | None,
-    quiet_s: float = DEFAULT_STALE_QUIET_S,
-    lease: Lease | None = None,
-    scanner: StaleScanner | None = None,
-    now: float | None = None,
-) -> OrderPoll:
-    """Scan (bounded) what was appended to the old partitions since the last poll and store
-    the counts (`order.scan_before_snapshot`), then decide whether the barrier may snapshot
-    (`core.order.decide_snapshot`: wait, snapshot or timeout). Only while there is no
-    snapshot."""
-    now = datetime.now(UTC).timestamp() if now is None else now
-    stamp = to_iso(datetime.fromtimestamp(now, UTC))
-    stored, result = order.scan_before_snapshot(
-        admin, store, kafka_config, expansion_id, stamp, lease=lease, scanner=scanner
-    )
-    last = stored.last_stale_at
-    decision = decide_snapshot(
-        now=now,
-        expanded_at=expanded_at,
-        grace_ends=grace_ends,
-        deadline=deadline,
-        quiet_s=quiet_s,
-        last_stale_at=parse_iso(last).timestamp() if last else None,
-        stale_records=stored.before_snapshot.records,
-        caught_up=result.caught_up,
-        backlog=result.backlog(),
-    )
-    return OrderPoll(decision, stored, result.placements, result.records_read)
 
 
 __all__ = [
