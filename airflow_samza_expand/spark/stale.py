@@ -31,7 +31,7 @@ from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.order import ON_STALE_PLACEMENT, order_line
 from airflow_samza_expand.core.stale import StaleSummary
-from airflow_samza_expand.spark.stale_batch import StaleRule, take_reports
+from airflow_samza_expand.spark.stale_batch import StaleRule, committed_until, count_range
 
 log = logging.getLogger("airflow_samza_expand.spark.stale")
 
@@ -156,17 +156,14 @@ class OrderCheck:
 
         Raises `StalePlacementError` with ``fail`` once a stale placement is found.
         """
-        until = {
-            t: {p: max(o, int(_get(end_offsets, t, p, o))) for p, o in ps.items()}
-            for t, ps in self.positions.items()
-        }
+        until = committed_until(self.positions, end_offsets)
         if until == self.positions:
             return self.summary
-        counted = StaleSummary()
-        if self.rule is not None:
-            counted, self.positions, covered = take_reports(self.rule, self.positions, until)
-            self.checked[BATCHES] += covered
-        found = self._scan(until) if until != self.positions else []
+        step = count_range(self.rule, self.positions, until, lambda: self.scanner)
+        self.positions = step.reached
+        self.checked[BATCHES] += step.covered
+        self.checked[SCAN] += step.rescanned
+        counted, found = step.counted, list(step.found)
         if not found and not counted.records:
             return self.summary
         for placement in [*counted.examples, *found]:
@@ -185,18 +182,6 @@ class OrderCheck:
                 "expansion's producer_refresh_grace_s, then restart the job"
             )
         return self.summary
-
-    def _scan(self, until: Offsets) -> list[Any]:
-        """Re-read what no report of the job's batches covered (the separate scan)."""
-        from airflow_samza_expand.kafka.stale_scan import scan_until_caught_up
-
-        before = self.positions
-        result = scan_until_caught_up(self.scanner, before, until=until)
-        self.checked[SCAN] += sum(
-            result.positions[t][p] - o for t, ps in before.items() for p, o in ps.items()
-        )
-        self.positions = result.positions
-        return list(result.placements)
 
     def counted_by(self) -> str:
         """Which source counted the records checked so far (rule 1.5's report says it)."""
@@ -222,12 +207,6 @@ class OrderCheck:
         self.scanner.close()
         if self.owned_store is not None:
             self.owned_store.close()
-
-
-def _get(offsets: Mapping[str, Mapping[Any, int]], topic: str, partition: int, default: int) -> int:
-    partitions = offsets.get(topic) or {}
-    value = partitions.get(str(partition), partitions.get(partition))  # type: ignore[call-overload]
-    return default if value is None else int(value)
 
 
 def order_check_from_args(

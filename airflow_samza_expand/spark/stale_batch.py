@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,6 +218,58 @@ def take_reports(
     return total, reached, covered
 
 
+def committed_until(
+    positions: Mapping[str, Mapping[int, int]], end: Mapping[str, Mapping[Any, int]]
+) -> Offsets:
+    """Where a check of ``positions`` may go after a committed batch: the batch's end offsets
+    (partition keys as ints or strings, as Spark's progress has them), never backwards."""
+    return {
+        t: {p: max(o, _offset_at(end, t, p, o)) for p, o in ps.items()}
+        for t, ps in positions.items()
+    }
+
+
+def _offset_at(
+    offsets: Mapping[str, Mapping[Any, int]], topic: str, partition: int, default: int
+) -> int:
+    partitions = offsets.get(topic) or {}
+    value = partitions.get(str(partition), partitions.get(partition))  # type: ignore[call-overload]
+    return default if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class RangeCount:
+    """What checking ``[positions, until)`` found (`count_range`)."""
+
+    counted: StaleSummary  # in the reports of the job's batches
+    found: tuple[StalePlacement, ...]  # by the re-read of what no report covered
+    reached: Offsets
+    covered: int  # records the reports covered
+    rescanned: int  # records re-read
+
+
+def count_range(
+    rule: StaleRule | None,
+    positions: Mapping[str, Mapping[int, int]],
+    until: Mapping[str, Mapping[int, int]],
+    scanner: Callable[[], Any],
+) -> RangeCount:
+    """Driver side, after a committed batch: take the reports that chain from ``positions``
+    (`take_reports`; none without ``rule``), then re-read (`kafka.stale_scan`, with the
+    ``scanner()`` it returns) only what they did not cover, up to ``until``."""
+    if rule is None:
+        counted, reached, covered = StaleSummary(), {t: dict(ps) for t, ps in positions.items()}, 0
+    else:
+        counted, reached, covered = take_reports(rule, positions, until)
+    if reached == until:
+        return RangeCount(counted, (), reached, covered, 0)
+    from airflow_samza_expand.kafka.stale_scan import scan_until_caught_up
+
+    result = scan_until_caught_up(scanner(), reached, until=until)
+    rescanned = sum(result.positions[t][p] - o for t, ps in reached.items() for p, o in ps.items())
+    return RangeCount(counted, tuple(result.placements), result.positions, covered, rescanned)
+
+
 class RuleFile:
     """The count before a snapshot, reader side: the rule the driver publishes in a file
     (`spark.stale_before`; empty or absent: none), read only when the file was replaced."""
@@ -244,8 +296,11 @@ class RuleFile:
 
 
 __all__ = [
+    "RangeCount",
     "RuleFile",
     "StaleRule",
+    "committed_until",
+    "count_range",
     "count_stale",
     "report_name",
     "take_reports",

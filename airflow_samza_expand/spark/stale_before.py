@@ -34,12 +34,11 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.order import JobStaleCount
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.protocol.order import detected_partitioners, evidence_of, growths
-from airflow_samza_expand.spark.stale_batch import StaleRule, take_reports
+from airflow_samza_expand.spark.stale_batch import StaleRule, committed_until, count_range
 from airflow_samza_expand.spark.switch import write_atomically
 
 log = logging.getLogger("airflow_samza_expand.spark.stale_before")
 
-Offsets = dict[str, dict[int, int]]
 OVER = frozenset({ExpansionStatus.FAILED, ExpansionStatus.COMPLETED})
 
 
@@ -158,26 +157,12 @@ class BeforeSnapshotCount:
         if self.rule is None or self.count is None:
             return
         checked = {t: dict(ps) for t, ps in self.count.checked.items()}
-        until = {
-            t: {p: max(o, _at(end, t, p, o)) for p, o in ps.items()} for t, ps in checked.items()
-        }
+        until = committed_until(checked, end)
         if until == checked and not publish:
             return
-        counted, reached, covered = take_reports(self.rule, checked, until)
-        found: list[Any] = []
-        rescanned = 0
-        if reached != until:
-            from airflow_samza_expand.kafka.stale_scan import StaleScanner, scan_until_caught_up
-
-            if self._scanner is None:
-                partitioners = list(self.rule.partitioners or ()) or None
-                self._scanner = StaleScanner(self.kafka_config, self.growths, partitioners)
-            result = scan_until_caught_up(self._scanner, reached, until=until)
-            found = list(result.placements)
-            rescanned = sum(
-                result.positions[t][p] - o for t, ps in reached.items() for p, o in ps.items()
-            )
-            reached = result.positions
+        step = count_range(self.rule, checked, until, self._scanner_of)
+        counted, found, reached = step.counted, list(step.found), step.reached
+        covered, rescanned = step.covered, step.rescanned
         summary = self.count.summary.merge(counted).add(found)
         stamp = now_iso()
         self.count = dataclasses.replace(
@@ -197,16 +182,20 @@ class BeforeSnapshotCount:
         except Exception as exc:  # noqa: BLE001 - the next batch publishes again
             log.warning("could not publish the count of stale placements: %s", exc)
 
+    def _scanner_of(self) -> Any:
+        """The scanner (created on first use) for ranges no report covers."""
+        if self._scanner is None:
+            from airflow_samza_expand.kafka.stale_scan import StaleScanner
+
+            assert self.rule is not None
+            partitioners = list(self.rule.partitioners or ()) or None
+            self._scanner = StaleScanner(self.kafka_config, self.growths, partitioners)
+        return self._scanner
+
     def close(self) -> None:
         if self._scanner is not None:
             self._scanner.close()
             self._scanner = None
-
-
-def _at(offsets: Mapping[str, Mapping[Any, int]], topic: str, partition: int, default: int) -> int:
-    partitions = offsets.get(topic) or {}
-    value = partitions.get(str(partition), partitions.get(partition))  # type: ignore[call-overload]
-    return default if value is None else int(value)
 
 
 __all__ = ["BeforeSnapshotCount", "before_rule", "in_progress"]
