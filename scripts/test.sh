@@ -17,15 +17,14 @@ fi
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"  # driver and UI on loopback, not the host address
-# Test JVMs are short-lived: the client JIT only and the serial GC cut the CPU of a Spark test
-# by about a quarter (tests/spark/test_spark_job.py: 85 -> 66 CPU-s, same wall time) - on two
+# Test JVMs are short-lived: the client JIT only, the serial GC and a class-data-sharing archive
+# of Spark's classes recorded once per machine (airflow_samza_expand/testing/spark_cds.py, which
+# prints the options: 30% less CPU for a short Spark session, 3-7% of a Spark test) - on two
 # cores the lanes wait on each other's CPU. spark-submit passes SPARK_SUBMIT_OPTS to the JVM
 # that runs a local[*] driver; a user's own setting wins.
-# The drivers also map a class-data-sharing archive of Spark's classes, recorded once per
-# machine (airflow_samza_expand/testing/spark_cds.py: about 30% less CPU per Spark start).
 if [ -z "${SPARK_SUBMIT_OPTS:-}" ]; then
-    cds_options="$(.venv/bin/python -m airflow_samza_expand.testing.spark_cds)"
-    export SPARK_SUBMIT_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC${cds_options:+ $cds_options}"
+    SPARK_SUBMIT_OPTS="$(.venv/bin/python -m airflow_samza_expand.testing.spark_cds)"
+    export SPARK_SUBMIT_OPTS
 fi
 echo "[test] ruff check"
 .venv/bin/ruff check airflow_samza_expand dags tests benchmarks

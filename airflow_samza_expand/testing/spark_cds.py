@@ -10,9 +10,9 @@ Spark and Java versions. `scripts/test.sh` then starts every test driver with
 (about 30% less CPU for a short Spark session on this project's CI machine). An archive that
 does not match (another JDK, another classpath) is ignored by the JVM, never an error.
 
-``python -m airflow_samza_expand.testing.spark_cds`` prints the driver JVM options that use the
-archive (building it first if needed; nothing when it cannot be built - the tests then run
-without it).
+``python -m airflow_samza_expand.testing.spark_cds`` prints the test drivers' JVM options
+(`driver_options`: `BASE_OPTIONS`, and the archive's, building it first if needed; without
+the archive when it cannot be built - the tests then run without it).
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 DUMP_TIMEOUT_S = 300.0
-# the JIT/GC options the test drivers run with (scripts/test.sh); the dump uses the same
+# the test drivers' JIT/GC options: short-lived JVMs, the client JIT only and the serial GC cut
+# the CPU of a Spark test by about a quarter (tests/spark/test_spark_job.py: 85 -> 66 CPU-s);
+# the dump runs with the same
 BASE_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
@@ -51,6 +53,11 @@ def jvm_options(archive: Path) -> str:
     """Driver JVM options using ``archive``; JVM log lines go to stderr (a mismatch warning
     must never land in a job's stdout)."""
     return f"-XX:SharedArchiveFile={archive} -Xshare:auto -Xlog:disable -Xlog:all=warning:stderr"
+
+
+def driver_options(archive: Path | None) -> str:
+    """`BASE_OPTIONS`, plus `jvm_options` with an archive."""
+    return f"{BASE_OPTIONS} {jvm_options(archive)}" if archive else BASE_OPTIONS
 
 
 def ensure_archive() -> Path | None:
@@ -123,9 +130,8 @@ def main(argv: list[str]) -> int:
         path = ensure_archive()
     except (OSError, subprocess.SubprocessError) as exc:
         _say(f"not built: {exc}; Spark starts without it")
-        return 0
-    if path is not None:
-        print(jvm_options(path))
+        path = None
+    print(driver_options(path))
     return 0
 
 
