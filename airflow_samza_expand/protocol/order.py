@@ -207,10 +207,7 @@ def take_job_count(
     stored = evidence_of(update_record(store, expansion_id, change, lease))
     new = stored.before_snapshot.records - evidence.before_snapshot.records
     if new > 0:
-        shown = ", ".join(
-            f"{p.key!r} {p.topic}[{p.partition}]@{p.offset} -> {p.expected_partition}"
-            for p in stored.before_snapshot.examples[:HELD_EXAMPLES]
-        )
+        shown = _examples(stored.before_snapshot.examples)
         log.info(
             "expansion %s: %d stale placement(s) held by the barrier (before the snapshot: "
             "order not at risk; %d of %s key(s) so far, counted by %s); e.g. %s",
@@ -218,6 +215,14 @@ def take_job_count(
             stored.before_snapshot.key_count(), stored.counted_by, shown,
         )  # fmt: skip
     return stored, coverage
+
+
+def _examples(placements: tuple[StalePlacement, ...]) -> str:
+    """A few held placements for the barrier's one line: key, where it landed, where it goes."""
+    return ", ".join(
+        f"{p.key!r} {p.topic}[{p.partition}]@{p.offset} -> {p.expected_partition}"
+        for p in placements[:HELD_EXAMPLES]
+    )
 
 
 def _held_line(found: tuple[StalePlacement, ...], stored: OrderEvidence) -> str:
@@ -231,10 +236,7 @@ def _held_line(found: tuple[StalePlacement, ...], stored: OrderEvidence) -> str:
     for placement in found:
         name = f"{placement.topic}[{placement.partition}]"
         per_partition[name] = per_partition.get(name, 0) + 1
-    examples = ", ".join(
-        f"{p.key!r} {p.topic}[{p.partition}]@{p.offset} -> {p.expected_partition}"
-        for p in found[:HELD_EXAMPLES]
-    )
+    examples = _examples(found)
     return (
         f"{this_poll.records} stale placement(s) of {this_poll.key_count()} key(s) held by the "
         f"barrier (before the snapshot: order not at risk; {stored.before_snapshot.records} so "
