@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from airflow_samza_expand.core.clock import parse_iso, to_iso
 from airflow_samza_expand.core.errors import BarrierTimeoutError
 from airflow_samza_expand.core.lease import Lease
-from airflow_samza_expand.core.liveness import CAPABILITY_COUNTS_STALE, ROLE_ACTIVE, statuses
+from airflow_samza_expand.core.liveness import CAPABILITY_COUNTS_STALE, acknowledging, statuses
 from airflow_samza_expand.core.order import (
     DEFAULT_STALE_QUIET_S,
     SCAN_SOURCE,
@@ -53,14 +53,12 @@ def job_count(store: CoordinatorStore, record: ExpansionRecord) -> JobStaleCount
     the job model the expansion grows; None otherwise (the barrier scans)."""
     if not hasattr(store, "stale_count"):
         return None
+    processors = store.processors()
+    status = statuses(processors)
     counting = {
         pid
-        for pid, s in statuses(store.processors()).items()
-        if s.can(CAPABILITY_COUNTS_STALE)
-        and s.role in (None, ROLE_ACTIVE)
-        and s.state == "running"
-        and s.job_model_version == record.base_version
-        and s.alive()
+        for pid in acknowledging(processors, record.base_version)  # live, active, running it
+        if status[pid].can(CAPABILITY_COUNTS_STALE)
     }
     if not counting:
         return None
