@@ -26,7 +26,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -40,18 +39,14 @@ from typing import Any, TypeVar
 
 import psutil
 
+from airflow_samza_expand.testing.launch import free_port
+
 SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
 T = TypeVar("T")
 
 
 class ServiceError(AssertionError):
     """A service died or a wait timed out; the message carries the services' log tails."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def service_env(home: Path, port: int, extra: Mapping[str, str] = ()) -> dict[str, str]:
@@ -349,4 +344,4 @@ def _airflow() -> str:
     return str(Path(sys.executable).with_name("airflow"))
 
 
-__all__ = ["SERVICES", "AirflowServices", "ServiceError", "free_port", "service_env"]
+__all__ = ["SERVICES", "AirflowServices", "ServiceError", "service_env"]
