@@ -461,11 +461,11 @@ def triggerer_case(ctx: Context, case: Case) -> Outcome:
         af.wait_dag(dag_id)
         run_id = af.trigger(dag_id)
         old = af.wait_healthy("triggerer")
-        before = deferred_on(af, job, dag_id, run_id, case.step, old)
+        before = af.wait_trigger_polls(dag_id, run_id, case.step, old, job.s.store, timeout_s=300)
         af.kill("triggerer")
         af.start_service("triggerer")
         new = af.wait_healthy("triggerer")
-        after = deferred_on(af, job, dag_id, run_id, case.step, new)
+        after = af.wait_trigger_polls(dag_id, run_id, case.step, new, job.s.store, timeout_s=300)
         ctx.log(f"  [{case.name}] triggerer {old['id']} killed; {new['id']} runs the trigger")
         state = af.wait_run(dag_id, run_id, timeout_s=600)
         tis = af.task_instances(dag_id, run_id)
@@ -479,26 +479,6 @@ def triggerer_case(ctx: Context, case: Case) -> Outcome:
         return out
     finally:
         job.close()
-
-
-def deferred_on(af: Any, job: Job, dag_id: str, run_id: str, task_id: str, triggerer: dict) -> dict:
-    """Until ``task_id`` is deferred on a trigger of ``triggerer`` and that trigger polls (it
-    renewed the run's lease after this was seen): the task instance."""
-    from airflow_samza_expand.core.clock import parse_iso
-
-    ti = af.wait_ti(
-        dag_id, run_id, task_id, "deferred", timeout_s=300,
-        until=lambda ti: (ti.get("trigger") or {}).get("triggerer_id") == triggerer["id"],
-    )  # fmt: skip
-    seen = time.time()
-
-    def renewed() -> bool:
-        job.s.store.refresh()
-        lease = job.s.store.get_lease("expansion")
-        return bool(lease and parse_iso(lease.renewed_at).timestamp() > seen)
-
-    af.wait(renewed, f"{task_id}'s trigger to poll in triggerer {triggerer['id']}")
-    return ti
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = 300) -> None:

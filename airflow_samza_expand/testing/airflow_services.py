@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 
 import psutil
 
+from airflow_samza_expand.core.clock import parse_iso
 from airflow_samza_expand.testing.launch import free_port
 
 SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -316,6 +317,33 @@ class AirflowServices:
             return ti if ti and ti.get("state") == state and until(ti) else None
 
         return self.wait(probe, f"{dag_id}/{run_id}/{task_id} to be {state}", timeout_s)
+
+    def wait_trigger_polls(
+        self,
+        dag_id: str,
+        run_id: str,
+        task_id: str,
+        triggerer: dict,
+        store: Any,
+        *,
+        timeout_s: float = 120.0,
+    ) -> dict:
+        """Until ``task_id`` is deferred on a trigger of ``triggerer`` (a job of the API) and
+        that trigger polls: it renewed the expansion lease in ``store`` (the job's coordinator
+        store) after the assignment was seen. The task instance."""
+        ti = self.wait_ti(
+            dag_id, run_id, task_id, "deferred", timeout_s=timeout_s,
+            until=lambda ti: (ti.get("trigger") or {}).get("triggerer_id") == triggerer["id"],
+        )  # fmt: skip
+        seen = time.time()
+
+        def renewed() -> Any:
+            store.refresh()
+            lease = store.get_lease("expansion")
+            return lease if lease and parse_iso(lease.renewed_at).timestamp() > seen else None
+
+        self.wait(renewed, f"{task_id}'s trigger to poll in triggerer {triggerer['id']}")
+        return ti
 
     def wait_run(self, dag_id: str, run_id: str, timeout_s: float = 180.0) -> str:
         """Until the run ends (success or failed); its state."""

@@ -34,7 +34,6 @@ import airflow_env
 import pytest
 from kafka_helpers import commit_offsets, produce_keyed
 
-from airflow_samza_expand.core.clock import parse_iso
 from airflow_samza_expand.core.liveness import acknowledging
 from airflow_samza_expand.testing.airflow_services import AirflowServices
 
@@ -116,28 +115,6 @@ def _start_v1(j, services, kafka_bootstrap) -> subprocess.Popen:
     return proc
 
 
-def _lease_renewed_after(j, moment: float):
-    """A probe: the expansion lease, once renewed after ``moment`` (epoch seconds)."""
-
-    def probe():
-        j.store.refresh()
-        lease = j.store.get_lease("expansion")
-        return lease if lease and parse_iso(lease.renewed_at).timestamp() > moment else None
-
-    return probe
-
-
-def _trigger_runs_in(af, j, dag_id, run_id, task_id, triggerer: dict) -> dict:
-    """Until ``task_id`` is deferred on a trigger of ``triggerer`` (a job of the API) and that
-    trigger polls (it renewed the lease after the assignment was seen): the TI."""
-    ti = af.wait_ti(
-        dag_id, run_id, task_id, "deferred",
-        until=lambda ti: (ti.get("trigger") or {}).get("triggerer_id") == triggerer["id"],
-    )  # fmt: skip
-    af.wait(_lease_renewed_after(j, time.time()), f"{task_id}'s trigger to poll in the triggerer")
-    return ti
-
-
 def _step_on(j, task_id: str):
     """The expansion record once ``task_id``'s step began (the barrier's: its snapshot taken)."""
     j.store.refresh()
@@ -171,7 +148,7 @@ def test_a_triggerer_killed_while_a_wait_is_deferred_resumes_it_in_a_new_trigger
         phases = {"parsed": time.monotonic() - started}
         run_id = af.trigger(dag_id)
         old = af.wait_healthy("triggerer")
-        before = _trigger_runs_in(af, j, dag_id, run_id, task_id, old)
+        before = af.wait_trigger_polls(dag_id, run_id, task_id, old, j.store)
         record = af.wait(lambda: _step_on(j, task_id), f"the {task_id} step's wait to be on")
         phases["deferred"] = time.monotonic() - started
         af.kill("triggerer")  # SIGKILL: the triggerer and its trigger runner
@@ -180,7 +157,7 @@ def test_a_triggerer_killed_while_a_wait_is_deferred_resumes_it_in_a_new_trigger
         af.start_service("triggerer")
         new = af.wait_healthy("triggerer")
         assert new["id"] != old["id"], (old, new)
-        after = _trigger_runs_in(af, j, dag_id, run_id, task_id, new)
+        after = af.wait_trigger_polls(dag_id, run_id, task_id, new, j.store)
         phases["resumed"] = time.monotonic() - started
         print(f"[triggerer-kill] {task_id}: triggerer {old['id']} killed, {new['id']} runs it")
         if task_id == "barrier":  # the job commits past the snapshot, the barrier holds
