@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -55,6 +56,31 @@ def ui_kafka(kafka_bootstrap: str) -> Iterator[dict[str, str]]:
         os.environ.pop("AIRFLOW_CONN_KAFKA_DEFAULT", None)
     else:
         os.environ["AIRFLOW_CONN_KAFKA_DEFAULT"] = old
+
+
+class _LiveProcessor:
+    """A processor that heartbeats ``running`` every few seconds until closed, as a live one
+    does: a session fixture's single heartbeat would age past the TTL (30 s) while the
+    api-server starts, and the pages would rightly call the processor dead."""
+
+    def __init__(self, config: dict[str, str], job: str, processor_id: str, version: int):
+        from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+
+        self._store = KafkaCoordinatorStore(config, job)
+        self._beat = lambda: self._store.heartbeat(processor_id, version, "running")
+        self._beat()  # alive before the fixture returns
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{job}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(5.0):
+            self._beat()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self._store.close()
 
 
 @pytest.fixture(scope="session")
@@ -129,10 +155,10 @@ def expanded_job(ui_kafka: dict[str, str], tmp_path_factory: pytest.TempPathFact
     handle = detached.launch([sys.executable, "-c", lines], log_path=log_path)
     _record_submit(store, expansion_id, {"detached": True, **handle})
     _wait_exit(detached, handle)
-    store.heartbeat("processor-v2", 2, "running")
     store.close()
     admin.close()
-    return SimpleNamespace(
+    live = _LiveProcessor(ui_kafka, job, "processor-v2", 2)
+    yield SimpleNamespace(
         job=job,
         topic=topic,
         expansion_id=expansion_id,
@@ -141,6 +167,7 @@ def expanded_job(ui_kafka: dict[str, str], tmp_path_factory: pytest.TempPathFact
         log_dir=str(log_dir),
         log_path=log_path,
     )
+    live.close()
 
 
 @pytest.fixture(scope="session")
@@ -191,8 +218,9 @@ def waiting_job(ui_kafka: dict[str, str]):
             ExpansionStatus.BARRIER_SNAPSHOT, barrier={topic: dict(highs)}
         ).with_step("barrier", started_at=now_iso())
         store.put_expansion(waiting, expected_revision=expanded.revision)
-        store.heartbeat("processor-a", 1, "running")
-    return SimpleNamespace(job=job, topic=topic, holder=holder, expansion_id=record.expansion_id)
+    live = _LiveProcessor(ui_kafka, job, "processor-a", 1)
+    yield SimpleNamespace(job=job, topic=topic, holder=holder, expansion_id=record.expansion_id)
+    live.close()
 
 
 def _record_submit(store, expansion_id: str, handle: dict) -> None:
