@@ -13,7 +13,10 @@ if [ ! -x .venv/bin/uv ]; then
 fi
 echo "[setup] installing airflow-samza-expand[spark,testing,dev,openlineage] with constraints.txt"
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install --quiet --python .venv/bin/python \
-    -c constraints.txt -e ".[spark,testing,dev,openlineage]"
+    --compile-bytecode -c constraints.txt -e ".[spark,testing,dev,openlineage]"
+# Bytecode for every process the demo and the tests start (testing/bytecode.py: site-packages
+# once, pyspark's zips that Spark puts first on its Python processes' path, this checkout)
+.venv/bin/python -m airflow_samza_expand.testing.bytecode airflow_samza_expand dags tests benchmarks
 # tests/ui drive a real headless Chromium (Debian's package; never downloaded at test time)
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
