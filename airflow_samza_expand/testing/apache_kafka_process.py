@@ -13,6 +13,7 @@ import base64
 import logging
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -98,6 +99,12 @@ def fetch_apache_kafka(pom: Path = POM) -> Path:
     return maven_copy(pom, _cache_dir(pom))
 
 
+def jvm_performance_options() -> list[str]:
+    """The JIT/GC options of the broker JVM: ``$KAFKA_JVM_PERFORMANCE_OPTS`` as Kafka's own
+    start scripts take it (scripts/test.sh sets lean ones for short test brokers), else G1."""
+    return shlex.split(os.environ.get("KAFKA_JVM_PERFORMANCE_OPTS", "-XX:+UseG1GC"))
+
+
 def java_binary() -> str:
     java_home = os.environ.get("JAVA_HOME")
     java = shutil.which("java") or (os.path.join(java_home, "bin", "java") if java_home else None)
@@ -178,7 +185,7 @@ class ApacheKafkaProcess(LaunchedProcess):
 
     def _java(self, libs: Path, main: str, *args: str) -> list[str]:
         return [
-            java_binary(), f"-Xmx{self.heap}", "-Xms128m", "-XX:+UseG1GC",
+            java_binary(), f"-Xmx{self.heap}", "-Xms128m", *jvm_performance_options(),
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.work / 'log4j2.properties'}",
             "-cp", f"{libs}/*", main, *args,

@@ -67,3 +67,14 @@ def test_free_ports_are_drawn_below_the_ephemeral_range(tmp_path) -> None:
     assert ephemeral_low(str(odd)) == 40000
     odd.write_text("garbage")
     assert ephemeral_low(str(odd)) == 32768
+
+
+def test_the_broker_jvm_takes_kafkas_performance_options_variable(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv("KAFKA_JVM_PERFORMANCE_OPTS", raising=False)
+    default = ApacheKafkaProcess()._java(tmp_path, "kafka.Kafka")
+    assert "-XX:+UseG1GC" in default
+    monkeypatch.setenv("KAFKA_JVM_PERFORMANCE_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+    lean = ApacheKafkaProcess()._java(tmp_path, "kafka.Kafka")
+    assert "-XX:+UseSerialGC" in lean and "-XX:TieredStopAtLevel=1" in lean
+    assert "-XX:+UseG1GC" not in lean
+    assert lean.index("-XX:+UseSerialGC") < lean.index("kafka.Kafka")  # JVM options, not args
