@@ -170,6 +170,7 @@ class KafkaAdmin:
         INVALID_PARTITIONS (shrink, same count) -> InvalidGrowthError; unknown topic ->
         UnknownTopicError; timeout -> KafkaUnavailableError (the growth may still have been
         applied: re-read the count before retrying); other broker refusals -> ExpansionError.
+        An applied growth returns once the broker's metadata shows it (`_wait_visible`).
         """
         if isinstance(total, bool) or not isinstance(total, int) or total <= 0:
             raise InvalidGrowthError(
@@ -197,7 +198,26 @@ class KafkaAdmin:
                 raise self._unknown_topic(topic, self._metadata("listing topics")) from None
             self._raise_if_denied(error, "ALTER", topic, what)
             raise ExpansionError(f"Kafka refused {what}: {reason}") from None
+        if not validate_only:
+            self._wait_visible(topic, total, what)
         log.info("%s %s", "validated" if validate_only else "applied", what)
+
+    def _wait_visible(self, topic: str, total: int, what: str) -> None:
+        """Kafka applies CreatePartitions in its controller, and a broker learns of the new
+        partitions a moment later (the Admin API documents the lag): until then its Metadata
+        answers the old count and reads of the new partitions are refused. Ask until it shows
+        ``total``; past the timeout the growth stands, and the failure is a retryable one."""
+        deadline = time.monotonic() + self.timeout_s
+        pause = 0.05
+        while (count := self.partition_counts([topic])[topic]) < total:
+            if time.monotonic() >= deadline:
+                raise unavailable(
+                    what, self.config, f"applied, but the broker's metadata still shows {count} "
+                    f"of {total} partitions after {self.timeout_s:g} s"
+                )  # fmt: skip
+            log.debug("%s: the broker's metadata shows %d of %d partitions yet", what, count, total)
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
 
     def ensure_topic(
         self,

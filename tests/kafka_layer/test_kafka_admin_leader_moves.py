@@ -50,3 +50,40 @@ def test_a_long_lived_admin_sees_partitions_added_by_someone_else(kafka_bootstra
         other.create_partitions(topic, 4)
         assert long_lived.high_watermarks({topic: [0, 1, 2, 3]})[topic] == {0: 0, 1: 0, 2: 0, 3: 0}
         assert long_lived.low_watermarks({topic: [2, 3]})[topic] == {2: 0, 3: 0}
+
+
+def _lagging_metadata(monkeypatch, topic: str, old: int, new: int, times: float) -> dict:
+    """The broker answering Metadata with the count before a growth, ``times`` times: Apache
+    Kafka applies CreatePartitions in the controller and a broker learns of it a moment later
+    (CI met it). A real broker's lag cannot be made to last; this wraps the real answer."""
+    real = KafkaAdmin.partition_counts
+    left = {"n": times}
+
+    def lagging(self, topics):
+        counts = real(self, topics)
+        if left["n"] > 0 and counts.get(topic) == new:
+            left["n"] -= 1
+            return {**counts, topic: old}
+        return counts
+
+    monkeypatch.setattr(KafkaAdmin, "partition_counts", lagging)
+    return left
+
+
+def test_a_growth_returns_once_the_brokers_metadata_shows_it(admin, unique_topic, monkeypatch):
+    topic = unique_topic("orders")
+    admin.ensure_topic(topic, 2)
+    left = _lagging_metadata(monkeypatch, topic, 2, 4, times=3)
+    admin.create_partitions(topic, 4)
+    assert left["n"] == 0  # it asked until the metadata showed the new partitions
+    assert admin.partition_counts([topic]) == {topic: 4}
+
+
+def test_a_growth_the_metadata_never_shows_is_a_retryable_failure(admin, unique_topic, monkeypatch):
+    topic = unique_topic("orders")
+    admin.ensure_topic(topic, 2)
+    _lagging_metadata(monkeypatch, topic, 2, 4, times=float("inf"))
+    with pytest.raises(KafkaUnavailableError, match=r"growing topic .* to 4 partitions.*2 of 4"):
+        admin.create_partitions(topic, 4)
+    monkeypatch.undo()
+    assert admin.partition_counts([topic]) == {topic: 4}  # applied: a retry finds it done
