@@ -81,9 +81,7 @@ class Scenario:
 
     def args(self, trigger: str | None = None) -> list[str]:
         if trigger is None:
-            trigger = (
-                "available-now" if self.cfg.run_mode == "available-now" else "processing-time=500ms"
-            )
+            trigger = "available-now" if self.cfg.run_mode == "available-now" else self.cfg.trigger
         extra = ["--allow-task-change"] if self.cfg.naive else []
         extra += list(self.cfg.application_args)
         return job_args(

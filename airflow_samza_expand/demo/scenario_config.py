@@ -20,6 +20,8 @@ class ScenarioConfig:
     bootstrap: str
     work_dir: Path
     run_mode: str = "continuous"  # or "available-now"
+    # the continuous job's trigger (its micro-batch cadence; the demo measures gaps against it)
+    trigger: str = "processing-time=500ms"
     keys: int = 40
     rate: float = 60.0  # records per second
     refresh_ms: int = 1000  # producer metadata refresh

@@ -16,6 +16,11 @@ import pytest  # noqa: E402
 
 pytest.importorskip("pyspark")
 
+# The jobs' micro-batch cadence in these tests: half the demo's (500 ms), so half the batches -
+# a Spark micro-batch costs CPU whether it carries 30 records or 60, and nothing here measures
+# the cadence. A test about batch timing passes its own ``trigger=``.
+E2E_TRIGGER = "processing-time=1s"
+
 
 @pytest.fixture(scope="session")
 def e2e_airflow(kafka_bootstrap: str) -> Iterator[str]:
@@ -46,6 +51,7 @@ def scenario(e2e_airflow: str, kafka_bootstrap: str, tmp_path: Path) -> Iterator
     made: list[Scenario] = []
 
     def make(**kwargs) -> Scenario:
+        kwargs.setdefault("trigger", E2E_TRIGGER)
         cfg = ScenarioConfig(
             bootstrap=kafka_bootstrap, work_dir=tmp_path / f"s{len(made)}", **kwargs
         )

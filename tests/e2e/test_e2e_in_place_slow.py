@@ -66,6 +66,7 @@ def test_child_of_another_parent_is_read_before_the_slow_partition_drained(scena
 
     s = scenario(
         run_mode="continuous", handover="auto", grace_s=3.0, poll_s=0.5,
+        trigger="processing-time=500ms",  # the drain it measures is in batches of 100
         application_args=("--max-records-per-batch", "100"),
     )  # fmt: skip
     # keys on partition 0 under 2 and 4 partitions (librdkafka's default partitioner)
