@@ -24,15 +24,12 @@ from __future__ import annotations
 
 import compileall
 import importlib.util
-import logging
 import os
 import sys
 import sysconfig
 import time
 import zipfile
 from pathlib import Path
-
-log = logging.getLogger(__name__)
 
 
 def _timestamp_pyc(code: object, mtime: int, size: int) -> bytes:
