@@ -8,16 +8,33 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 
-def wait_for_partitions(admin: AdminClient, topic: str, count: int, timeout_s: float = 30) -> None:
-    """Wait until metadata shows `topic` with `count` partitions (real clusters lag a little)."""
+def _wait_for_metadata(admin: AdminClient, topic: str, shown, what: str, timeout_s: float) -> None:
+    """Poll the metadata of `topic` until `shown(meta)` holds (real clusters lag a little)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        meta = admin.list_topics(topic, timeout=10).topics.get(topic)
-        if meta is not None and meta.error is None and len(meta.partitions) == count:
+        if shown(admin.list_topics(topic, timeout=10).topics.get(topic)):
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"topic {topic} never showed {count} partitions")
+            raise AssertionError(f"topic {topic} never showed {what} in {timeout_s}s")
         time.sleep(0.2)
+
+
+def wait_for_partitions(admin: AdminClient, topic: str, count: int, timeout_s: float = 30) -> None:
+    """Wait until metadata shows `topic` with `count` partitions."""
+
+    def shown(meta) -> bool:
+        return meta is not None and meta.error is None and len(meta.partitions) == count
+
+    _wait_for_metadata(admin, topic, shown, f"{count} partitions", timeout_s)
+
+
+def wait_for_topic_gone(admin: AdminClient, topic: str, timeout_s: float = 30) -> None:
+    """Wait until metadata no longer shows `topic` (a broker learns of a deletion a moment late)."""
+
+    def shown(meta) -> bool:
+        return meta is None or meta.error is not None
+
+    _wait_for_metadata(admin, topic, shown, "as deleted", timeout_s)
 
 
 def produce_and_wait(producer: Producer, records: list[tuple]) -> list:
