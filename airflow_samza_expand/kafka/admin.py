@@ -170,7 +170,7 @@ class KafkaAdmin:
         INVALID_PARTITIONS (shrink, same count) -> InvalidGrowthError; unknown topic ->
         UnknownTopicError; timeout -> KafkaUnavailableError (the growth may still have been
         applied: re-read the count before retrying); other broker refusals -> ExpansionError.
-        An applied growth returns once the broker's metadata shows it (`_wait_visible`).
+        An applied growth returns once the broker's metadata shows it (`_wait_shown`).
         """
         if isinstance(total, bool) or not isinstance(total, int) or total <= 0:
             raise InvalidGrowthError(
@@ -199,17 +199,18 @@ class KafkaAdmin:
             self._raise_if_denied(error, "ALTER", topic, what)
             raise ExpansionError(f"Kafka refused {what}: {reason}") from None
         if not validate_only:
-            self._wait_visible(topic, total, what)
+            self._wait_shown(topic, total, what)
         log.info("%s %s", "validated" if validate_only else "applied", what)
 
-    def _wait_visible(self, topic: str, total: int, what: str) -> None:
-        """Kafka applies CreatePartitions in its controller, and a broker learns of the new
-        partitions a moment later (the Admin API documents the lag): until then its Metadata
-        answers the old count and reads of the new partitions are refused. Ask until it shows
-        ``total``; past the timeout the growth stands, and the failure is a retryable one."""
+    def _wait_shown(self, topic: str, total: int, what: str) -> None:
+        """Kafka creates topics and partitions in its controller, and a broker learns of them
+        a moment later (the Admin API documents the lag): until then its Metadata answers the
+        old count, or no topic, and reads of what is new are refused. Ask until it shows at
+        least ``total`` partitions; past the timeout the change stands, and the failure is a
+        retryable one."""
         deadline = time.monotonic() + self.timeout_s
         pause = 0.05
-        while (count := self.partition_counts([topic])[topic]) < total:
+        while (count := self._shown_count(topic)) < total:
             if time.monotonic() >= deadline:
                 raise unavailable(
                     what, self.config, f"applied, but the broker's metadata still shows {count} "
@@ -219,6 +220,13 @@ class KafkaAdmin:
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
 
+    def _shown_count(self, topic: str) -> int:
+        """Partitions of `topic` the broker's metadata shows (0: it does not show the topic)."""
+        try:
+            return self.partition_counts([topic])[topic]
+        except UnknownTopicError:
+            return 0
+
     def ensure_topic(
         self,
         topic: str,
@@ -227,7 +235,8 @@ class KafkaAdmin:
         *,
         replication_factor: int = -1,
     ) -> bool:
-        """Create `topic` if missing; True if this call created it (an existing topic is kept)."""
+        """Create `topic` if missing; True if this call created it (an existing topic is kept).
+        Returns once the broker's metadata shows the topic (`_wait_shown`)."""
         new_topic = NewTopic(
             topic,
             num_partitions=partitions,
@@ -237,15 +246,18 @@ class KafkaAdmin:
         futures = self._client.create_topics(
             [new_topic], request_timeout=self.timeout_s, operation_timeout=self.timeout_s
         )
+        what = f"creating topic {topic!r}"
         try:
-            self._result(futures[topic], f"creating topic {topic!r}")
+            self._result(futures[topic], what)
         except KafkaException as exc:
             error = kafka_error_of(exc)
             if error is not None and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                self._wait_shown(topic, 1, what)  # perhaps created by another a moment ago
                 return False
             reason = f"{error.name()}: {error.str()}" if error else str(exc)
-            self._raise_if_denied(error, "CREATE", topic, f"creating topic {topic!r}")
+            self._raise_if_denied(error, "CREATE", topic, what)
             raise ExpansionError(f"Kafka refused to create topic {topic!r}: {reason}") from None
+        self._wait_shown(topic, partitions, what)
         log.info("created topic %s with %d partition(s)", topic, partitions)
         return True
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_samza_expand.core.errors import UnknownTopicError
 from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
 from airflow_samza_expand.kafka.config import client_config
 
@@ -87,3 +88,45 @@ def test_a_growth_the_metadata_never_shows_is_a_retryable_failure(admin, unique_
         admin.create_partitions(topic, 4)
     monkeypatch.undo()
     assert admin.partition_counts([topic]) == {topic: 4}  # applied: a retry finds it done
+
+
+def _topic_unknown_for(monkeypatch, topic: str, times: float) -> dict:
+    """The broker answering Metadata without a topic created a moment ago, ``times`` times:
+    Apache Kafka creates it in the controller and a broker learns of it a moment later (CI met
+    the same lag on a deletion). This wraps the real answer."""
+    real = KafkaAdmin.partition_counts
+    left = {"n": times}
+
+    def lagging(self, topics):
+        counts = real(self, topics)
+        if left["n"] > 0 and topic in counts:
+            left["n"] -= 1
+            raise UnknownTopicError(f"topic {topic!r} does not exist (lagging metadata)")
+        return counts
+
+    monkeypatch.setattr(KafkaAdmin, "partition_counts", lagging)
+    return left
+
+
+@pytest.mark.parametrize("exists", [False, True], ids=["created", "created-by-another"])
+def test_ensure_topic_returns_once_the_brokers_metadata_shows_it(
+    admin, unique_topic, monkeypatch, exists
+):
+    """Whoever created it (this call, or another process a moment before), the topic is
+    readable when ensure_topic returns: a plan right after it must not call it unknown."""
+    topic = unique_topic("orders")
+    if exists:
+        KafkaAdmin(admin.config, timeout_s=5).ensure_topic(topic, 2)
+    left = _topic_unknown_for(monkeypatch, topic, times=3)
+    assert admin.ensure_topic(topic, 2) is not exists
+    assert left["n"] == 0  # it asked until the metadata showed the topic
+    assert admin.partition_counts([topic]) == {topic: 2}
+
+
+def test_a_topic_the_metadata_never_shows_is_a_retryable_failure(admin, unique_topic, monkeypatch):
+    topic = unique_topic("orders")
+    _topic_unknown_for(monkeypatch, topic, times=float("inf"))
+    with pytest.raises(KafkaUnavailableError, match=r"creating topic .*shows 0 of 2 partitions"):
+        admin.ensure_topic(topic, 2)
+    monkeypatch.undo()
+    assert admin.partition_counts([topic]) == {topic: 2}  # created: a retry finds it there
