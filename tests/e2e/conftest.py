@@ -16,11 +16,10 @@ import pytest  # noqa: E402
 
 pytest.importorskip("pyspark")
 
-# The jobs' micro-batch cadence in these tests: a quarter of the demo's (500 ms), so a quarter
-# of the batches - a Spark micro-batch costs CPU whether it carries 30 records or 120, and
-# nothing here measures the cadence (the continuous test: 153-168 CPU-s at 1 s, 126-143 at 2 s,
-# same day). A test about batch timing passes its own ``trigger=``.
-E2E_TRIGGER = "processing-time=2s"
+# The jobs' micro-batch cadence in these tests: half the demo's (500 ms), so half the batches -
+# a Spark micro-batch costs CPU whether it carries 30 records or 60, and nothing here measures
+# the cadence. A test about batch timing passes its own ``trigger=``.
+E2E_TRIGGER = "processing-time=1s"
 
 
 @pytest.fixture(scope="session")
