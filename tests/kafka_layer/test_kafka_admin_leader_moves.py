@@ -116,7 +116,8 @@ def test_ensure_topic_returns_once_the_brokers_metadata_shows_it(
     readable when ensure_topic returns: a plan right after it must not call it unknown."""
     topic = unique_topic("orders")
     if exists:
-        KafkaAdmin(admin.config, timeout_s=5).ensure_topic(topic, 2)
+        with KafkaAdmin(admin.config, timeout_s=5) as other:
+            other.ensure_topic(topic, 2)
     left = _topic_unknown_for(monkeypatch, topic, times=3)
     assert admin.ensure_topic(topic, 2) is not exists
     assert left["n"] == 0  # it asked until the metadata showed the topic
