@@ -18,8 +18,9 @@ separate processes (`testing.processors.JobProcess`, local[2], own JVM each):
 
 Downtime = last committed batch of the old processor -> first committed batch of the new one
 (both from the processes' log lines, one clock). Failover = the SIGKILL -> the first committed
-batch of the standby. Each figure is the median of 3 in the same run. At the end the outputs
-are checked exact (each key's count = records produced for it, no order violations).
+batch of the standby. Each figure is the median of 3 in the same run (``--smoke``: 1, at a
+CI size). At the end the outputs are checked exact (each key's count = records produced for
+it, no order violations).
 
 Uses KAFKA_BOOTSTRAP_SERVERS if set, else starts the development broker. Starts Spark: run it
 under ``flock /tmp/spark.lock``. Figures only - no pass/fail. Last line:
@@ -224,7 +225,9 @@ def check_exact(bench: Bench) -> bool:
     return counts == bench.traffic.seqs and violations == 0
 
 
-def run(bootstrap: str, work: Path, ttl_s: float, rate: float, rounds: int) -> dict[str, float]:
+def run(
+    bootstrap: str, work: Path, ttl_s: float, rate: float, rounds: int, lead: int = 10
+) -> dict[str, float]:
     bench = Bench(bootstrap, work, ttl_s, rate)
     bench.traffic.start()
     try:
@@ -232,7 +235,7 @@ def run(bootstrap: str, work: Path, ttl_s: float, rate: float, rounds: int) -> d
         wait_for("the first processor commits", lambda: bench.committing(active))
         kinds = ("in_place", "handover", "cold", "failover")
         figures: dict[str, list[float]] = {kind: [] for kind in kinds}
-        wait_for("10 committed batches", lambda: bench.committing(active, 11))
+        wait_for(f"{lead} committed batches", lambda: bench.committing(active, lead + 1))
         for kind in kinds:
             for i in range(rounds):
                 wait_for("a committed batch", lambda a=active: bench.committing(a, 1))
@@ -269,7 +272,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ttl", type=float, default=10.0, help="processor TTL / lease (s)")
     parser.add_argument("--rate", type=float, default=200.0, help="records per second")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="CI size: 1 round of each kind, 40 records/s, 3 batches before the first restart, "
+        "6 s TTL (same code and last line, figures not comparable)",
+    )
     args = parser.parse_args(argv)
+    lead = 10
+    if args.smoke:
+        args.rounds, args.rate, args.ttl, lead = 1, 40.0, 6.0, 3
     with ExitStack() as stack:
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
         if not bootstrap:
@@ -277,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
 
             bootstrap = stack.enter_context(DevBrokerProcess(log_level="WARNING")).bootstrap
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="handover-")))
-        med = run(bootstrap, work, args.ttl, args.rate, args.rounds)
+        med = run(bootstrap, work, args.ttl, args.rate, args.rounds, lead)
     ratio = med["handover"] / med["cold"] if med["cold"] else float("nan")
     print(
         f"handover_downtime_s={med['handover']:.2f} cold_restart_s={med['cold']:.2f} "
