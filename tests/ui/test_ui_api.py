@@ -103,15 +103,26 @@ def test_api_typed_record_barrier_lag_and_lease(api_server, token, waiting_job):
 
 
 def test_api_jobs_lists_configured_and_discovered_jobs(
-    api_server, token, expanded_job, waiting_job
+    api_server, token, expanded_job, waiting_job, ui_kafka
 ):
+    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+
+    phantom = f"{waiting_job.job}-phantom"  # a coordinator topic holding a lease, no job model
+    with KafkaCoordinatorStore(ui_kafka, phantom) as store:  # (an older plan of a typo left it)
+        store.release_lease(store.acquire_lease("expansion", "airflow:old/run", ttl_s=1))
     status, body = http("GET", f"{api_server.base}/samza-expand/api/jobs", token=token)
     assert status == 200, body
     doc = json.loads(body)
     sources = {j["name"]: j["sources"] for j in doc["jobs"]}
     assert sources[expanded_job.job] == ["configured", "coordinator topic"]
     assert sources[waiting_job.job] == ["coordinator topic"]  # found by its topic only
+    assert phantom not in sources  # no job model: no job (issue 41)
     assert doc["problems"] == []
+    # its page names the close job that exists and how a new job gets v1
+    status, body = http("GET", f"{api_server.base}/samza-expand/api/jobs/{phantom}", token=token)
+    assert status == 404, body
+    detail = json.loads(body)["detail"]
+    assert f"Did you mean {waiting_job.job!r}?" in detail and "samza-expand init-job" in detail
 
 
 @pytest.mark.parametrize("path", ["/samza-expand/openapi.json", "/samza-expand/docs"])

@@ -32,7 +32,10 @@ def test_unknown_job_is_a_404_problem(tmp_path):
     with pytest.raises(UiProblem) as problem:
         read_job(_settings(tmp_path), "no-such-job")
     assert problem.value.status == 404
-    assert "no job model and no processor" in problem.value.message
+    assert "'no-such-job' has no job model" in problem.value.message
+    assert "no processor either" in problem.value.message
+    assert "samza-expand init-job" in problem.value.message  # the plan step's words (issue 41)
+    assert "JobModel.initial" not in problem.value.message
 
 
 def test_impossible_job_name_is_a_400_problem(tmp_path):

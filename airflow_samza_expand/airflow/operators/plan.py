@@ -22,8 +22,14 @@ from airflow_samza_expand.core.errors import LeaseHeldError
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
 from airflow_samza_expand.protocol.handover import normalise_handover
+from airflow_samza_expand.protocol.job_models import jobs_with_models
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S
-from airflow_samza_expand.protocol.readers import TopicReaders, find_readers, normalise_other_jobs
+from airflow_samza_expand.protocol.readers import (
+    TopicReaders,
+    find_readers,
+    managed_job_names,
+    normalise_other_jobs,
+)
 from airflow_samza_expand.protocol.steps import plan as protocol_plan
 
 
@@ -34,6 +40,10 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
     growth is ``x2^k`` of the job model's count (never a shrink), at most ``max_partitions``,
     the job's grouper keeps state on expansion, and sampled keyed records sit at
     ``hash(key) % N`` under murmur2 or CRC32 (``check_partitioner``). Logs the job's lag.
+
+    A job without a job model (a mistyped name, a job never initialised) is refused before
+    anything is written: no coordinator topic created, no lease taken; the message names
+    ``samza-expand init-job`` and the jobs that have a job model, close names first.
 
     Ownership (DESIGN 1.6): the plan takes the job's expansion lease for this DAG run
     (``airflow:<dag_id>/<run_id>``). A rerun of the run finds the expansion it planned, done or
@@ -175,6 +185,16 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
             groups_of=groups,
         )
 
+    def known_jobs(self) -> list[str]:
+        """The jobs with a job model on this connection (coordinator topics, or
+        ``managed_jobs``), close names to ``job_name`` first: named when it has none."""
+        names = managed_job_names(self.admin, self.coordinator, self.managed_jobs)
+        return jobs_with_models(
+            names,
+            lambda name: self.hook.get_coordinator_store(name, self.coordinator, self.kafka_config),
+            exclude=self.job_name,
+        )
+
     def execute(self, context: Any, joined_holder: str | None = None) -> dict[str, Any]:
         holder = holder_of(context)
         held: LeaseHeldError | None = None
@@ -190,6 +210,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
                         joined_holder=joined_holder,
                         lease_ttl_s=self.lease_ttl_s,
                         discover=self.discover,
+                        known_jobs=self.known_jobs,
                     )
                 except LeaseHeldError as exc:
                     held = exc

@@ -157,29 +157,43 @@ def _close(*clients: Any) -> None:
 
 
 def list_jobs(settings: UiSettings) -> tuple[list[JobRef], list[str]]:
-    """Configured jobs plus the jobs of the connection's coordinator topics (when discovering),
-    and the problems met: configured jobs still show when Kafka cannot be listed."""
+    """Configured jobs plus the jobs of the connection's coordinator topics that hold a job
+    model (when discovering: a topic holding none, e.g. left by a mistyped plan of an older
+    version, is no job), and the problems met: configured jobs still show when Kafka cannot be
+    listed."""
     sources: dict[str, list[str]] = {name: ["configured"] for name in settings.jobs}
     problems: list[str] = []
-    if settings.discover and settings.coordinator == "kafka":
-        try:
-            names = _topic_names(settings)
-        except UiProblem as problem:
-            problems.append(f"{problem.title}: {problem.message}")
-            names = []
-        for topic in names:
-            if topic.startswith(COORDINATOR_PREFIX) and len(topic) > len(COORDINATOR_PREFIX):
-                sources.setdefault(topic[len(COORDINATOR_PREFIX) :], []).append("coordinator topic")
+    try:
+        for name in discovered_jobs(settings):
+            sources.setdefault(name, []).append("coordinator topic")
+    except UiProblem as problem:
+        problems.append(f"{problem.title}: {problem.message}")
     return [JobRef(name, tuple(src)) for name, src in sorted(sources.items())], problems
 
 
-def _topic_names(settings: UiSettings) -> list[str]:
-    admin = _admin(settings, kafka_config(settings))
+def discovered_jobs(settings: UiSettings, *, near: str | None = None) -> list[str]:
+    """The jobs whose coordinator topic holds a job model (none unless discovering on Kafka);
+    `near`: those close to that name first. UiProblem when Kafka cannot be listed."""
+    from airflow_samza_expand.protocol.job_models import jobs_with_models
+
+    if not (settings.discover and settings.coordinator == "kafka"):
+        return []
+    config = kafka_config(settings)
+    admin = _admin(settings, config)
     try:
         with _as_problem("listing the coordinator topics"):
-            return admin.topic_names()
+            topics = admin.topic_names()
     finally:
         _close(admin)
+    names = [
+        topic[len(COORDINATOR_PREFIX) :]
+        for topic in topics
+        if topic.startswith(COORDINATOR_PREFIX) and len(topic) > len(COORDINATOR_PREFIX)
+    ]
+    with _as_problem("reading the coordinator topics"):
+        return jobs_with_models(
+            names, lambda name: _open_store(settings, name, config), exclude=near, limit=len(names)
+        )
 
 
 def read_job(settings: UiSettings, job: str) -> JobSnapshot:
@@ -203,14 +217,7 @@ def read_job(settings: UiSettings, job: str) -> JobSnapshot:
             snapshot, "reading the stop request", store.stop_request, None
         )
         if not history and not snapshot.processors and job not in settings.jobs:
-            raise UiProblem(
-                404,
-                "Unknown job",
-                f"job {job!r} has no job model and no processor in its coordinator store "
-                f"({where}) - check the name; a new job needs job model v1 before it can "
-                "start: write job model v1 (JobModel.initial(...) and the store's "
-                "write_job_model, see docs/operations.md), then start the job",
-            )
+            raise UiProblem(404, "Unknown job", _unknown_job(settings, job, where))
         snapshot.leases = _part(snapshot, "reading the leases", lambda: _leases(store), None)
         if admin is not None and history:
             snapshot.live_counts = _part(
@@ -232,6 +239,20 @@ def read_job(settings: UiSettings, job: str) -> JobSnapshot:
         return snapshot
     finally:
         _close(store, *([admin] if admin is not None else []))
+
+
+def _unknown_job(settings: UiSettings, job: str, where: str) -> str:
+    """The plan step's words for a job without a job model (`protocol.job_models`), naming
+    the jobs that have one, close names first."""
+    from airflow_samza_expand.protocol.job_models import no_job_model_message
+
+    try:
+        jobs: list[str] | None = discovered_jobs(settings, near=job) if settings.discover else None
+    except UiProblem:
+        jobs = None
+    if jobs is not None and settings.jobs:
+        jobs = [*jobs, *(j for j in settings.jobs if j not in jobs and j != job)]
+    return no_job_model_message(job, where, jobs, changed="no processor either")
 
 
 # -- parts -------------------------------------------------------------------------------------

@@ -28,6 +28,12 @@ from airflow_samza_expand.core.policy import GrowthDecision
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus, StepTimes
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.protocol import plan_checks
+from airflow_samza_expand.protocol.job_models import (
+    NoJobModelError,
+    no_job_model_message,
+    require_job_model,
+    store_where,
+)
 from airflow_samza_expand.protocol.ownership import (
     DEFAULT_LEASE_TTL_S,
     give_up,
@@ -64,11 +70,15 @@ def plan(
     joined_holder: str | None = None,
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
     discover: Callable[[Sequence[str]], TopicReaders] | None = None,
+    known_jobs: Callable[[], Sequence[str]] | None = None,
 ) -> PlanOutcome:
     """Decide and record the expansion (module docstring). LeaseHeldError (a ConflictError)
     when another holder owns the job's expansion: wait (`ownership.lease_poll`), then call again
     with ``joined_holder``. ``discover(topics)`` finds the other readers of the grown topics
-    (`readers.find_readers`); `OtherJobsReadTopicError` refuses by ``request.other_jobs``."""
+    (`readers.find_readers`); `OtherJobsReadTopicError` refuses by ``request.other_jobs``.
+    A job without a job model is refused first (`NoJobModelError`, naming ``known_jobs()``):
+    no lease taken, no coordinator topic created."""
+    require_job_model(store, request.job_name, known_jobs)
     own = owned_by(store, holder)
     if taken_over(own, holder):  # checked before the lease: a run that lost it writes nothing
         return outcome_from_record(
@@ -132,9 +142,8 @@ def _decide(run: _Run, joined_holder: str | None) -> PlanOutcome:
         return earlier
     model = run.store.latest_job_model()
     if model is None:
-        raise ExpansionError(
-            f"job {run.request.job_name!r} has no job model in its coordinator store - start "
-            "the job once (it writes v1) before expanding it"
+        raise NoJobModelError(
+            no_job_model_message(run.request.job_name, store_where(run.store), None)
         )
     decisions: list[GrowthDecision] = []
     if run.request.policy is not None and not run.request.targets:
