@@ -52,6 +52,8 @@ def run_kafka(args: argparse.Namespace) -> int:
             return 1
         print(f"Apache Kafka {kafka_version()} jars in {libs}")
         return 0
+    if args.cluster is not None:
+        return run_kafka_cluster(args)
     kafka = ApacheKafkaProcess(port=args.port, data_dir=args.data_dir, heap=args.heap)
     return _serve(
         "Apache Kafka",
@@ -64,6 +66,35 @@ def run_kafka(args: argparse.Namespace) -> int:
     )
 
 
+def run_kafka_cluster(args: argparse.Namespace) -> int:
+    """``--cluster N``: N KRaft nodes (testing/apache_kafka_cluster.py), replication N."""
+    from .apache_kafka_cluster import ApacheKafkaCluster
+
+    if args.cluster < 1:
+        print(f"error: --cluster {args.cluster} - pass a node count >= 1 (e.g. 3)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if args.port:
+        print("error: --port picks one node's port - leave it out with --cluster (each node "
+              "takes a free port)", file=sys.stderr)  # fmt: skip
+        return 2
+    heap = args.heap if args.heap != "512m" else "256m"
+    cluster = ApacheKafkaCluster(args.cluster, work_dir=args.data_dir, heap=heap)
+
+    def lines() -> list[str]:
+        nodes = [f"  node {i}: {n.bootstrap} pid {n.pid}; log {n.log_path}"
+                 for i, n in cluster.nodes.items()]  # fmt: skip
+        return [
+            f"Apache Kafka {cluster.version} cluster of {cluster.size} nodes at "
+            f"{cluster.bootstrap} (replication {cluster.replication}, min.insync.replicas "
+            f"{cluster.min_insync_replicas}); Ctrl-C stops it",
+            *nodes,
+            "stop or kill a node by its pid (`kill -TERM <pid>`: controlled shutdown)",
+        ]
+
+    return _serve("the Apache Kafka cluster", cluster.start, cluster.close, lines)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     kafka = subparsers.add_parser(
         "apache-kafka", help="run Apache Kafka on 127.0.0.1 (tests/dev only)",
@@ -74,7 +105,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--data-dir", type=Path, default=None,
         help="keep the log here across restarts (default: a temporary dir)",
     )  # fmt: skip
-    kafka.add_argument("--heap", default="512m", help="JVM heap -Xmx (default 512m)")
+    kafka.add_argument(
+        "--heap", default="512m", help="JVM heap -Xmx (default 512m; 256m per node of --cluster)"
+    )
+    kafka.add_argument(
+        "--cluster", type=int, default=None, metavar="N",
+        help="run a cluster of N KRaft nodes (broker+controller each, e.g. 3) with replication "
+        "N and min.insync.replicas 2; --data-dir keeps node-<i>/ under it",
+    )  # fmt: skip
     kafka.add_argument(
         "--fetch-only", action="store_true",
         help="only fetch the jars into the cache (used by scripts/setup.sh)",
