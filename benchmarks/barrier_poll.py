@@ -355,7 +355,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scan-records", type=int, default=100_000)
     parser.add_argument("--looks", type=int, default=5, help="barrier looks before the snapshot")
     parser.add_argument("--before-snapshot-only", action="store_true", help="only part 4")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="CI size: 20 versions, 1 run, windows of 1 and 2 polls, 0.2 s idle, 400 scan "
+        "records in 1 look (same code and last line, figures not comparable)",
+    )
     args = parser.parse_args(argv)
+    polls = [1, 10, 50]
+    if args.smoke:
+        args.versions, args.runs, args.idle_s, args.scan_records, args.looks = 20, 1, 0.2, 400, 1
+        polls = [1, 2]
     with ExitStack() as stack:
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
         broker = None
@@ -372,10 +382,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.before_snapshot_only:
             print(last)
             return 0
-        requests_per_poll = bench_barrier(config, broker, [1, 10, 50], args.idle_s)
+        requests_per_poll = bench_barrier(config, broker, polls, args.idle_s)
         read_s = bench_coordinator_read(config, args.versions, args.runs)
         scan_idle, scan_rate = bench_stale_scan(
-            config, broker, [1, 10, 50], args.idle_s, args.scan_records
+            config, broker, polls, args.idle_s, args.scan_records
         )
     print(
         f"requests_per_poll={requests_per_poll} coordinator_read_1000_versions_s={read_s:.3f} "

@@ -89,7 +89,7 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int) -> float:
     return elapsed
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--size", type=int, default=100, help="value bytes per record")
@@ -100,7 +100,12 @@ def main() -> int:
         action="store_true",
         help="run the broker with --data-dir (logs on disk) in a temp dir",
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--smoke", action="store_true", help="CI size: 2,000 records (same code and last line)"
+    )
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.records = 2_000
     if args.records <= 0 or args.size <= 0 or args.partitions <= 0:
         print("error: --records, --size and --partitions must be positive", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ as timeit does). Best of ``--repeat`` runs. Prints one line per size with
 the ratio to the smallest size, then ``seconds_for_1M_ssps=<x>`` (the largest size scaled to
 exactly 1,000,000 SSPs) as the last line.
 
-    .venv/bin/python benchmarks/grouper_scale.py [--repeat 3]
+    .venv/bin/python benchmarks/grouper_scale.py [--repeat 3] [--smoke]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from airflow_samza_expand.core.model import SystemStreamPartition
 INITIAL = 256
 GROWN = 1024
 STREAM_COUNTS = (250, 500, 1000)
+SMOKE_STREAM_COUNTS = (2, 4)
 
 
 def build(streams: int) -> tuple[list[SystemStreamPartition], dict[SystemStreamPartition, str]]:
@@ -52,14 +53,20 @@ def time_group(streams: int, repeat: int) -> tuple[int, float]:
     return len(ssps), best
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; the best counts")
-    args = parser.parse_args()
-    results = [time_group(s, args.repeat) for s in STREAM_COUNTS]
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"CI size: streams {SMOKE_STREAM_COUNTS}, one run each (same code and last line)",
+    )
+    args = parser.parse_args(argv)
+    counts = SMOKE_STREAM_COUNTS if args.smoke else STREAM_COUNTS
+    results = [time_group(s, 1 if args.smoke else args.repeat) for s in counts]
     base_n, base_t = results[0]
     print(f"GroupByPartitionFixedTasks, growth {INITIAL} -> {GROWN} partitions per stream")
-    for streams, (n, t) in zip(STREAM_COUNTS, results, strict=True):
+    for streams, (n, t) in zip(counts, results, strict=True):
         print(
             f"streams={streams:5d} ssps={n:9,d} seconds={t:7.3f} "
             f"size_ratio={n / base_n:4.1f} time_ratio={t / base_t:5.2f} "

@@ -249,9 +249,8 @@ def run_jvm_source(
         os.path.join(workdir, "jvm-checkpoint"), str(cap), str(buckets),
     ]  # fmt: skip
     if on_runtime:  # job model v1 of the topic in a file store; the runtime attaches to it
-        from airflow_samza_expand.kafka.coordinator import FileCoordinatorStore
-
         from airflow_samza_expand.core.model import JobModel
+        from airflow_samza_expand.store.files import FileCoordinatorStore
 
         job, store_dir = f"bench-runtime-{uuid.uuid4().hex[:6]}", os.path.join(workdir, "store")
         FileCoordinatorStore(store_dir, job).write_job_model(
@@ -409,7 +408,7 @@ def order_check_run(args: argparse.Namespace, bootstrap: str) -> str:
     )
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--keys", type=int, default=1_000)
@@ -435,7 +434,16 @@ def main() -> int:
     )
     parser.add_argument("--order-check-rounds", type=int, default=2,
                         help="off/on pairs of runs (the median rates are compared)")  # fmt: skip
-    args = parser.parse_args()
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="CI size: 2,000 records over 50 keys in batches of 1,000, local[2] only, one state "
+        "layout (16 buckets), one order-check round (same code and last line)",
+    )
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.records, args.keys, args.max_records_per_batch = 2_000, 50, 1_000
+        args.masters, args.state_buckets, args.order_check_rounds = "local", [16], 1
     masters = [m.strip() for m in args.masters.split(",") if m.strip()]
     if not masters or set(masters) - {"local", "standalone"}:
         parser.error(f"--masters {args.masters!r}: use local and/or standalone")

@@ -101,12 +101,15 @@ def run_concurrently(dag: Any) -> tuple[dict[str, str], dict[tuple[str, str], An
     return states, xcoms
 
 
-def run_case(bootstrap: str, work: Path, processors: list[str], grace_s: float) -> float:
+def run_case(
+    bootstrap: str, work: Path, processors: list[str], grace_s: float,
+    keys: int = 24, rate: float = 40.0,
+) -> float:  # fmt: skip
     """Set up ``len(processors)`` jobs on a fresh topic, time one expansion run, verify."""
     from airflow_samza_expand.demo.multi import MultiJobScenario
     from airflow_samza_expand.demo.scenario import ScenarioConfig
 
-    cfg = ScenarioConfig(bootstrap=bootstrap, work_dir=work, keys=24, rate=40.0, grace_s=grace_s)
+    cfg = ScenarioConfig(bootstrap=bootstrap, work_dir=work, keys=keys, rate=rate, grace_s=grace_s)
     m = MultiJobScenario(cfg, processors, run_dag=None, task_states=None, xcom=None, log=say)
     try:
         m.setup()
@@ -137,7 +140,16 @@ def run_case(bootstrap: str, work: Path, processors: list[str], grace_s: float) 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grace", type=float, default=4.0, help="producer refresh grace (s)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="CI size: 8 keys at 10 records/s, a 1 s grace (same code and last line; still "
+        "starts Spark for every job)",
+    )
     opts = parser.parse_args(argv)
+    keys, rate = (8, 10.0) if opts.smoke else (24, 40.0)
+    if opts.smoke:
+        opts.grace = 1.0
     home = Path(tempfile.mkdtemp(prefix="samza-expand-bench-multi-"))
     from airflow_samza_expand.demo import airflow_home
     from airflow_samza_expand.demo.jobs import spark_connection_env
@@ -160,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_samza_expand.testing.keyed import PATH as DIGEST
 
     try:
-        one = run_case(bootstrap, home / "one", [DEFAULT_PROCESSOR], opts.grace)
-        two = run_case(bootstrap, home / "two", [DEFAULT_PROCESSOR, DIGEST], opts.grace)
+        one = run_case(bootstrap, home / "one", [DEFAULT_PROCESSOR], opts.grace, keys, rate)
+        two = run_case(bootstrap, home / "two", [DEFAULT_PROCESSOR, DIGEST], opts.grace, keys, rate)
     finally:
         if broker is not None:
             broker.close()

@@ -46,7 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--smoke", action="store_true", help="CI size: 2 jobs + 2 groups, 1 run (same last line)"
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.sizes, args.runs = [2], 1
     figures = []
     with ExitStack() as stack:
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
