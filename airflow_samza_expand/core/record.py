@@ -168,6 +168,18 @@ class ExpansionRecord:
         refuse_secrets(_plain(self.plan), f"expansion record {self.expansion_id!r} plan")
         refuse_secrets(_plain(self.results), f"expansion record {self.expansion_id!r} results")
 
+    def grown_counts(self) -> dict[str, tuple[int, int]]:
+        """``{stream: (before, after)}`` of the streams this expansion grows. A stream the plan
+        lists with the same count before and after (a join's other side) stays: it is never
+        grown, never waited for and never behind a barrier."""
+        before = self.plan.get("counts_before") or {}
+        after = self.plan.get("counts_after") or {}
+        return {
+            str(s): (int(before[s]), int(n))
+            for s, n in sorted(after.items())
+            if s in before and int(before[s]) != int(n)
+        }
+
     # -- changes (each returns a new record; the store sets the revision) -------------------
 
     def check_successor(self, status: ExpansionStatus | str) -> ExpansionStatus:

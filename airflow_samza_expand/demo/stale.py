@@ -74,18 +74,18 @@ def add_stale_producer(scenario: Any, refresh_ms: int) -> KeyedProducer:
     return stale
 
 
-def _fields(record: Any) -> tuple[dict[int, int], int, int, float]:
-    """(barrier of the topic's old partitions, before, after, expanded-at epoch s) of an
-    expansion record: the legacy dict or the typed ExpansionRecord."""
+def _fields(record: Any, topic: str) -> tuple[dict[int, int], int, int, float]:
+    """(barrier of `topic`'s old partitions, before, after, expanded-at epoch s) of an
+    expansion record (the legacy dict or the typed ExpansionRecord): the grown stream named,
+    never "the first" - a join's other stream stays and has no barrier."""
     if isinstance(record, Mapping):
-        barrier = {int(p): int(o) for p, o in next(iter(record["barrier"].values())).items()}
-        before = int(next(iter(record["counts_before"].values())))
-        after = int(next(iter(record["counts_after"].values())))
+        barrier = {int(p): int(o) for p, o in record["barrier"][topic].items()}
+        before = int(record["counts_before"][topic])
+        after = int(record["counts_after"][topic])
         at = record.get("expanded_at")
     else:  # core.record.ExpansionRecord
-        barrier = {int(p): int(o) for p, o in next(iter(record.barrier.values())).items()}
-        before = int(next(iter(record.plan["counts_before"].values())))
-        after = int(next(iter(record.plan["counts_after"].values())))
+        barrier = {int(p): int(o) for p, o in (record.barrier or {})[topic].items()}
+        before, after = record.grown_counts()[topic]
         expand = record.steps.get("expand")
         at = expand.ended_at if expand is not None else None
     if not at:
@@ -142,7 +142,7 @@ def order_counts(
     topic = scenario.topic
     spans = []
     for record in expansion_records(scenario) if records is None else records:
-        barrier, before, after, at = _fields(record)
+        barrier, before, after, at = _fields(record, topic)
         spans.append((before, after, barrier, _offsets_at(scenario.config, topic, before, at)))
     total_before, total_after = StaleSummary(), StaleSummary()
     rows = []

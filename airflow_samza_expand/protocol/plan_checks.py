@@ -6,7 +6,7 @@ old partitions. The decisions are in `protocol.steps.plan`."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.core.model import JobModel
@@ -38,9 +38,14 @@ def wanted_targets(
     return {t: counts.get(t, 0) * factor or factor for t in topics}
 
 
-def interrupted(store: CoordinatorStore, latest: JobModel) -> ExpansionRecord | None:
-    """The unfinished expansion that wrote `latest`, whatever it grew (policy runs)."""
+def interrupted(
+    store: CoordinatorStore, latest: JobModel, finished: Collection[str] = ()
+) -> ExpansionRecord | None:
+    """The unfinished expansion that wrote `latest`, whatever it grew (policy runs); one of
+    `finished` (done on the cluster, `outcome.close_finished`) is not resumed."""
     for record in store.expansions():
+        if record.expansion_id in finished:
+            continue
         if record.target_version == latest.version and record.status not in (
             ExpansionStatus.COMPLETED,
             ExpansionStatus.FAILED,
@@ -55,9 +60,14 @@ def policy_doc(decisions: Sequence[GrowthDecision]) -> dict[str, Any]:
 
 
 def unfinished(
-    store: CoordinatorStore, latest: JobModel, request: PlanRequest, targets: Mapping[str, int]
+    store: CoordinatorStore,
+    latest: JobModel,
+    request: PlanRequest,
+    targets: Mapping[str, int],
+    finished: Collection[str] = (),
 ) -> ExpansionRecord | None:
-    """The expansion that wrote `latest` and has not completed, if it grew what is asked."""
+    """The expansion that wrote `latest` and has not completed, if it grew what is asked; one
+    of `finished` (done on the cluster, `outcome.close_finished`) is not resumed."""
     previous = store.job_model(latest.version - 1) if latest.version >= 2 else None
     if previous is None:
         return None
@@ -75,6 +85,8 @@ def unfinished(
         return None
     record = store.get_expansion(expansion_id_for(request.job_name, before, grown))
     if record is None or record.status == ExpansionStatus.COMPLETED:
+        return None
+    if record.expansion_id in finished:
         return None
     return record if record.target_version == latest.version else None
 

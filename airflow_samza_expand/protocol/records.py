@@ -9,7 +9,11 @@ import re
 from collections.abc import Callable, Mapping
 
 from airflow_samza_expand.core.clock import now_iso
-from airflow_samza_expand.core.errors import ExpansionError, StaleRevisionError
+from airflow_samza_expand.core.errors import (
+    ExpansionError,
+    InvalidTransitionError,
+    StaleRevisionError,
+)
 from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.record import TRANSITIONS, ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.store import CoordinatorStore
@@ -119,15 +123,24 @@ def mark(
     result: object = None,
     started_at: str | None = None,
 ) -> ExpansionRecord:
-    """`record` with `step` ended now (its result stored) and, when `status` is later than the
-    record's and allowed next, advanced to it; an earlier status is kept (a rerun never moves
-    a record back). A start already recorded (`begin`) is kept."""
+    """`record` with `step` ended now (its result stored) and advanced to `status`. A record
+    already at `status` or past it stays (a rerun never moves a record back); a `status` that
+    cannot follow the record's raises InvalidTransitionError naming both - a step never keeps
+    the old status quietly. A start already recorded (`begin`) is kept."""
     old = record.steps.get(step)
     start = old.started_at if old is not None and old.started_at else started_at
     out = record.with_step(step, started_at=start, ended_at=now_iso())
     if result is not None:
         out = out.with_result(step, result)
-    if status is not None and not reached(out, status) and status in TRANSITIONS[out.status]:
+    if status is not None and not reached(out, status):
+        if status not in TRANSITIONS[out.status]:
+            raise InvalidTransitionError(
+                f"step {step!r} of expansion {record.expansion_id!r} asks for status "
+                f"{status.value!r}, but the record is {out.status.value!r}, which cannot "
+                f"become {status.value!r} - an earlier step did not end "
+                f"(steps ended: {', '.join(s for s, t in out.steps.items() if t.ended_at)}); "
+                "rerun the DAG from its plan step"
+            )
         out = out.advance(status)
     return out
 

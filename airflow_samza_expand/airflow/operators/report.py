@@ -16,7 +16,7 @@ from airflow_samza_expand.airflow.shell import (
     holder_of,
     protocol_outcomes,
 )
-from airflow_samza_expand.protocol import order, records
+from airflow_samza_expand.protocol import order, outcome, records
 from airflow_samza_expand.protocol.ownership import give_up, take
 from airflow_samza_expand.protocol.steps.report import build_summary, complete, render_summary
 
@@ -30,6 +30,10 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
     (stop -> acknowledgement of the restarted job), run mode and submit handle. A dry run
     (nothing written) reports the plan only; a run whose plan was skipped (another run owned
     the expansion) is skipped too.
+
+    Green means done: after completing the record the step checks that the cluster shows the
+    outcome (every grown topic at its target, job model vN+1 the newest and what the live
+    processors run, the record completed) and fails naming what is missing otherwise.
 
     Rule 1.5: the summary's ``order`` (and the last log line) says ``order: proven ...`` or
     ``order: at risk ...``, from the restarted job's count and the step's own scan of the old
@@ -101,6 +105,8 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
                     times = {k: summary[k] for k in ("seconds_per_step", "downtime_s")}
                     complete(store, self.expansion_id, times, lease)
                     give_up(store, holder)
+                    # green means done: the grown topics, vN+1 newest and running, completed
+                    outcome.require(store, self.admin, self.expansion_id)
         finally:
             self.close_clients()
         for line in render_summary(summary).splitlines():

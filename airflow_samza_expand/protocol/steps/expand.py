@@ -220,7 +220,7 @@ def _record(
             return None
         expanded[topic] = TopicGrown(count, now_iso(), applied)
         status = None
-        if set(expanded) >= set(record.plan.get("counts_after", {})):
+        if set(expanded) >= set(record.grown_counts()):  # a stream that stays is not waited for
             status = ExpansionStatus.EXPANDED
         return records.mark(record, "expand", status, result=ExpandResult(expanded).to_dict())
 

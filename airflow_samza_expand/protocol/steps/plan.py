@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ from airflow_samza_expand.protocol.job_models import (
     require_job_model,
     store_where,
 )
+from airflow_samza_expand.protocol.outcome import close_finished
 from airflow_samza_expand.protocol.ownership import (
     DEFAULT_LEASE_TTL_S,
     give_up,
@@ -145,9 +146,14 @@ def _decide(run: _Run, joined_holder: str | None) -> PlanOutcome:
         raise NoJobModelError(
             no_job_model_message(run.request.job_name, store_where(run.store), None)
         )
+    # A record an earlier version left open although its expansion is done on the cluster is
+    # completed here, never resumed: the new intent is planned (a dry run only looks)
+    finished = close_finished(
+        run.store, run.admin, model, run.lease, write=run.lease is not None
+    )
     decisions: list[GrowthDecision] = []
     if run.request.policy is not None and not run.request.targets:
-        settled, decisions, wanted = _by_policy(run, model)
+        settled, decisions, wanted = _by_policy(run, model, finished)
         if settled is not None:
             return settled
         run = dataclasses.replace(
@@ -155,7 +161,7 @@ def _decide(run: _Run, joined_holder: str | None) -> PlanOutcome:
         )
     targets = plan_checks.wanted_targets(run.request, model.partition_counts(), run.admin)
     check_max_partitions(run.request.job_name, targets, int(run.request.max_partitions))
-    settled = _resume_or_nothing(run, model, targets)
+    settled = _resume_or_nothing(run, model, targets, finished)
     if settled is not None:
         return settled
     run.admin.partition_counts(sorted(targets))  # UnknownTopicError names a missing topic first
@@ -205,11 +211,11 @@ def _earlier_run(run: _Run, joined_holder: str | None) -> PlanOutcome | None:
 
 
 def _by_policy(
-    run: _Run, model: JobModel
+    run: _Run, model: JobModel, finished: Collection[str]
 ) -> tuple[PlanOutcome | None, list[GrowthDecision], dict[str, int]]:
     """The growth policy: resume an interrupted expansion first; else measure, and settle
     with nothing to do when no threshold is crossed; else the targets it wants."""
-    interrupted = plan_checks.interrupted(run.store, model)
+    interrupted = plan_checks.interrupted(run.store, model, finished)
     if interrupted is not None:
         message = (
             f"job model v{model.version} was written by expansion {interrupted.expansion_id}, "
@@ -234,11 +240,11 @@ def _by_policy(
 
 
 def _resume_or_nothing(
-    run: _Run, model: JobModel, targets: Mapping[str, int]
+    run: _Run, model: JobModel, targets: Mapping[str, int], finished: Collection[str]
 ) -> PlanOutcome | None:
     """An unfinished expansion that wrote the model and grew what is asked (resume it), or a
     model that already matches the live counts (nothing to expand)."""
-    resumed = plan_checks.unfinished(run.store, model, run.request, targets)
+    resumed = plan_checks.unfinished(run.store, model, run.request, targets, finished)
     if resumed is not None:
         return outcome_from_record(
             RESUMED,
