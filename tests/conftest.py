@@ -55,6 +55,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"Kafka of the tests: dev (development broker, default) or apache (Apache Kafka "
         f"from Maven Central); default ${KAFKA_ENV}; KAFKA_BOOTSTRAP_SERVERS wins over both",
     )
+    parser.addoption(
+        "--skip-budget",
+        metavar="ALLOWLIST",
+        default=None,
+        help="fail the run when a test skips that is not on this list of node ids (CI: "
+        "scripts/test_part.sh passes tests/skip_allowlist.txt)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -65,6 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    enforce_skip_budget(session)
     spare = frozenset(int(w.pid) for w in _watchdog)  # type: ignore[attr-defined]
     left = session_sweep.sweep(SESSION_MARKER, spare=spare)
     if left:
@@ -73,6 +81,62 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         log.warning(message)
         if reporter is not None:
             reporter.write_line(f"WARNING: {message}", yellow=True)
+
+
+# -- the skip budget: in CI a test may skip only if tests/skip_allowlist.txt names it ----------
+
+_skipped: list[tuple[str, str]] = []  # (node id, reason) of every skip of this run
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):  # an xfail is not a skip
+        _skipped.append((report.nodeid, _skip_reason(report)))
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.skipped:  # a whole module skipped (importorskip, a module-level skip)
+        _skipped.append((report.nodeid, _skip_reason(report)))
+
+
+def _skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:
+    longrepr = report.longrepr
+    return str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+
+
+def read_skip_allowlist(path: Path) -> list[str]:
+    """The node ids of an allow-list file: one per line, ``#`` starts a comment."""
+    entries = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return [entry for entry in entries if entry]
+
+
+def skip_allowed(nodeid: str, allowed: list[str]) -> bool:
+    """An entry names a test, all parametrizations of one (``name`` for ``name[...]``), a class
+    or a file (``path`` for ``path::...``)."""
+    return any(nodeid == a or nodeid.startswith((f"{a}::", f"{a}[")) for a in allowed)
+
+
+def enforce_skip_budget(session: pytest.Session) -> None:
+    """With --skip-budget: a skip not on the list fails the run (exit 1), each one named."""
+    listed = session.config.getoption("--skip-budget")
+    if not listed:
+        return
+    allowed = read_skip_allowlist(Path(session.config.rootpath, listed))
+    unexpected = sorted({(n, r) for n, r in _skipped if not skip_allowed(n, allowed)})
+    if not unexpected:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [
+        f"skip budget: {len(unexpected)} test(s) skipped that {listed} does not allow - "
+        "install what they need (scripts/setup.sh) or list them there with the reason:"
+    ]
+    lines += [f"  {nodeid}: {reason}" for nodeid, reason in unexpected]
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line, red=True)
+        else:
+            print(line)
+    if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def selected_kafka(config: pytest.Config) -> str:

@@ -4,6 +4,7 @@ broken marker could silently empty a part of CI)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -19,10 +20,14 @@ def _part(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_part_that_selects_no_test_fails() -> None:
-    done = _part("tests/core", "-m", "no_such_marker")
+    done = _part("tests/core", "-m", "spark and not spark")
     assert done.returncode == 5, done.stdout[-2000:]
     assert "this part selected no test" in done.stderr
     assert "check its -m marker expression" in done.stderr
+    # a misspelt marker in a part's -m expression is an error of its own (--strict-markers)
+    done = _part("tests/core", "-m", "no_such_marker")
+    assert done.returncode == 4, done.stdout[-2000:]
+    assert "Unknown marker(s) in '-m' expression: no_such_marker" in done.stderr
 
 
 def test_a_part_lists_its_slowest_tests() -> None:
@@ -57,3 +62,98 @@ def test_every_part_of_test_sh_runs_through_the_part_script_and_the_lanes_split_
     assert re.search(r"^rest_lane .*&$", script, flags=re.M) and "spark_lane ||" in script
     assert re.search(r"^airflow_lane .*&$", script, flags=re.M)
     assert 'wait "$rest_pid"' in script and 'wait "$airflow_pid"' in script
+
+
+# -- strict markers and the skip budget ----------------------------------------------------------
+
+SKIPPING = """
+import pytest
+
+def test_runs():
+    pass
+
+def test_skips():
+    pytest.skip("no widget here")
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_param(n):
+    pytest.skip("not today")
+
+@pytest.mark.xfail(strict=True, reason="known")
+def test_xfails():
+    assert False
+"""
+
+
+def _budget_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """pytest on a throwaway test module with tests/conftest.py loaded as the plugin (its
+    --skip-budget option and hooks), outside the suite's own configuration."""
+    (tmp_path / "test_budget.py").write_text(SKIPPING)
+    (tmp_path / "test_gone.py").write_text('import pytest\npytest.importorskip("no_such_mod_x")\n')
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    return subprocess.run(
+        [str(REPO / ".venv" / "bin" / "pytest"), "-p", "conftest", "-p", "no:cacheprovider",
+         "-q", "-rs", *args],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO / "tests")},
+    )  # fmt: skip
+
+
+def test_a_skip_not_on_the_allowlist_fails_the_run_and_is_named(tmp_path: Path) -> None:
+    allow = tmp_path / "allow.txt"
+    allow.write_text("# nothing may skip\n")
+    done = _budget_run(tmp_path, f"--skip-budget={allow}")
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "skip budget: 4 test(s) skipped" in done.stdout, done.stdout[-3000:]
+    assert "test_budget.py::test_skips: Skipped: no widget here" in done.stdout
+    assert "test_budget.py::test_param[2]" in done.stdout
+    assert "test_gone.py: " in done.stdout  # a whole module skipped counts too
+    assert "test_xfails" not in done.stdout.split("skip budget:")[1]  # an xfail is no skip
+
+
+def test_skips_on_the_allowlist_pass_and_without_the_budget_any_skip_passes(
+    tmp_path: Path,
+) -> None:
+    allow = tmp_path / "allow.txt"
+    allow.write_text(
+        "# why each may skip\n"
+        "test_budget.py::test_skips  # a test\n"
+        "test_budget.py::test_param\n"  # all its parametrizations
+        "test_gone.py\n"  # a file
+    )
+    done = _budget_run(tmp_path, f"--skip-budget={allow}")
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "skip budget" not in done.stdout
+    allow.write_text("test_budget.py::test_skips\ntest_gone.py\n")
+    done = _budget_run(tmp_path, f"--skip-budget={allow}")
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "skip budget: 2 test(s)" in done.stdout
+    assert _budget_run(tmp_path).returncode == 0  # a developer's own run: no budget
+
+
+def test_ci_parts_run_with_the_skip_budget_and_its_entries_name_real_tests() -> None:
+    part = (REPO / "scripts" / "test_part.sh").read_text()
+    assert "--skip-budget=tests/skip_allowlist.txt" in part
+    allowlist = REPO / "tests" / "skip_allowlist.txt"
+    entries = [line.split("#", 1)[0].strip() for line in allowlist.read_text().splitlines()]
+    entries = [e for e in entries if e]
+    assert entries, "the allow-list names the docker-stack system tests"
+    text = allowlist.read_text()
+    for entry in entries:
+        path, _, name = entry.partition("::")
+        assert (REPO / path).is_file(), f"skip_allowlist.txt names {path}, which does not exist"
+        assert not name or f"def {name.split('::')[-1]}(" in (REPO / path).read_text(), entry
+        before = text[: text.index(entry)].rstrip().splitlines()
+        assert before and before[-1].startswith("#"), f"{entry}: give the reason in a comment"
+
+
+def test_markers_are_strict_a_misspelt_one_is_an_error(tmp_path: Path) -> None:
+    test = tmp_path / "test_misspelt.py"
+    test.write_text("import pytest\n\n@pytest.mark.dev_cii\ndef test_x():\n    pass\n")
+    done = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "pytest"), "-c", str(REPO / "pyproject.toml"),
+         "--rootdir", str(tmp_path), "-p", "no:cacheprovider", "--collect-only", "-q", str(test)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 0, done.stdout[-2000:]
+    assert "'dev_cii' not found in `markers` configuration option" in done.stdout + done.stderr
