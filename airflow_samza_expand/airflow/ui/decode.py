@@ -148,15 +148,14 @@ def _typed_expansion(record: Any) -> Expansion:
     plan = dict(record.plan)
     after = _counts(plan.get("counts_after"))
     before = _counts(plan.get("counts_before"))
-    grown = {s: n for s, n in after.items() if before.get(s) != n}
     barrier_times = record.steps.get("barrier")
     return Expansion(
         expansion_id=record.expansion_id,
         status=str(record.status.value),
         old_version=record.base_version,
         new_version=record.target_version,
-        counts_before={s: before.get(s, 0) for s in grown},
-        counts_after=grown,
+        counts_before={s: before.get(s, 0) for s in after},  # a stream that stays included
+        counts_after=after,
         owner=record.owner,
         updated_at=record.updated_at,
         steps=tuple(

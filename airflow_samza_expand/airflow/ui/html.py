@@ -118,12 +118,15 @@ def _expansions_section(snap: JobSnapshot) -> str:
         out.append("<p class='muted'>No expansion records.</p>")
     for e in snap.expansions:
         grown = ", ".join(
-            f"{s} {e.counts_before.get(s)} &rarr; {n}" for s, n in sorted(e.counts_after.items())
+            f"{_e(s)} {e.counts_before.get(s)} &rarr; {n}"
+            if e.counts_before.get(s) != n
+            else f"{_e(s)} {n} (stays)"
+            for s, n in sorted(e.counts_after.items())
         )
         out.append(
             f"<h3><code>{_e(e.expansion_id)}</code> <span class='chip'>{_e(e.status)}</span></h3>"
             f"<p>Job model v{_e(e.old_version)} &rarr; v{_e(e.new_version)}; {grown}; "
-            f"planned by <code>{_e(e.owner)}</code>; updated {_e(e.updated_at)}</p>"
+            f"planned by <code>{_e(e.owner)}</code>; updated {_when(e.updated_at)}</p>"
         )
         out.append(
             table(
