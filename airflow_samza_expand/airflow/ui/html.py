@@ -126,7 +126,7 @@ def _expansions_section(snap: JobSnapshot) -> str:
         out.append(
             f"<h3><code>{_e(e.expansion_id)}</code> <span class='chip'>{_e(e.status)}</span></h3>"
             f"<p>Job model v{_e(e.old_version)} &rarr; v{_e(e.new_version)}; {grown}; "
-            f"planned by <code>{_e(e.owner)}</code>; updated {_when(e.updated_at)}</p>"
+            f"planned by <code>{_e(e.owner)}</code>; updated {_e(e.updated_at)}</p>"
         )
         out.append(
             table(
