@@ -29,9 +29,9 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 if command -v mvn >/dev/null 2>&1 && command -v java >/dev/null 2>&1; then
     echo "[setup] Apache Kafka for tests: the broker pinned in airflow_samza_expand/testing/apache_kafka/pom.xml (Maven, cached)"
-    .venv/bin/samza-expand apache-kafka --fetch-only
+    .venv/bin/samza-expand dev apache-kafka --fetch-only
     echo "[setup] Spark's Kafka connector for read_kafka() (spark-sql-kafka-0-10 of the installed pyspark; Maven, cached)"
-    .venv/bin/samza-expand spark-kafka-jars --fetch-only
+    .venv/bin/samza-expand dev spark-kafka-jars --fetch-only
 else
     echo "[setup] note: no mvn or java on PATH - the tests on Apache Kafka and Spark's Kafka source need both (apt-get install maven openjdk-17-jre-headless)"
 fi

@@ -29,7 +29,7 @@ def init(capsys, bootstrap: str, *argv: str) -> tuple[int, str, str]:
 def test_writes_v1_of_an_existing_topic_once(kafka_bootstrap, admin, unique_topic, capsys):
     topic, job, out_topic = unique_topic("orders"), unique_topic("job"), unique_topic("counts")
     admin.ensure_topic(topic, 2)
-    argv = ["--job", job, "--topic", topic, "--create-output-topic", out_topic]
+    argv = ["--job-name", job, "--topic", topic, "--create-output-topic", out_topic]
     code, out, err = init(capsys, kafka_bootstrap, *argv, "--output-partitions", "3")
     assert (code, err) == (0, "")
     assert f"wrote job model v1 of {job} in {coordinator_topic(job)}" in out
@@ -51,7 +51,7 @@ def test_writes_v1_of_an_existing_topic_once(kafka_bootstrap, admin, unique_topi
 
 def test_refuses_a_topic_that_does_not_exist(kafka_bootstrap, admin, unique_topic, capsys):
     missing, job, out_topic = unique_topic("missing"), unique_topic("job"), unique_topic("out")
-    argv = ["--job", job, "--topic", missing, "--create-output-topic", out_topic]
+    argv = ["--job-name", job, "--topic", missing, "--create-output-topic", out_topic]
     code, out, err = init(capsys, kafka_bootstrap, *argv)
     assert (code, out) == (2, "")
     assert f"topic {missing!r} does not exist" in err
@@ -64,11 +64,11 @@ def test_refuses_a_differing_v1(kafka_bootstrap, admin, unique_topic, capsys):
     a, b, job = unique_topic("a"), unique_topic("b"), unique_topic("job")
     admin.ensure_topic(a, 2)
     admin.ensure_topic(b, 4)
-    assert init(capsys, kafka_bootstrap, "--job", job, "--topic", a)[0] == 0
-    code, out, err = init(capsys, kafka_bootstrap, "--job", job, "--topic", a, "--topic", b)
+    assert init(capsys, kafka_bootstrap, "--job-name", job, "--topic", a)[0] == 0
+    code, out, err = init(capsys, kafka_bootstrap, "--job-name", job, "--topic", a, "--topic", b)
     assert (code, out) == (2, "")
     assert f"job {job!r} already has a job model v1" in err and "that differs" in err
-    assert "nothing written" in err and "another --job name" in err
+    assert "nothing written" in err and "another --job-name for a new job" in err
     with KafkaCoordinatorStore(client_config(kafka_bootstrap), job) as store:
         (model,) = store.job_model_history()
     assert model.partition_counts() == {a: 2}

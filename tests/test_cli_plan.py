@@ -152,6 +152,14 @@ def test_cluster_partitions_and_any_multiple(capsys):
             ["--partitions", "orders=2", "--target", "orders=4,orders=8"],
             ["names stream 'orders' twice"],
         ),
+        (
+            ["--partitions", "orders=2", "--target", "orders=4", "--job-name", "bad name!"],
+            ["--job-name 'bad name!' cannot name a Kafka topic", "a-z, A-Z, 0-9"],
+        ),
+        (
+            ["--partitions", "orders=2", "--target", "orders=8192"],
+            ["above --max-partitions 4096", "raise --max-partitions if"],
+        ),
     ],
 )
 def test_bad_input_exits_2_with_a_fix(capsys, argv, fragments):
@@ -174,6 +182,23 @@ def test_malformed_job_model_file_names_the_field(capsys, tmp_path):
     assert code == 2
     assert "job model field 'streams[0].current' must be a positive integer, got -1" in err
     assert not out_file.exists()
+
+
+def test_max_partitions_flag_raises_the_limit(capsys):
+    code, out, _ = run(capsys, "--partitions", "orders=2", "--target", "orders=8192",
+                       "--max-partitions", "8192", "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["counts_after"] == {"orders": 8192}
+
+
+@pytest.mark.parametrize("text", ['{"version": 1,', "{}"])
+def test_a_file_that_is_no_job_model_gets_a_hint(capsys, tmp_path, text):
+    bad = tmp_path / "model.json"
+    bad.write_text(text)
+    code, out, err = run(capsys, "--job-model", str(bad), "--target", "orders=4")
+    assert (code, out) == (2, "")
+    assert "--job-model takes a job model JSON document as `samza-expand plan " in err
+    assert "--write-job-model` writes it (e.g. airflow_samza_expand/examples/" in err
+    assert "or build v1 with --partitions STREAM=N instead" in err
 
 
 def test_missing_target_is_a_usage_error(capsys):

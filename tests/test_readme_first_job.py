@@ -97,7 +97,7 @@ def test_the_operations_guide_init_job_command_parses():
     assert match, "docs/operations.md has no samza-expand init-job command"
     argv = shlex.split(match.group(1).replace("\\\n", " "))
     args = build_parser(only="init-job").parse_args(argv)
-    assert (args.job, args.topic, args.create_output_topic) == (
+    assert (args.job_name, args.topic, args.create_output_topic) == (
         "orders-counter",
         ["orders"],
         "orders-counts",

@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from airflow_samza_expand.core.errors import ExpansionError
+from airflow_samza_expand.core.errors import ExpansionError, MaxPartitionsError
 from airflow_samza_expand.core.expansion import DEFAULT_ALGORITHM_PATH
 from airflow_samza_expand.core.groupers import GROUPERS
 from airflow_samza_expand.core.model import DEFAULT_GROUPER, DEFAULT_SYSTEM, JobModel, pretty_json
-from airflow_samza_expand.core.plan import plan_expansion
+from airflow_samza_expand.core.names import coordinator_topic
+from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS, plan_expansion
 from airflow_samza_expand.core.render import render_plan
 
 SAMPLE_JOB_MODEL = "airflow_samza_expand/examples/sample_job_model.json"
@@ -81,6 +82,13 @@ def register(subparsers: Any) -> None:
         help="new partition count of a stream: current x 2^k (repeat or comma-separate)",
     )
     parser.add_argument("--job-name", default="job", help="job name with --partitions")
+    parser.add_argument(
+        "--max-partitions",
+        type=int,
+        default=DEFAULT_MAX_PARTITIONS,
+        metavar="N",
+        help=f"refuse a target above N partitions (default {DEFAULT_MAX_PARTITIONS})",
+    )
     parser.add_argument("--system", default=DEFAULT_SYSTEM, help="system name with --partitions")
     parser.add_argument(
         "--grouper",
@@ -130,7 +138,19 @@ def _load_model(args: argparse.Namespace) -> JobModel:
         try:
             return JobModel.from_json(text)
         except ExpansionError as exc:
-            raise UsageError(f"{path}: {exc}") from None
+            raise UsageError(
+                f"{path}: {exc} - --job-model takes a job model JSON document as `samza-expand "
+                f"plan --write-job-model` writes it (e.g. {SAMPLE_JOB_MODEL}); or build v1 "
+                "with --partitions STREAM=N instead"
+            ) from None
+    try:
+        coordinator_topic(args.job_name)
+    except ValueError:
+        raise UsageError(
+            f"--job-name {args.job_name!r} cannot name a Kafka topic (the job's coordinator "
+            "topic and consumer group take it) - use 1-229 characters of a-z, A-Z, 0-9, '.', "
+            "'_', '-'"
+        ) from None
     counts = parse_counts(args.partitions, "--partitions")
     return JobModel.initial(
         args.job_name,
@@ -154,9 +174,15 @@ def run(args: argparse.Namespace) -> int:
             targets,
             require_power_of_two=not args.allow_any_multiple,
             created_at=args.created_at,
+            max_partitions=args.max_partitions,
         )
         if args.write_job_model:
             Path(args.write_job_model).write_text(plan.new_job_model.to_json() + "\n")
+    except MaxPartitionsError as exc:  # the library names its argument; here it is a flag
+        text = str(exc).replace("max_partitions=", "--max-partitions ")
+        print(f"error: {text.replace('raise max_partitions', 'raise --max-partitions')}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     except (UsageError, ExpansionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

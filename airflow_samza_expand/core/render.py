@@ -150,7 +150,7 @@ def render_plan(plan: ExpansionPlan) -> str:
         f"Tasks: {len(model.tasks())}",
         f"New partitions: {len(plan.new_ssps)}; each joins the task that owns its keys' bucket.",
         "",
-        f"Ordering barrier: before restarting on v{plan.new_version} the job must pass the high "
+        f"Ordering barrier: the job takes v{plan.new_version} only once it has passed the high "
         f"watermark of {len(plan.barrier_ssps)} old partition(s):",
     ]
     per_stream: dict[str, list[int]] = {}

@@ -1,7 +1,7 @@
 """`samza-expand init-job`: write job model v1 of a job reading EXISTING input topics.
 
-    samza-expand init-job --job orders-counter --topic orders --bootstrap-servers localhost:9092 \\
-        --create-output-topic orders-counts
+    samza-expand init-job --job-name orders-counter --topic orders \\
+        --bootstrap-servers localhost:9092 --create-output-topic orders-counts
 
 Reads each input topic's partition count and writes version 1 of the job model (FixedTasks
 grouper: one task per partition, for good) to the job's coordinator store on Kafka. Idempotent:
@@ -22,8 +22,8 @@ from airflow_samza_expand.core.errors import ExpansionError, UnknownTopicError
 from airflow_samza_expand.core.groupers import GROUPERS
 from airflow_samza_expand.core.model import DEFAULT_GROUPER, JobModel
 from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.protocol import cli_args
+from airflow_samza_expand.store import open_store
 
 CREATED_BY = "samza-expand init-job"
 
@@ -41,6 +41,7 @@ class InitResult:
     coordinator_topic: str
     output_topic: str | None = None
     output_created: bool = False
+    warning: str | None = None  # e.g. a coordinator topic with 1 replica on a cluster
 
     def describe(self) -> str:
         tasks = "; ".join(
@@ -52,6 +53,8 @@ class InitResult:
         if self.output_topic:
             state = "created" if self.output_created else "exists, kept"
             line += f"\noutput topic {self.output_topic}: {state}"
+        if self.warning:
+            line += f"\nwarning: {self.warning}"
         return line
 
 
@@ -65,42 +68,71 @@ def init_job(
     output_topic: str | None = None,
     output_partitions: int = 1,
     timeout_s: float = 30.0,
+    coordinator: str | None = None,
+    admin: KafkaAdmin | None = None,
 ) -> InitResult:
     """Write job model v1 of `job_name` over the existing `topics` (see the module docstring).
+    `coordinator`: the store URI ('kafka', 'kafka://TOPIC', a path; default 'kafka', or
+    'kafka://<coordinator_topic>' when that is given). `admin`: a client to use (kept open).
 
     InitJobRefused (nothing written) for a missing topic or a differing v1.
     """
     if output_partitions < 1:
-        raise InitJobRefused(f"--output-partitions must be >= 1, got {output_partitions}")
-    with KafkaAdmin(config, timeout_s=timeout_s) as admin:
-        try:
-            counts = admin.partition_counts(topics)
-        except UnknownTopicError as exc:
+        raise InitJobRefused(
+            f"--output-partitions must be >= 1, got {output_partitions} - e.g. "
+            "--output-partitions 1"
+        )
+    uri = coordinator or (f"kafka://{coordinator_topic}" if coordinator_topic else "kafka")
+    owned = admin is None
+    admin = KafkaAdmin(config, timeout_s=timeout_s) if admin is None else admin
+    try:
+        return _init(admin, config, job_name, topics, uri, grouper, output_topic,
+                     output_partitions, timeout_s)  # fmt: skip
+    finally:
+        if owned:
+            admin.close()
+
+
+def _init(
+    admin: KafkaAdmin,
+    config: Mapping[str, str],
+    job_name: str,
+    topics: Sequence[str],
+    uri: str,
+    grouper: str,
+    output_topic: str | None,
+    output_partitions: int,
+    timeout_s: float,
+) -> InitResult:
+    try:
+        counts = admin.partition_counts(topics)
+    except UnknownTopicError as exc:
+        raise InitJobRefused(
+            f"{exc}. init-job writes the job model of an EXISTING input topic and creates "
+            "no input topic: create it with the partition count you want (e.g. "
+            "kafka-topics.sh --create --topic NAME --partitions 2) and rerun; nothing written"
+        ) from None
+    model = JobModel.initial(job_name, counts, grouper=grouper, created_by=CREATED_BY)
+    with open_store(uri, job_name, config, timeout_s=timeout_s) as st:
+        where = getattr(st, "topic", uri)  # a file store has no topic
+        existing = st.job_model(1)
+        if existing is not None and not existing.content_equals(model):
+            latest = st.latest_job_model()
+            newest = latest.version if latest else 1
             raise InitJobRefused(
-                f"{exc}. init-job writes the job model of an EXISTING input topic and creates "
-                "no input topic: create it with the partition count you want (e.g. "
-                "kafka-topics.sh --create --topic NAME --partitions 2) and rerun; nothing written"
-            ) from None
-        model = JobModel.initial(job_name, counts, grouper=grouper, created_by=CREATED_BY)
-        with KafkaCoordinatorStore(config, job_name, coordinator_topic, timeout_s=timeout_s) as st:
-            existing = st.job_model(1)
-            if existing is not None and not existing.content_equals(model):
-                latest = st.latest_job_model()
-                newest = latest.version if latest else 1
-                raise InitJobRefused(
-                    f"job {job_name!r} already has a job model v1 in {st.topic} that differs "
-                    f"(v1 reads {existing.partition_counts()}, grouper {existing.grouper}; asked "
-                    f"{model.partition_counts()}, grouper {model.grouper}; newest is "
-                    f"v{newest}) - nothing written. The job is initialised already: keep it, "
-                    "or pick another --job name for a new job"
-                )
-            written = existing is None
-            model = st.write_job_model(model) if existing is None else existing
-            where = st.topic
-        created = False
-        if output_topic:
-            created = admin.ensure_topic(output_topic, output_partitions)
-    return InitResult(model, written, where, output_topic, created)
+                f"job {job_name!r} already has a job model v1 in {where} that differs "
+                f"(v1 reads {existing.partition_counts()}, grouper {existing.grouper}; asked "
+                f"{model.partition_counts()}, grouper {model.grouper}; newest is "
+                f"v{newest}) - nothing written. The job is initialised already: keep it, "
+                "or pick another --job-name for a new job"
+            )
+        written = existing is None
+        model = st.write_job_model(model) if existing is None else existing
+        warning = getattr(st, "replication_warning", None)
+    created = False
+    if output_topic:
+        created = admin.ensure_topic(output_topic, output_partitions)
+    return InitResult(model, written, where, output_topic, created, warning)
 
 
 def register(subparsers: Any) -> None:
@@ -111,13 +143,10 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--job", required=True, help="job name (its consumer group, coordinator)")
+    cli_args.add_job_argument(p)
     p.add_argument("--topic", action="append", required=True, metavar="TOPIC",
                    help="an existing input topic (repeat for several)")  # fmt: skip
-    p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers host:port[,...]")
-    p.add_argument("--kafka-config", metavar="FILE", help="librdkafka key=value config file")
-    p.add_argument("--coordinator-topic", default=None,
-                   help="coordinator topic (default __samza_coordinator_<job>)")  # fmt: skip
+    cli_args.add_kafka_arguments(p)
     p.add_argument("--grouper", default=DEFAULT_GROUPER, choices=sorted(GROUPERS),
                    help=f"SSP grouper of v1 (default {DEFAULT_GROUPER})")  # fmt: skip
     p.add_argument("--create-output-topic", metavar="NAME", default=None,
@@ -130,23 +159,28 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit 0 written or already there, 2 refused or bad input, 1 Kafka unreachable."""
     try:
-        config = client_config(args.bootstrap_servers, args.kafka_config)
+        job = cli_args.job_name(args)
+        config = cli_args.kafka_config(args)
+        cli_args.uses_kafka_store(args)
         topics = list(dict.fromkeys(t.strip() for t in args.topic if t.strip()))
         if not topics:
             raise InitJobRefused("give at least one --topic (an existing input topic)")
-        result = init_job(
-            config,
-            args.job,
-            topics,
-            coordinator_topic=args.coordinator_topic,
-            grouper=args.grouper,
-            output_topic=args.create_output_topic,
-            output_partitions=args.output_partitions,
-        )
+        with cli_args.connect(config, args.timeout) as admin:
+            result = init_job(
+                config,
+                job,
+                topics,
+                coordinator=args.coordinator,
+                grouper=args.grouper,
+                output_topic=args.create_output_topic,
+                output_partitions=args.output_partitions,
+                timeout_s=args.timeout,
+                admin=admin,
+            )
     except KafkaUnavailableError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except (ExpansionError, ValueError) as exc:
+    except (cli_args.UsageError, ExpansionError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(result.describe())

@@ -1,4 +1,4 @@
-"""`samza-expand dev-broker` runs in the foreground, logs, stops on SIGTERM; bad input exits 2."""
+"""`samza-expand dev broker` runs in the foreground, logs, stops on SIGTERM; bad input exits 2."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from airflow_samza_expand.cli import main
 
 
 def test_bad_port_is_refused(capsys) -> None:
-    assert main(["dev-broker", "--port", "70000"]) == 2
+    assert main(["dev", "broker", "--port", "70000"]) == 2
     err = capsys.readouterr().err
     assert "error: --port 70000 is not a TCP port" in err
 
@@ -22,7 +22,7 @@ def test_bad_port_is_refused(capsys) -> None:
 def test_data_dir_that_is_a_file_is_refused(tmp_path: Path, capsys) -> None:
     target = tmp_path / "file"
     target.write_text("x")
-    assert main(["dev-broker", "--port", "0", "--data-dir", str(target)]) == 2
+    assert main(["dev", "broker", "--port", "0", "--data-dir", str(target)]) == 2
     assert "is not a directory" in capsys.readouterr().err
     assert target.read_text() == "x"
 
@@ -34,7 +34,8 @@ def test_foreground_run_logs_and_stops_on_sigterm(tmp_path: Path) -> None:
             sys.executable,
             "-c",
             "import sys; from airflow_samza_expand.cli import main; sys.exit(main())",
-            "dev-broker",
+            "dev",
+            "broker",
             "--port",
             "0",
             "--ready-file",
