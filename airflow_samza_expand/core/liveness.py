@@ -26,13 +26,17 @@ ROLE_ACTIVE = "active"
 ROLE_STANDBY = "standby"
 ROLES = frozenset({ROLE_ACTIVE, ROLE_STANDBY})
 # What a processor says it can do, in its heartbeat (rule 1.8): wait as a warm standby for the
-# active lease (``--standby``), and switch to a newer job model in place (rule 1.9).
+# active lease (``--standby``), switch to a newer job model in place (rule 1.9), and restart
+# its own query on a newer job model inside the same application (rule 1.10).
 CAPABILITY_STANDBY = "standby"
 CAPABILITY_IN_PLACE = "in-place"
+CAPABILITY_IN_APP = "in-app"
 # ... and count stale placements before an expansion's snapshot in its own batches (rule 1.5):
 # the barrier then takes its count (core.order.JobStaleCount) instead of scanning
 CAPABILITY_COUNTS_STALE = "counts-stale"
-CAPABILITIES = frozenset({CAPABILITY_STANDBY, CAPABILITY_IN_PLACE, CAPABILITY_COUNTS_STALE})
+CAPABILITIES = frozenset(
+    {CAPABILITY_STANDBY, CAPABILITY_IN_PLACE, CAPABILITY_IN_APP, CAPABILITY_COUNTS_STALE}
+)
 FINAL_STATES = frozenset({"stopped", "failed"})
 # States in which a processor still works on its job model (a stop waits for them).
 WORKING_STATES = frozenset({"starting", "standby", "running", "stopping"})
@@ -161,6 +165,7 @@ __all__ = [
     "ROLES",
     "CAPABILITIES",
     "CAPABILITY_COUNTS_STALE",
+    "CAPABILITY_IN_APP",
     "CAPABILITY_IN_PLACE",
     "CAPABILITY_STANDBY",
     "ROLE_ACTIVE",

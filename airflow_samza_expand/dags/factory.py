@@ -6,11 +6,17 @@ TaskGroup for a DAG of your own::
     plan -> expand -> ordering barrier -> stop job -> write job model vN+1
          -> submit restarted job (SparkSubmitOperator) -> wait for acknowledgement -> report
 
-Restart (``handover``, `dags.standby`, rule 1.8): ``"auto"`` (default, continuous mode) is
+Restart (``handover``, `protocol.restart`, rule 1.8): ``"auto"`` (default, continuous mode) is
 ``"in-place"`` when the running processors advertise the ``in-place`` capability (rule 1.9: the
 running job switches at a batch boundary; the barrier holds at its snapshot and stop, standby
-and submit do nothing), else ``"warm"`` when they advertise ``standby`` (the plan step decides
-and records it), else ``"cold"``. ``"warm"`` also launches the vN+1 processor as a
+and submit do nothing), else ``"in-app"`` when they advertise ``in-app`` (rule 1.10: a job on
+the runtime that hands ``job.run`` the function starting its query restarts that query on vN+1
+inside the same application once the barrier passed; nothing is stopped or launched), else
+``"warm"`` when they advertise ``standby`` (the plan step decides and records it), else
+``"cold"``. ``restart_task=`` (an operator, or a callable job name -> operator) replaces the
+spark-submit launch for a job that can only be restarted: after the stop and the write, the
+``submit`` step decides and the user's task starts vN+1 (both skipped, saying why, when the
+job takes vN+1 itself). ``"warm"`` also launches the vN+1 processor as a
 standby right after the expansion (``submit_standby``, in parallel with the barrier's producer
 grace); vN releases the job's active lease after its last committed batch, the standby takes
 it once vN+1 is written, and ``submit`` launches nothing. ``"cold"``: stop, then start.
@@ -55,7 +61,10 @@ from airflow_samza_expand.airflow.operators import (
 )
 from airflow_samza_expand.airflow.operators.jobs_report import JobsReportOperator
 from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
-from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
+from airflow_samza_expand.airflow.operators.submit import (
+    RestartGateOperator,
+    SubmitStreamJobOperator,
+)
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
 from airflow_samza_expand.dags.all_jobs import ALL_JOBS, add_all_jobs, is_mapped
 from airflow_samza_expand.dags.settings import (
@@ -164,8 +173,8 @@ def _add_chain(
         managed_jobs=s.managed_jobs,
         lease_ttl_s=s.lease_ttl_s,
         poll_interval_s=s.poll_interval_s,
-        # rule 1.8: the plan chooses warm or cold from the running processors' capabilities
-        restart=s.handover if s.warm_handover else None,
+        # rule 1.8: the plan chooses the restart from the running processors' capabilities
+        restart=s.restart_requested,
         **common,
         **retrying,
     )
@@ -233,7 +242,8 @@ def _add_chain(
         **retrying,
     )
     write = s.write_job_model_operator(task_id="write_job_model", **owned, **retrying)
-    submit = SubmitStreamJobOperator(
+    restart_task = _restart_task(s, plan)
+    submit: BaseOperator = SubmitStreamJobOperator(
         task_id="submit",
         run_mode=mode,
         application_args=application_args,
@@ -246,13 +256,15 @@ def _add_chain(
         on_failure_callback=on_step_failure,
         **spark,
         **owned,
-    )
+    ) if restart_task is None else _submit(s, restart_task, owned)  # fmt: skip
     ack = JobModelAckSensor(
         task_id="ack",
         version=_pull(ids["write_job_model"], "['version']", mapped),
         accept_stopped=mode == "available-now",
         poke_interval=min(s.poll_interval_s, 5.0),
         timeout=s.ack_timeout_s,
+        # the user's restart task is skipped when the job takes vN+1 itself (in place, in-app)
+        **({"trigger_rule": "none_failed"} if restart_task is not None else {}),
         **owned,
         **retrying,
     )
@@ -278,9 +290,41 @@ def _add_chain(
         retries=1,
         retry_delay=s.retry_delay,
     )
-    chain(plan, expand_tasks, *pre_barrier, barrier, stop, write, submit, ack, report)
+    restart = [restart_task] if restart_task is not None else []
+    chain(plan, expand_tasks, *pre_barrier, barrier, stop, write, submit, *restart, ack, report)
     standby_tasks(s, expand_tasks, stop, submit, report, spark, owned, application_args)
     return plan, expand_tasks, report
+
+
+def _restart_task(s: ExpansionSettings, plan: BaseOperator) -> BaseOperator | None:
+    """The user's "start vN+1" task (``restart_task``), in this DAG; None without one."""
+    given = s.restart_task
+    if given is None:
+        return None
+    task = given if isinstance(given, BaseOperator) else given(s.job_name)
+    if not isinstance(task, BaseOperator):
+        raise TypeError(
+            f"restart_task({s.job_name!r}) returned {task!r} - return the operator that starts "
+            "the job on its newest job model"
+        )
+    if not task.has_dag():
+        task.dag = plan.dag  # an operator made outside the DAG joins it
+    return task
+
+
+def _submit(
+    s: ExpansionSettings, restart_task: BaseOperator, owned: Mapping[str, Any]
+) -> BaseOperator:
+    """The submit step when the user supplies the restart task: it decides and records, and
+    the user's task after it starts the job (skipped when the job takes vN+1 itself)."""
+    return RestartGateOperator(
+        task_id="submit",
+        restart_task_id=restart_task.task_id,
+        retries=s.retries,
+        retry_delay=s.retry_delay,
+        on_failure_callback=on_step_failure,
+        **owned,
+    )
 
 
 def _add_jobs(s: ExpansionSettings, prefix: str) -> None:

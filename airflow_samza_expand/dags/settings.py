@@ -20,7 +20,7 @@ from airflow_samza_expand.airflow.operators.write_model import WriteJobModelOper
 from airflow_samza_expand.airflow.order import check_order_settings
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
-from airflow_samza_expand.protocol.handover import AUTO, IN_PLACE, WARM, normalise_handover
+from airflow_samza_expand.protocol import restart
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S
 
 DEFAULT_APPLICATION = os.path.join(
@@ -64,10 +64,13 @@ class ExpansionSettings:
     max_partitions: int | str = DEFAULT_MAX_PARTITIONS
     policy: GrowthPolicy | Mapping[str, Any] | None = None
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
-    # restart of a continuous job (protocol.handover): "auto" (in-place when the running job
-    # advertises it, else warm when it advertises the standby capability, else cold; rule 1.8),
-    # "in-place" (the running job switches at a batch boundary), "warm" or "cold"
-    handover: str = AUTO
+    # restart of a continuous job (protocol.restart, rule 1.8): "auto" (the first strategy the
+    # running job can do: in-place, in-app, the restart task below when given, warm, cold) or
+    # one of them by name
+    handover: str = restart.AUTO
+    # a job that can only be restarted is started on vN+1 by this task instead of spark-submit:
+    # a BaseOperator, or a callable (job name) -> BaseOperator (one per job with `jobs`)
+    restart_task: Any = None
     hot_standby: bool = False  # keep a second processor of vN+1 waiting for the lease (failover)
     other_jobs: str = "refuse"  # other managed jobs reading the topics: include/refuse/ignore
     managed_jobs: Sequence[str] | None = None  # the jobs to check (default: discovered)
@@ -110,7 +113,10 @@ class ExpansionSettings:
             raise ValueError("topics is empty - name the input topic(s) to expand")
         if isinstance(self.policy, Mapping):  # InvalidPolicyError at parse time names the fix
             object.__setattr__(self, "policy", GrowthPolicy.from_dict(self.policy))
-        object.__setattr__(self, "handover", normalise_handover(self.handover, error=ValueError))
+        object.__setattr__(
+            self, "handover", restart.normalise_restart(self.handover, error=ValueError)
+        )
+        self._check_restart_task()
         if self.hot_standby and normalise_run_mode(self.run_mode) != "continuous":
             raise ValueError(
                 "hot_standby=True needs run_mode='continuous' (an available-now run ends: "
@@ -157,12 +163,65 @@ class ExpansionSettings:
     def mode(self) -> str:
         return normalise_run_mode(self.run_mode)
 
+    def _check_restart_task(self) -> None:
+        if self.restart_task is None:
+            return
+        from airflow.sdk import BaseOperator
+
+        if not (isinstance(self.restart_task, BaseOperator) or callable(self.restart_task)):
+            raise ValueError(
+                f"restart_task={self.restart_task!r}: give an operator that starts the job on "
+                "its newest job model (e.g. a KubernetesPodOperator or a BashOperator calling "
+                "your deploy script), or a callable job_name -> operator"
+            )
+        if isinstance(self.restart_task, BaseOperator) and self.jobs is not None:
+            raise ValueError(
+                "restart_task: with jobs=[...] give a callable job_name -> operator (one task "
+                "per job), not one operator"
+            )
+        if self.mode != "continuous":
+            raise ValueError("restart_task needs run_mode='continuous'")
+        asked = restart.STRATEGIES.get(self.handover)
+        if asked is not None and not asked.needs_task:
+            raise ValueError(
+                f"restart_task with handover={self.handover!r}: the restart task replaces the "
+                "spark-submit launch - use handover='auto' (in place or in-app when the job "
+                "can, else your task)"
+            )
+
+    @property
+    def restart_requested(self) -> str | None:
+        """The restart the plan step is asked to choose (rule 1.8), or None: none is chosen
+        (available-now runs, and ``cold`` as before: the steps then stop and launch). With a
+        restart task: its strategy (in place or in-app still first when the job can)."""
+        if self.mode != "continuous":
+            return None
+        if self.restart_task is not None:
+            return next(m for m, s in restart.STRATEGIES.items() if s.needs_task)
+        asked = restart.STRATEGIES.get(self.handover)
+        if asked is not None and asked.capability is None:
+            return None  # cold: nothing to choose
+        return self.handover
+
+    def may_choose(self) -> list[restart.RestartStrategy]:
+        """The strategies the plan step may choose for these settings ([]: it chooses none)."""
+        requested = self.restart_requested
+        if requested is None:
+            return []
+        asked = restart.STRATEGIES.get(requested)
+        if asked is None:  # auto
+            return [s for s in restart.STRATEGIES.values() if not s.needs_task]
+        if asked.needs_task:  # in place or in-app first when the job can
+            return [s for s in restart.STRATEGIES.values() if s is asked or s.launches_nothing]
+        return [asked]
+
     @property
     def warm_handover(self) -> bool:
-        """The restart may be a handover to a standby launched early or a switch in place
-        (continuous mode only; with ``auto`` the plan step decides from the running job's
-        capabilities, and the steps follow the choice it records)."""
-        return self.mode == "continuous" and self.handover in (AUTO, IN_PLACE, WARM)
+        """The plan step chooses the restart (continuous mode; the steps follow the choice it
+        records) and it may launch a standby early (the ``submit_standby`` task)."""
+        return self.restart_requested is not None and any(
+            s.launches_standby for s in self.may_choose()
+        )
 
     def topic_list(self) -> list[str]:
         return [self.topics] if isinstance(self.topics, str) else list(self.topics)

@@ -1,4 +1,4 @@
-"""The standby tasks of the expansion chain (`protocol.handover`): ``submit_standby`` (the
+"""The standby tasks of the expansion chain (`protocol.restart.warm`): ``submit_standby`` (the
 handover's vN+1 standby, launched right after the expansion, before the stop) and
 ``hot_standby`` (a second vN+1 processor kept for failover, after the submit step)."""
 
@@ -38,7 +38,7 @@ def standby_tasks(
         **owned,
     }
     added: list[BaseOperator] = []
-    if s.warm_handover:
+    if s.warm_handover:  # a strategy the plan may choose launches a standby early
         standby = LaunchStandbyOperator(task_id="submit_standby", step="standby", **common)
         for task in expand_tasks:
             task >> standby

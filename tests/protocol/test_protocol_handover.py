@@ -142,6 +142,8 @@ def test_each_restart_strategy_says_what_each_step_does() -> None:
     }
     assert table == {
         handover.IN_PLACE: (False, False, False, False),
+        handover.IN_APP: (False, False, False, True),  # rule 1.10: the app restarts its query
+        "task": (False, True, True, True),  # the user's restart task starts vN+1
         handover.WARM: (True, True, True, True),
         handover.COLD: (False, True, True, True),
     }

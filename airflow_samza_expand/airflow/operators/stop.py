@@ -16,8 +16,9 @@ from airflow_samza_expand.airflow.shell import (
     holder_of,
     protocol_outcomes,
 )
-from airflow_samza_expand.protocol import handover, records
+from airflow_samza_expand.protocol import records
 from airflow_samza_expand.protocol.ownership import take
+from airflow_samza_expand.protocol.restart import RestartChoice
 from airflow_samza_expand.protocol.steps import standby as standby_step
 from airflow_samza_expand.protocol.steps import stop as stop_step
 
@@ -115,9 +116,9 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         if self.standby_warm_timeout_s is None or not self.expansion_id:
             return None
         record = records.require(store, self.expansion_id)
-        choice = handover.RestartChoice.of_record(record)
+        choice = RestartChoice.of_record(record)
         if choice is not None and not choice.strategy.launches_standby:
-            return None  # the plan chose a cold or in-place restart (rule 1.8): no standby
+            return None  # the plan chose a restart without a standby (rule 1.8)
         version = record.target_version
         latest = store.latest_job_model()
         if latest is not None and latest.version >= version:

@@ -34,8 +34,8 @@ from typing import Any, TypeVar
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import BaseHook
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk import BaseHook, BaseOperator
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from airflow_samza_expand.airflow import lineage
 from airflow_samza_expand.airflow.compat import airflow_hides_key
@@ -247,7 +247,8 @@ class SubmitStreamJobOperator(lineage.ReportsLineage, SparkSubmitOperator):
         )
         skip = books.before(context, mode)
         self.record_lineage(books.lineage)
-        if skip is not None:  # the job runs vN+1 already (a handover): the step ends here
+        if skip is not None:  # the job runs vN+1 already, or takes it itself: the step ends here
+            self.log.info("Launching nothing: %s.", skip.get("reason"))
             result = redact_doc({**base, **skip}, secrets)
             books.after(context, result)
             return result
@@ -318,6 +319,53 @@ class SubmitStreamJobOperator(lineage.ReportsLineage, SparkSubmitOperator):
         return {"detached": True, **handle}
 
 
+class RestartGateOperator(BaseOperator):
+    """The submit step of a chain whose restart is the user's own task (``restart_task``,
+    `protocol.restart.task`; rule 1.10): it decides, as `SubmitStreamJobOperator` does, whether
+    job model vN+1 must be started and records the step. When it must, it succeeds and the
+    user's task downstream starts the job (nothing is launched from here). When it need not -
+    the running application takes vN+1 itself (in place, in-app) or a processor of vN+1 runs
+    already - it says why in its log and is skipped, and the user's task with it."""
+
+    template_fields: Sequence[str] = ("job_name", "expansion_id")
+    ui_color = "#ffe5b4"
+
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        expansion_id: str,
+        restart_task_id: str,
+        coordinator: str = DEFAULT_COORDINATOR,
+        kafka_config_id: str = "kafka_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.job_name = job_name
+        self.expansion_id = expansion_id
+        self.restart_task_id = restart_task_id
+        self.coordinator = coordinator
+        self.kafka_config_id = kafka_config_id
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        books = _Books(self.job_name, self.expansion_id, self.coordinator, self.kafka_config_id)
+        skip = books.before(context, "continuous")
+        if skip is not None:
+            books.after(context, {**skip, "restart_task": self.restart_task_id, "launched": False})
+            raise AirflowSkipException(
+                f"not running the restart task {self.restart_task_id!r}: {skip.get('reason')}"
+            )
+        result = {"restart_task": self.restart_task_id, "launched": True}
+        self.log.info(
+            "Job %s can only be restarted: the restart task %r starts it on its newest job "
+            "model (nothing is launched from here).",
+            self.job_name,
+            self.restart_task_id,
+        )
+        books.after(context, result)
+        return result
+
+
 class _Books(KafkaClients):
     """The submit step's expansion bookkeeping (``protocol.steps.submit``): launch once, record the
     redacted handle."""
@@ -350,7 +398,8 @@ class _Books(KafkaClients):
         decision = self._asking_again(decide, "read the job's processors before launching")
         if decision.launch:
             return None
-        return {"already_running": decision.running, **decision.earlier}
+        return {"already_running": decision.running, "reason": decision.message,
+                **decision.earlier}  # fmt: skip
 
     def after(self, context: Any, result: dict[str, Any]) -> None:
         if not (self.job_name and self.expansion_id):

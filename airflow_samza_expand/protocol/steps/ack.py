@@ -1,5 +1,6 @@
 """The ack step: wait until the restarted job runs job model vN+1 (`ack_poll`: the wait's one
-implementation) and note who does (`AckResult`)."""
+implementation; its log names who the chosen restart strategy expects, `protocol.restart`) and
+note who does (`AckResult`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from airflow_samza_expand.core.liveness import acknowledging
 from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.protocol import records
 from airflow_samza_expand.protocol.poll import Poll
+from airflow_samza_expand.protocol.restart import RestartChoice
 from airflow_samza_expand.store import CoordinatorStore
 
 
@@ -54,8 +56,9 @@ def ack_poll(
     `version` (a dead one never counts, nor a standby; with `accept_stopped`, a clean
     ``stopped`` counts too: a run that ended; a ``failed`` one alone is a refusal). With
     `expansion_id`, the first poll is the start of the expansion's ``ack`` step."""
+    choice = None
     if expansion_id:
-        records.begin(store, expansion_id, "ack", fence=lease)
+        choice = RestartChoice.of_record(records.begin(store, expansion_id, "ack", fence=lease))
     processors = store.processors()
     mine = {p: s for p, s in processors.items() if s.get("job_model_version") == version}
     running = acknowledging(processors, version)
@@ -75,10 +78,12 @@ def ack_poll(
     info = AckResult(version, running, others).to_dict()
     if len(running) >= min_processors:
         return Poll(True, f"job {store.job_name} runs job model v{version}: {running}", info)
+    by = choice.strategy.acknowledged_by if choice is not None else ""
+    by = f" ({by})" if by else ""
     return Poll(
         False,
         f"waiting for {min_processors} processor(s) of {store.job_name} to run job model "
-        f"v{version}: running {running or 'none'}, others {others or 'none'}",
+        f"v{version}{by}: running {running or 'none'}, others {others or 'none'}",
         detail=info,
     )
 

@@ -2,7 +2,7 @@
 standby while vN still runs (`before_standby` says how many, `standby_args` how), note the
 launches (`StandbyResult`, under ``results["standby"]`` or ``["hot_standby"]``) and wait until
 one is warm (`standby_poll`: the stop step waits for it, so the switch is short). The restart
-choice itself (warm or cold, rule 1.8) is `protocol.handover.choose_restart`."""
+choice itself (rule 1.8) is `protocol.restart.choose_restart`."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.liveness import WORKING_STATES, statuses
 from airflow_samza_expand.protocol import records
-from airflow_samza_expand.protocol.handover import LAUNCH_STEPS, RestartChoice
 from airflow_samza_expand.protocol.poll import Poll
 from airflow_samza_expand.protocol.processors import describe_processors
+from airflow_samza_expand.protocol.restart import LAUNCH_STEPS, RestartChoice
 from airflow_samza_expand.store import CoordinatorStore
 
 

@@ -12,13 +12,13 @@ from typing import Any
 from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.protocol import records
-from airflow_samza_expand.protocol.handover import RestartChoice
 from airflow_samza_expand.protocol.poll import Poll
 from airflow_samza_expand.protocol.processors import (
     active_processors,
     describe_processors,
     reap_dead,
 )
+from airflow_samza_expand.protocol.restart import RestartChoice
 from airflow_samza_expand.store import CoordinatorStore
 
 S = ExpansionStatus
@@ -88,10 +88,7 @@ def request_stop(
         switch = RestartChoice.of_record(record)
         if switch is not None and not switch.strategy.stops_job:
             return StopDecision(
-                None,
-                False,
-                f"in-place switch ({switch.reason}): the running job takes job model "
-                f"v{record.target_version} at a batch boundary - nothing to stop",
+                None, False, switch.nothing_to_do(record.target_version, "nothing to stop")
             )
         if latest.version >= record.target_version:
             return StopDecision(

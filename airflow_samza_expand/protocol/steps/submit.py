@@ -14,7 +14,7 @@ from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.liveness import is_alive, standbys
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.protocol import records
-from airflow_samza_expand.protocol.handover import RestartChoice
+from airflow_samza_expand.protocol.restart import RestartChoice
 from airflow_samza_expand.protocol.steps.standby import StandbyResult
 from airflow_samza_expand.store import CoordinatorStore
 
@@ -80,14 +80,9 @@ def before_submit(
         record = records.begin(store, expansion_id, "submit")
         switch = RestartChoice.of_record(record)
         if switch is not None and not switch.strategy.submits_job and continuous:
-            return SubmitDecision(
-                False,
-                version,
-                running,
-                {},
-                f"in-place switch ({switch.reason}): the running job takes job model "
-                f"v{version} itself - launching nothing",
-            )
+            # rule 1.10: the running application takes vN+1 itself; Airflow launches nothing
+            message = switch.nothing_to_do(version, "launching nothing")
+            return SubmitDecision(False, version, running, {}, message)
         earlier = submit_handle(record)
         launched = StandbyResult.of(record).launches
     if earlier.get("detached") and is_running is not None and is_running(earlier):

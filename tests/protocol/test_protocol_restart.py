@@ -1,0 +1,128 @@
+"""The restart home (`protocol.restart`, rules 1.8 and 1.10): one object per strategy, chosen
+in the registry's order from the running processors' capabilities - in place, in-app, the
+user's restart task (when one is supplied), warm, cold - and asked by the steps."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand.core.errors import ExpansionError
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
+from airflow_samza_expand.protocol import restart
+from airflow_samza_expand.protocol.steps import standby
+from airflow_samza_expand.protocol.steps.ack import ack_poll
+from airflow_samza_expand.protocol.steps.stop import request_stop
+from airflow_samza_expand.protocol.steps.submit import before_submit
+from airflow_samza_expand.store.files import FileCoordinatorStore
+
+JOB = "orders-counter"
+EXPANSION = "orders-counter~orders.2-4"
+
+
+@pytest.fixture
+def store(tmp_path):
+    made = FileCoordinatorStore(str(tmp_path), JOB)
+    made.write_job_model(JobModel.initial(JOB, {"orders": 2}))
+    stamp = now_iso()
+    record = ExpansionRecord(
+        expansion_id=EXPANSION, job_name=JOB, base_version=1, target_version=2,
+        plan={"counts_before": {"orders": 2}, "counts_after": {"orders": 4}},
+        status=ExpansionStatus.EXPANDED, owner="test", created_at=stamp, updated_at=stamp,
+    )  # fmt: skip
+    made.put_expansion(record, expected_revision=0)
+    return made
+
+
+def _beat(store, pid: str, capabilities: list[str], version: int = 1) -> None:
+    store.heartbeat(pid, version, "running", role="active", ttl_s=30, capabilities=capabilities)
+
+
+def _choose(store, requested: str = "auto", **kwargs) -> restart.RestartChoice:
+    return restart.choose_restart(store.processors(), 1, requested, **kwargs)
+
+
+def test_the_registry_tries_in_place_in_app_task_warm_cold_in_that_order() -> None:
+    assert list(restart.STRATEGIES) == ["in-place", "in-app", "task", "warm", "cold"]
+    assert restart.modes()[0] == "auto"
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "mode"),
+    [
+        (["in-place", "standby"], "in-place"),  # the provider's reader
+        (["in-app", "standby"], "in-app"),  # Spark's own source, job.run(start)
+        (["standby"], "warm"),  # job.run(query): can only be restarted
+        ([], "cold"),  # not on the runtime's lease
+    ],
+)
+def test_auto_takes_the_first_strategy_every_live_processor_can_do(store, capabilities, mode):
+    _beat(store, "a", capabilities)
+    choice = _choose(store)
+    assert (choice.mode, choice.requested) == (mode, "auto"), choice
+    assert choice.strategy is restart.STRATEGIES[mode]
+
+
+def test_in_app_needs_every_live_processor_to_advertise_it(store):
+    _beat(store, "a", ["in-app", "standby"])
+    _beat(store, "b", ["standby"])
+    assert _choose(store).mode == "warm"
+    with pytest.raises(ExpansionError, match=r"'in-app'.*processor\(s\) b of v1.*job.run\(start\)"):
+        _choose(store, "in-app")
+    store.remove_processor("b")
+    assert _choose(store, "in-app").mode == "in-app"
+
+
+def test_a_restart_task_replaces_warm_and_cold_but_never_a_switch_inside_the_app(store):
+    _beat(store, "a", ["standby"])
+    choice = _choose(store, restart_task=True)
+    assert choice.mode == "task" and choice.strategy.user_task, choice
+    assert _choose(store, "task").mode == "task"  # asking for it by name says it is supplied
+    _beat(store, "a", ["in-app", "standby"])
+    assert _choose(store, "task").mode == "in-app"  # launches nothing: still first
+    assert _choose(store, restart_task=True).mode == "in-app"
+
+
+def test_no_live_processor_is_cold_or_the_users_task(store):
+    assert _choose(store).mode == "cold"
+    assert _choose(store, restart_task=True).mode == "task"
+    assert "no live processor" in _choose(store, "in-app").reason
+
+
+def _record_choice(store, choice: restart.RestartChoice) -> None:
+    record = store.get_expansion(EXPANSION)
+    changed = record.with_result("plan", {"restart": choice.to_dict()})
+    store.put_expansion(changed, expected_revision=record.revision)
+
+
+def test_in_app_stops_nothing_launches_nothing_and_the_barrier_waits_for_the_drain(store):
+    _beat(store, "a", ["in-app", "standby"])
+    choice = _choose(store)
+    _record_choice(store, choice)
+    record = store.get_expansion(EXPANSION)
+    assert restart.RestartChoice.of_record(record) == choice
+    assert restart.waits_for_drain(record)  # Spark's source cannot gate a child by its parent
+    assert restart.launches_nothing(record) == choice
+    assert standby.before_standby(store, EXPANSION).launch == 0
+    decision = request_stop(store, "expansion", expansion_id=EXPANSION)
+    assert not decision.requested and store.stop_request() is None
+    assert "in-app restart" in decision.message and "nothing to stop" in decision.message
+    store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
+    submit = before_submit(store, EXPANSION, continuous=True)  # v2 has no heartbeat yet
+    assert not submit.launch and "launching nothing" in submit.message
+    waiting = ack_poll(store, 2, expansion_id=EXPANSION)
+    assert not waiting.done and "restarting its query" in waiting.message
+    _beat(store, "a", ["in-app", "standby"], version=2)  # the same processor, on v2
+    assert ack_poll(store, 2, expansion_id=EXPANSION).done
+
+
+def test_the_users_task_strategy_stops_the_job_and_lets_the_submit_step_go_on(store):
+    _record_choice(store, _choose(store, restart_task=True))
+    _beat(store, "a", [])
+    assert request_stop(store, "expansion", expansion_id=EXPANSION).requested
+    store.remove_processor("a")
+    store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
+    assert before_submit(store, EXPANSION, continuous=True).launch
