@@ -7,7 +7,8 @@ and must take ``--smoke`` (tiny sizes, one round, the same code and the same las
   ``key=value`` pairs naming every figure its docstring promises (``key=<...>``);
 * ``test_benchmark_imports_resolve``: every ``airflow_samza_expand`` import in the file, those
   inside functions included, names a module and attribute that exist (a module removed under a
-  benchmark fails here, not on the night someone runs it);
+  benchmark fails here, not on the night someone runs it) - checked in a process of its own
+  (the imports take Airflow in, which this process must not import before its home is set);
 * the benchmarks in ``HEAVY`` (their smoke run starts Spark processes one after another and
   takes minutes on the 2-core CI machine) run ``--help`` in CI instead of the smoke run, plus
   the import check; ``SAMZA_EXPAND_BENCH_SMOKE=all`` runs their smoke too (under the heavy
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import os
 import re
 import subprocess
@@ -115,13 +117,36 @@ def test_benchmarks_are_discovered_and_the_lists_name_real_files() -> None:
     assert not stale, f"HELPERS/HEAVY name files benchmarks/ no longer has: {stale}"
 
 
+@pytest.fixture(scope="module")
+def import_problems(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """`unresolved_imports` of every benchmark, from one process of its own (this module run as
+    a script) with a throwaway Airflow home."""
+    home = str(tmp_path_factory.mktemp("airflow-home"))
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, AIRFLOW_HOME=home, PYTHONPATH=path)
+    done = subprocess.run(
+        [sys.executable, __file__, "--check-imports"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("name", benchmarks())
-def test_benchmark_imports_resolve(name: str) -> None:
-    missing = unresolved_imports((BENCH_DIR / name).read_text())
+def test_benchmark_imports_resolve(name: str, import_problems: dict[str, list[str]]) -> None:
+    missing = import_problems[name]
     assert not missing, f"benchmarks/{name} imports what does not exist: {missing}"
 
 
-@pytest.mark.parametrize("name", smoke_params())
+def starts_spark(name: str) -> bool:
+    source = (BENCH_DIR / name).read_text()
+    return any(s in source for s in ("local[2]", "SparkSession", "spark_submit", "JobProcess"))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(b, marks=[pytest.mark.spark] if starts_spark(b) else []) for b in smoke_params()],
+)
 def test_benchmark_smoke(name: str) -> None:
     proc = run_benchmark(name, "--smoke", timeout_s=SMOKE_TIMEOUT_S)
     out = proc.stdout.strip().splitlines()
@@ -150,3 +175,8 @@ def test_figure_line_parsing() -> None:
         "a_s",
         "find_s[",
     }
+
+
+if __name__ == "__main__":  # --check-imports: the import_problems fixture's process
+    assert sys.argv[1:] == ["--check-imports"], sys.argv
+    print(json.dumps({b: unresolved_imports((BENCH_DIR / b).read_text()) for b in benchmarks()}))
