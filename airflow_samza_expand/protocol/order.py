@@ -70,9 +70,7 @@ def growths(record: ExpansionRecord) -> dict[str, tuple[int, int]]:
     """Stream -> (count before, count after) for the streams the expansion grows. A stream the
     job reads that stays (the other side of a join) has no stale placements, no barrier and
     no order check: it is read on as before."""
-    before, after = record.plan["counts_before"], record.plan["counts_after"]
-    counts = {t: (int(n), int(after.get(t, n))) for t, n in before.items()}
-    return {t: (n, m) for t, (n, m) in sorted(counts.items()) if m != n}
+    return record.grown_counts()
 
 
 def old_counts(record: ExpansionRecord) -> dict[str, int]:
