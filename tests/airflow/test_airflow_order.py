@@ -189,6 +189,39 @@ def _report(j, expansion_id: str, on_stale: str, pushed: dict):
     ).execute(_report_context(plan_xcom, pushed))  # fmt: skip
 
 
+def _steps_done_up_to_the_report(j, expansion_id: str) -> None:
+    """The barrier passed, the job stopped, v2 written: what the DAG's steps do before the
+    report (the report completes the record only from there)."""
+    from airflow_samza_expand.core.plan import plan_expansion
+    from airflow_samza_expand.core.record import ExpansionStatus as S
+    from airflow_samza_expand.protocol import records
+
+    v1 = j.store.latest_job_model()
+    j.store.write_job_model(plan_expansion(v1, {j.topic: 4}, {j.topic: 4}).new_job_model)
+    for status in (S.BARRIER_PASSED, S.JOB_STOPPED, S.JOB_MODEL_WRITTEN):
+        records.update(j.store, expansion_id, lambda r, s=status: r.advance(s))
+
+
+def test_report_fails_a_run_whose_record_never_got_past_planned(job) -> None:
+    """Green means done: a record left at ``planned`` with nothing grown (by hand here; an
+    earlier version left two-stream expansions so) fails the report, naming the status it
+    asked for, instead of ending green with nothing changed."""
+    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.protocol.ownership import airflow_holder
+    from airflow_samza_expand.protocol.steps.plan import PlanRequest, plan
+
+    j = job(2)
+    with KafkaAdmin(j.config) as admin:  # planned by the run the report belongs to
+        planned = plan(
+            j.store, admin,
+            PlanRequest(job_name=j.name, topics=(j.topic,), check_partitioner=False),
+            airflow_holder("expansion_test", "manual__test"),
+        )  # fmt: skip
+    with pytest.raises(AirflowFailException, match="'planned'.*'completed'|'completed'.*'planned'"):
+        _report(j, planned.expansion_id, "warn", {})
+    assert j.store.get_expansion(planned.expansion_id).status.value == "planned"
+
+
 def test_report_names_a_key_placed_stale_after_the_snapshot_and_fails_with_fail(job) -> None:
     j = job(2)
     produce_keyed(j.config, j.topic, 20)
@@ -201,6 +234,7 @@ def test_report_names_a_key_placed_stale_after_the_snapshot_and_fails_with_fail(
             stale_quiet_s=0.0,
         )  # fmt: skip
     assert snap.done
+    _steps_done_up_to_the_report(j, expansion_id)
     proven = _report(j, expansion_id, "fail", {})
     assert proven["order"]["order"] == "proven"
     assert proven["order"]["line"].startswith("order: proven (0 stale placements after")
