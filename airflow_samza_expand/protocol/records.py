@@ -133,16 +133,25 @@ def mark(
     if result is not None:
         out = out.with_result(step, result)
     if status is not None and not reached(out, status):
-        if status not in TRANSITIONS[out.status]:
-            raise InvalidTransitionError(
-                f"step {step!r} of expansion {record.expansion_id!r} asks for status "
-                f"{status.value!r}, but the record is {out.status.value!r}, which cannot "
-                f"become {status.value!r} - an earlier step did not end "
-                f"(steps ended: {', '.join(s for s, t in out.steps.items() if t.ended_at)}); "
-                "rerun the DAG from its plan step"
-            )
+        check_reachable(out, status, step)
         out = out.advance(status)
     return out
+
+
+def check_reachable(record: ExpansionRecord, status: ExpansionStatus, step: str) -> None:
+    """InvalidTransitionError naming both statuses when `step` cannot move `record` to
+    `status` (nor finds it there or past it): an earlier step did not end. A step that changes
+    something for good calls it before it acts, so a refusal changes nothing."""
+    if reached(record, status) or status in TRANSITIONS[record.status]:
+        return
+    ended = ", ".join(s for s, t in record.steps.items() if t.ended_at) or "none"
+    raise InvalidTransitionError(
+        f"step {step!r} of expansion {record.expansion_id!r} asks for status "
+        f"{status.value!r}, but the record is {record.status.value!r}, which cannot become "
+        f"{status.value!r} - an earlier step did not end (steps ended: {ended}); run the "
+        "steps before it first (the DAG's order: plan, expand, barrier, stop_job, "
+        "write_job_model, submit, ack, report)"
+    )
 
 
 def record_step(
@@ -164,6 +173,7 @@ __all__ = [
     "ORDER",
     "MissingExpansionError",
     "begin",
+    "check_reachable",
     "expansion_id_for",
     "mark",
     "reached",

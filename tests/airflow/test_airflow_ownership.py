@@ -30,8 +30,10 @@ from race_dags import build
 from airflow_samza_expand.airflow.operators import (
     ExpandPartitionsOperator,
     PlanExpansionOperator,
+    StopStatefulJobOperator,
     WriteJobModelOperator,
 )
+from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
 
 pytestmark = pytest.mark.kafka
 
@@ -168,8 +170,17 @@ def _operators_dag(j) -> DAG:
             job_name=j.name,
             expansion_id=expansion_id,
         )
+        # the record's order: the barrier and the stop come before the write (a write after
+        # the expand alone is refused before it writes anything)
+        barrier = OrderingBarrierSensor(
+            task_id="barrier", job_name=j.name, expansion_id=expansion_id,
+            producer_refresh_grace_s=0, stale_quiet_s=0, poke_interval=0.2, deferrable=False,
+        )  # fmt: skip
+        stop = StopStatefulJobOperator(
+            task_id="stop", job_name=j.name, expansion_id=expansion_id, poll_interval_s=0.2
+        )
         write = WriteJobModelOperator(task_id="write", job_name=j.name, expansion_id=expansion_id)
-        plan >> expand >> write
+        plan >> expand >> barrier >> stop >> write
     return dag
 
 
@@ -189,6 +200,29 @@ def test_public_operators_rerun_after_a_completed_expansion_change_nothing(job, 
     assert [m.version for m in j.store.job_model_history()] == [1, 2]
     assert task_instance_xcom(again, "expand")["changed"] is False
     assert task_instance_xcom(again, "write")["written"] is False
+
+
+def test_a_write_right_after_the_expand_is_refused_and_writes_nothing(job, admin, run_dag):
+    """The public operators chained without the barrier and the stop: the write step cannot
+    move the record to job-model-written, so it refuses before writing v2 (the old main wrote
+    v2 and left the record at ``expanded``, green)."""
+    j = job(2)
+    with DAG(dag_id=f"short_{j.name}", schedule=None, start_date=datetime(2026, 1, 1)) as short:
+        expansion_id = "{{ ti.xcom_pull(task_ids='plan')['expansion_id'] }}"
+        plan = PlanExpansionOperator(
+            task_id="plan", job_name=j.name, topics=[j.topic], check_partitioner=False
+        )
+        expand = ExpandPartitionsOperator(
+            task_id="expand", topic=j.topic, factor=2, job_name=j.name, expansion_id=expansion_id
+        )
+        write = WriteJobModelOperator(task_id="write", job_name=j.name, expansion_id=expansion_id)
+        plan >> expand >> write
+    run = run_dag(short)
+    assert task_states(run) == {"plan": "success", "expand": "success", "write": "failed"}
+    j.store.refresh()
+    assert [m.version for m in j.store.job_model_history()] == [1]  # nothing written
+    (record,) = j.store.expansions()
+    assert record.status.value == "expanded"
 
 
 def test_dry_run_writes_nothing(job, admin, fake_spark, tmp_path, kafka_bootstrap, run_dag):

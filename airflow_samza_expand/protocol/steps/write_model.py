@@ -113,11 +113,13 @@ def write_job_model(
     record = records.require(store, expansion_id) if expansion_id else None
     if record is not None and latest.version != record.base_version:
         return _already_written(store, latest, record, writer, lease)
+    if record is not None:  # before anything is written: a refusal changes nothing
+        records.check_reachable(record, S.JOB_MODEL_WRITTEN, "write")
     live = admin.partition_counts(sorted(latest.partition_counts()))
     targets = {s: n for s, n in live.items() if n != latest.partition_counts()[s]}
     if record is not None:
         planned = {s: int(n) for s, n in record.plan["counts_after"].items()}
-        grown = {s: n for s, n in planned.items() if n != int(record.plan["counts_before"][s])}
+        grown = {s: after for s, (_, after) in record.grown_counts().items()}
         if targets != grown:
             raise InvalidGrowthError(
                 f"live partition counts {live} do not match expansion {expansion_id!r} "
