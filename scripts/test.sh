@@ -56,6 +56,7 @@ REST_LANE_SPARK=(
     tests/e2e/test_e2e_reliability.py
     tests/e2e/test_e2e_user_job.py
     tests/e2e/test_e2e_multi_job.py
+    tests/e2e/test_e2e_two_streams.py
 )
 run_part() {  # a part that selects nothing fails too (scripts/test_part.sh)
     local rc=0
