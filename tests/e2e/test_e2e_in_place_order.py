@@ -6,7 +6,9 @@ barrier snapshot in its own micro-batches, exactly like a restarted job given
 A second producer refreshes its metadata every ``refresh_ms``: 60 s (far longer than the 3 s
 grace; the quiet window is 0, so the barrier snapshots right after the grace while it still
 writes moved keys to their old partitions) -> the job counts them after the snapshot and the
-report says ``order: at risk``; 1 s (within the grace) -> 0 and ``order: proven``.
+report says ``order: at risk``; 1 s (within the grace) -> 0 and ``order: proven``. Both: the
+verification passes with no order violation. At risk, the job's micro-batches (not a barrier
+scan) counted the placements before the snapshot too (``counted_by``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def test_running_job_counts_stale_placements_beyond_vn1_snapshot_in_place(
     scenario, refresh_ms: int, at_risk: bool
 ) -> None:
     from airflow_samza_expand.core.liveness import statuses
+    from airflow_samza_expand.core.order import JOB_SOURCE, SCAN_SOURCE
     from airflow_samza_expand.demo.jobs import wait_for
     from airflow_samza_expand.demo.stale import add_stale_producer, expansion_records
 
@@ -62,8 +65,21 @@ def test_running_job_counts_stale_placements_beyond_vn1_snapshot_in_place(
                  lambda: beat().get("records", 0) > 0, timeout_s=60, log=s.log)  # fmt: skip
         assert {k for k, _ in beat()["keys"]} <= set(stale.keys), beat()  # the slow producer's
         assert outcome.summary["order"]["order"] == "at risk", outcome.summary["order"]
+        # before the snapshot too the running job's micro-batches counted the slow producer's
+        # placements (issue 26), and the barrier read no records itself (no scan of its own)
+        evidence = s.store.get_expansion(record.expansion_id).stale_placements
+        counted_by = str(evidence.get("counted_by"))
+        assert counted_by.startswith(
+            f"{JOB_SOURCE} (processor {processor.processor_id},"
+        ), counted_by  # fmt: skip
+        assert SCAN_SOURCE not in counted_by, counted_by
+        assert int((evidence.get("before_snapshot") or {}).get("records", 0)) > 0, evidence
     result = s.finish(expected_versions=[1, 2])
     print(f"[e2e] in place, stale producer refresh {refresh_ms} ms: {result.describe()}")
+    # both branches: the verification passes and no key saw a sequence violation - stale
+    # placements beyond the snapshot are counted (at risk), never read out of order
+    assert result.ok, result.describe()
+    assert not result.order_violations, result.order_violations
     assert result.records_produced > 0 and result.records_counted == result.records_produced
     if not at_risk:
         assert job_counted() == 0

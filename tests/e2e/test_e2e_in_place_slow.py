@@ -100,10 +100,15 @@ def test_child_of_another_parent_is_read_before_the_slow_partition_drained(scena
     first3 = next(i for i, c in enumerate(done) if c.get(3, 0) > 0)
     first2 = next(i for i, c in enumerate(done) if c.get(2, 0) > 0)
     passed0 = next(i for i, c in enumerate(done) if c.get(0, 0) >= h[0])
-    print(f"[e2e] H={h}; batches: first on p3 #{first3} {done[first3]}, p0 reached H[0] "
-          f"#{passed0} {done[passed0]}, first on p2 #{first2} {done[first2]}")  # fmt: skip
+    passed1 = next(i for i, c in enumerate(done) if c.get(1, 0) >= h[1])
+    print(f"[e2e] H={h}; batches: p1 reached H[1] #{passed1} {done[passed1]}, first on p3 "
+          f"#{first3} {done[first3]}, p0 reached H[0] #{passed0} {done[passed0]}, first on p2 "
+          f"#{first2} {done[first2]}")  # fmt: skip
     # a moved key of parent 1 waited only for partition 1, not for the slow partition 0
     assert done[first3].get(0, 0) < h[0], (h, done[first3])
     assert first3 < passed0
-    # parent before child: partition 2 only after the job's position on 0 reached H[0]
-    assert first2 >= passed0 and done[first2].get(0, 0) >= h[0], (h, done[first2])
+    # parent before child, strictly: a child's first read is in a batch AFTER the one in which
+    # the job's position on its parent reached H (the batch that reads it starts past H), never
+    # in the same batch as the parent's last records below H
+    assert passed1 < first3, (h, done[passed1], done[first3])
+    assert passed0 < first2, (h, done[passed0], done[first2])
