@@ -345,13 +345,25 @@ def test_write_job_model_with_an_expansion_reruns_as_no_op(job):
         expansion_id=plan["expansion_id"],
     ).execute(task_context("expand"))
     op = WriteJobModelOperator(task_id="write", job_name=j.name, expansion_id=plan["expansion_id"])
+    with pytest.raises(AirflowFailException, match="'expanded', which cannot become"):
+        op.execute(task_context("write"))  # the barrier and the stop have not ended
+    assert j.store.latest_job_model().version == 1  # refused before writing
+    _barrier_passed_and_job_stopped(j.store, plan["expansion_id"])
 
     assert op.execute(task_context("write"))["written"] is True
     assert op.execute(task_context("write"))["written"] is False
     record = j.store.get_expansion(plan["expansion_id"])
-    assert record.results["write"]["version"] == 2 and record.status == "expanded"
-    # (plan -> expand -> write without barrier and stop: the write is noted, the status stays)
+    assert record.results["write"]["version"] == 2 and record.status == "job-model-written"
     assert j.store.latest_job_model().task_to_ssps() == plan_model_tasks(plan)
+
+
+def _barrier_passed_and_job_stopped(store, expansion_id: str) -> None:
+    """The record as the barrier and stop steps leave it (their own tests run them)."""
+    from airflow_samza_expand.core.record import ExpansionStatus as S
+    from airflow_samza_expand.protocol import records
+
+    for status in (S.BARRIER_PASSED, S.JOB_STOPPED):
+        records.update(store, expansion_id, lambda r, s=status: r.advance(s))
 
 
 def plan_model_tasks(plan):
@@ -422,7 +434,8 @@ def test_two_writers_racing_for_the_next_version_one_wins_the_other_fails(job, a
 
 
 def test_operators_work_on_a_file_coordinator_store(job, admin, tmp_path):
-    """coordinator=<path>: the same plan -> expand -> write, with the job's metadata in files."""
+    """coordinator=<path>: the same plan -> expand -> (barrier, stop) -> write, with the job's
+    metadata in files."""
     from airflow_samza_expand.core.model import JobModel
     from airflow_samza_expand.store.files import FileCoordinatorStore
 
@@ -437,6 +450,7 @@ def test_operators_work_on_a_file_coordinator_store(job, admin, tmp_path):
     ExpandPartitionsOperator(
         task_id="expand", topic=j.topic, factor=2, expansion_id=plan["expansion_id"], **where
     ).execute(task_context("expand"))
+    _barrier_passed_and_job_stopped(store, plan["expansion_id"])
     written = WriteJobModelOperator(
         task_id="write", expansion_id=plan["expansion_id"], **where
     ).execute(task_context("write"))

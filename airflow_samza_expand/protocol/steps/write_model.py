@@ -113,8 +113,6 @@ def write_job_model(
     record = records.require(store, expansion_id) if expansion_id else None
     if record is not None and latest.version != record.base_version:
         return _already_written(store, latest, record, writer, lease)
-    if record is not None:  # before anything is written: a refusal changes nothing
-        records.check_reachable(record, S.JOB_MODEL_WRITTEN, "write")
     live = admin.partition_counts(sorted(latest.partition_counts()))
     targets = {s: n for s, n in live.items() if n != latest.partition_counts()[s]}
     if record is not None:
@@ -125,6 +123,8 @@ def write_job_model(
                 f"live partition counts {live} do not match expansion {expansion_id!r} "
                 f"(planned {planned}) - run ExpandPartitionsOperator first"
             )
+        # before anything is written: the barrier and the stop must have ended
+        records.check_reachable(record, S.JOB_MODEL_WRITTEN, "write")
     if not targets:
         log.info(
             "Job model v%d of %s (by %s) already matches the live counts %s: nothing to write.",
