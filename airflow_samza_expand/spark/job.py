@@ -45,12 +45,15 @@ from airflow_samza_expand.spark.args import (  # noqa: E402
 from airflow_samza_expand.spark.lifecycle import warm_up  # noqa: E402
 from airflow_samza_expand.spark.outputs import SUMMARY_SCHEMA, produce_outputs  # noqa: E402
 from airflow_samza_expand.spark.runtime import Job  # noqa: E402
+from airflow_samza_expand.spark.source_splits import read_plan_report  # noqa: E402
 
 log = logging.getLogger("airflow_samza_expand.spark.job")
 
 
 class StreamJob(Job):
     """The shipped job: a keyed processor (``--processor``) on the runtime (`spark.runtime`)."""
+
+    plan_report: str | None = None  # the reader's plan of the newest batch (start_query)
 
     # batches ----------------------------------------------------------------------------------
 
@@ -66,12 +69,16 @@ class StreamJob(Job):
             per_task[row["task"]] = per_task.get(row["task"], 0) + row["records"]
             outputs += row["outputs"]
         self.batches += 1
+        plan = read_plan_report(self.plan_report) if self.plan_report else None
         log.info(
-            "batch %d: %d records, %d outputs, per task %s (%.2fs)",
+            "batch %d: %d records, %d outputs, per task %s, %s (%.2fs)",
             batch_id,
             sum(per_task.values()),
             outputs,
             json.dumps(dict(sorted(per_task.items()))),
+            "read plan unknown"
+            if plan is None
+            else f"read by {plan['read_tasks']} tasks on job model v{plan['version']}",
             time.monotonic() - started,
         )
         self.lifecycle.heartbeat("running")
@@ -104,7 +111,10 @@ class StreamJob(Job):
         from airflow_samza_expand.spark.warmup import stateful_outputs
 
         self._spark()
-        records = self.read_kafka(source="python")
+        # the reader's own report of each batch's read splits (one read task each), logged
+        # with the batch: a grown topic is read by as many tasks as it has partitions
+        self.plan_report = os.path.join(self.lifecycle.gate_dir, "read-plan.json")
+        records = self.read_kafka(source="python", plan_report=self.plan_report)
         outputs = stateful_outputs(records, self.args.processor, self.args.state_buckets)
         return (
             outputs.writeStream.foreachBatch(self.on_batch)

@@ -1,6 +1,8 @@
 """Spark 4 Python streaming data source over confluent-kafka that honours the job model.
 
-* One input partition per **task** of the job model, holding the offset ranges of its SSPs.
+* One input partition - one read task - per **SSP** (Kafka partition) of the job model with
+  records in the batch, each row with its SSP's job-model task (`spark.source_splits`); option
+  ``max_read_splits`` (> 0) packs the partitions into at most that many splits.
 * Offsets are JSON ``{"topic": {"partition": next_offset}}`` with sorted keys (as
   ``json.dumps(..., sort_keys=True)`` sorts them), covering every SSP of the job model.
 * Replay-safe: a range is read with ``assign()`` at its start offset and stops exactly before
@@ -20,7 +22,9 @@ Options (all strings): ``job_model`` (JSON), ``bootstrap_servers`` and/or ``kafk
 ``order_check`` (a `spark.stale_batch.StaleRule` as JSON: count stale placements beyond the
 barrier snapshot in the batches, rule 1.5; a switch brings the new job model's rule) and
 ``stale_before_path`` (the file holding the rule of the count before an expansion's snapshot,
-`spark.stale_before`: stale placements from the growth on, for the barrier).
+`spark.stale_before`: stale placements from the growth on, for the barrier) and
+``max_read_splits`` (0 = one read split per partition) and ``plan_report`` (a file the reader
+replaces with each batch's planned splits: its own report of how many read tasks a batch has).
 
 Switch in place (rule 1.9): at each micro-batch's planning the reader takes a newer job model
 published in ``switch_path`` (read only when the file changed) and reads its SSPs from that
@@ -55,7 +59,15 @@ from pyspark.sql.types import (
 
 from airflow_samza_expand.core.inplace import readable
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.spark.source_read import read_ranges
+from airflow_samza_expand.spark.source_read import kafka_client_config, read_ranges, read_split
+from airflow_samza_expand.spark.source_splits import (
+    Range,
+    ReadSplit,
+    TaskRange,
+    make_splits,
+    parse_max_splits,
+    write_plan_report,
+)
 from airflow_samza_expand.spark.stale_batch import RuleFile, StaleRule
 from airflow_samza_expand.spark.switch import ReaderSwitch
 
@@ -76,7 +88,6 @@ SOURCE_SCHEMA = StructType(
 KAFKA_SYSTEM = "kafka"
 
 Offsets = dict[str, dict[str, int]]
-Range = tuple[str, int, int, int]  # topic, partition, start (inclusive), end (exclusive)
 
 
 def offsets_json(offsets: Mapping[str, Mapping[str, int]]) -> Offsets:
@@ -102,36 +113,6 @@ def fair_split(available: Mapping[Any, int], cap: int) -> dict[Any, int]:
     return take
 
 
-def kafka_client_config(options: Mapping[str, str]) -> dict[str, str]:
-    """librdkafka settings from the source options (bootstrap servers and/or a config file)."""
-    from airflow_samza_expand.kafka.config import client_config
-
-    return client_config(
-        bootstrap_servers=options.get("bootstrap_servers") or None,
-        config_file=options.get("kafka_config_file") or None,
-    )
-
-
-class TaskInputPartition(InputPartition):
-    """The offset ranges of one task's SSPs for one micro-batch."""
-
-    def __init__(
-        self,
-        task: str,
-        ranges: list[Range],
-        rule: StaleRule | None = None,
-        before: StaleRule | None = None,
-    ) -> None:
-        super().__init__(task)
-        self.task = task
-        self.ranges = ranges
-        self.rule = rule  # the order check's rule (rule 1.5) for this batch's job model
-        self.before = before  # the count before an expansion's snapshot (spark.stale_before)
-
-    def __repr__(self) -> str:
-        return f"TaskInputPartition({self.task!r}, {self.ranges!r})"
-
-
 class SamzaKafkaDataSource(DataSource):
     """``spark.readStream.format("samza_kafka")``: Kafka records by job-model task."""
 
@@ -147,7 +128,7 @@ class SamzaKafkaDataSource(DataSource):
 
 
 class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Plans micro-batches from Kafka watermarks and reads them per task."""
+    """Plans micro-batches from Kafka watermarks and reads them per partition."""
 
     def __init__(self, schema: StructType, options: Mapping[str, str]) -> None:
         self.schema = schema
@@ -158,6 +139,8 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.max_records = int(self.options.get("max_records_per_batch") or 0)
         self.stop_gate = self.options.get("stop_gate") or None
         self.commit_offsets = self.options.get("commit_offsets", "true").lower() != "false"
+        self.max_splits = parse_max_splits(self.options.get("max_read_splits"))
+        self.plan_report = self.options.get("plan_report") or None
         # rule 1.9: the expansions' barrier snapshots gate child partitions; a newer job model
         # published by the driver (`spark.switch`) is taken at a batch's planning
         self.snapshots: list[dict] = json.loads(self.options.get("snapshots") or "[]")
@@ -292,28 +275,29 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                         f"v{self.model.version} of {self.model.job_name!r} does not read - "
                         "restart with a job model that keeps it, or a new --checkpoint-dir"
                     )
-        result: list[InputPartition] = []
         rule = self.order_rule
         if rule is not None and rule.version != self.model.version:
             rule = None  # the driver scans what no report covers
         before = self.before_file.poll()
         if before is not None and before.version != self.model.version:
             before = None
-        for task, ssps in self.model.task_to_ssps().items():
-            ranges: list[Range] = []
-            for ssp in sorted(ssps):
-                key = (ssp.stream, ssp.partition)
-                stop = _lookup(end, key)
-                if stop is None:
-                    continue
-                # Absent from start: a partition new to the checkpoint, read from its log start
-                # (offset 0 resets to the earliest offset when the log starts later).
-                begin = _lookup(start, key) or 0
-                if stop > begin:
-                    ranges.append((ssp.stream, ssp.partition, begin, stop))
-            if ranges:
-                result.append(TaskInputPartition(task, ranges, rule, before))
-        return result
+        ranges: list[TaskRange] = []
+        for ssp, task in self.model.ssp_to_task.items():
+            key = (ssp.stream, ssp.partition)
+            stop = _lookup(end, key)
+            if stop is None:
+                continue
+            # Absent from start: a partition new to the checkpoint, read from its log start
+            # (offset 0 resets to the earliest offset when the log starts later).
+            begin = _lookup(start, key) or 0
+            if stop > begin:
+                ranges.append((task, (ssp.stream, ssp.partition, begin, stop)))
+        splits = make_splits(ranges, self.max_splits, rule, before)
+        try:
+            write_plan_report(self.plan_report, self.model.version, end, splits)
+        except OSError as exc:  # a report, never a reason to fail the batch
+            log.warning("plan report %s not written: %s", self.plan_report, exc)
+        return list(splits)
 
     def commit(self, end: dict) -> None:
         if not self.commit_offsets:
@@ -331,16 +315,8 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     # -- executor side -------------------------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator:
-        assert isinstance(partition, TaskInputPartition)
-        return read_ranges(
-            self.options,
-            self.group_id,
-            partition.task,
-            partition.ranges,
-            self.schema,
-            getattr(partition, "rule", None),
-            getattr(partition, "before", None),
-        )
+        assert isinstance(partition, ReadSplit)
+        return read_split(self.options, self.group_id, partition, self.schema)
 
 
 def _nest(flat: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:
@@ -366,3 +342,19 @@ def commit_group_offsets(consumer: Any, offsets: Mapping[str, Mapping[str, int]]
     ]
     if tps:
         consumer.commit(offsets=tps, asynchronous=False)
+
+
+# read_ranges, kafka_client_config and Range: importable from here as before
+__all__ = [
+    "SOURCE_NAME",
+    "SOURCE_SCHEMA",
+    "Range",
+    "ReadSplit",
+    "SamzaKafkaDataSource",
+    "SamzaKafkaStreamReader",
+    "commit_group_offsets",
+    "fair_split",
+    "kafka_client_config",
+    "offsets_json",
+    "read_ranges",
+]

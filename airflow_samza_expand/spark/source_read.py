@@ -1,5 +1,7 @@
-"""The executor side of the provider's reader (`spark.source`): read one task's offset ranges
-into Arrow record batches, replay-safe (``assign`` at the start, stop just before the end)."""
+"""The executor side of the provider's reader (`spark.source`): read one split's offset ranges
+(`spark.source_splits`) into Arrow record batches, replay-safe (``assign`` at the start, stop
+just before the end); and the Kafka client settings of the source's options, which the driver
+side uses too (this module imports nothing of `spark.source`)."""
 
 from __future__ import annotations
 
@@ -10,34 +12,55 @@ from typing import Any
 from pyspark.sql.types import StructType
 
 from airflow_samza_expand.core.stale import StaleSummary
+from airflow_samza_expand.spark.source_splits import Range, ReadSplit
 from airflow_samza_expand.spark.stale_batch import StaleRule, count_stale, write_report
 
 ARROW_BATCH_ROWS = 10_000
 # A read gives up when no record arrives for this long although the range is not done.
 READ_STALL_TIMEOUT_S = 120.0
 
-Range = tuple[str, int, int, int]  # topic, partition, start (inclusive), end (exclusive)
+
+def kafka_client_config(options: Mapping[str, str]) -> dict[str, str]:
+    """librdkafka settings from the source options (bootstrap servers and/or a config file)."""
+    from airflow_samza_expand.kafka.config import client_config
+
+    return client_config(
+        bootstrap_servers=options.get("bootstrap_servers") or None,
+        config_file=options.get("kafka_config_file") or None,
+    )
+
+
+def read_split(
+    options: Mapping[str, str], group_id: str, split: ReadSplit, schema: StructType
+) -> Iterator:
+    """Yield Arrow record batches holding exactly the records of the split's ranges, each
+    record with its SSP's task; with the split's rules (rule 1.5) also count the stale
+    placements among them and write one report per rule and checked range."""
+    return read_ranges(
+        options, group_id, split.tasks, split.ranges, schema, split.rule, split.before
+    )
 
 
 def read_ranges(
     options: Mapping[str, str],
     group_id: str,
-    task: str,
+    task: str | Sequence[str],
     ranges: list[Range],
     schema: StructType,
     *rules: StaleRule | None,
 ) -> Iterator:
-    """Yield Arrow record batches holding exactly the records of ``ranges``; with ``rules``
-    (rule 1.5: the order check beyond the snapshot, the count before it) also count the stale
-    placements among them and write one report per rule and checked range
-    (`spark.stale_batch`)."""
+    """Yield Arrow record batches holding exactly the records of ``ranges`` (``task``: the task
+    of every range, or one per range); with ``rules`` (rule 1.5: the order check beyond the
+    snapshot, the count before it) also count the stale placements among them and write one
+    report per rule and checked range (`spark.stale_batch`)."""
     import pyarrow as pa
     from confluent_kafka import KafkaError, TopicPartition
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from airflow_samza_expand.kafka.clients import Consumer
-    from airflow_samza_expand.spark.source import kafka_client_config
 
+    tasks = [task] * len(ranges) if isinstance(task, str) else list(task)
+    task_of = {(t, p): name for name, (t, p, _s, _e) in zip(tasks, ranges, strict=True)}
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     config = kafka_client_config(options)
     config.update(
@@ -62,7 +85,7 @@ def read_ranges(
             if not messages:
                 if time.monotonic() - last_progress > READ_STALL_TIMEOUT_S:
                     raise RuntimeError(
-                        f"task {task!r}: no records for {READ_STALL_TIMEOUT_S:.0f}s while "
+                        f"no records for {READ_STALL_TIMEOUT_S:.0f}s while "
                         f"reading {sorted(pending)} up to {[end[s] for s in sorted(pending)]} - "
                         "the brokers are unreachable or the records were deleted"
                     )
@@ -80,13 +103,15 @@ def read_ranges(
                             pending.discard(ssp)
                             done.append(ssp)
                         continue
-                    raise RuntimeError(f"task {task!r}: reading {ssp[0]}[{ssp[1]}] failed: {err}")
+                    raise RuntimeError(
+                        f"task {task_of[ssp]!r}: reading {ssp[0]}[{ssp[1]}] failed: {err}"
+                    )
                 offset = msg.offset()
                 if offset >= end[ssp]:
                     pending.discard(ssp)
                     done.append(ssp)
                     continue
-                columns["task"].append(task)
+                columns["task"].append(task_of[ssp])
                 columns["topic"].append(ssp[0])
                 columns["partition"].append(ssp[1])
                 columns["offset"].append(offset)
@@ -162,4 +187,10 @@ def _to_batch(pa: Any, columns: dict[str, list], arrow_schema: Any) -> Any:
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
 
-__all__ = ["ARROW_BATCH_ROWS", "READ_STALL_TIMEOUT_S", "read_ranges"]
+__all__ = [
+    "ARROW_BATCH_ROWS",
+    "READ_STALL_TIMEOUT_S",
+    "kafka_client_config",
+    "read_ranges",
+    "read_split",
+]

@@ -43,6 +43,21 @@ def test_shipped_job_expanded_twice_in_place_without_a_restart(scenario) -> None
     assert not result.count_resets and not result.order_violations
     assert set(range(2, 8)) <= set(result.partitions_consumed)
     assert s.models[-1].partition_counts() == {s.topic: 8}
+    # issue 39: the reader reads every partition in its own task - up to 2, 4, then 8 read
+    # tasks a batch on v1, v2, v3 (the job logs the reader's plan of each batch)
+    assert read_tasks_by_version(s.job.handle["log_path"]) == {1: 2, 2: 4, 3: 8}
+
+
+def read_tasks_by_version(log_path: str) -> dict[int, int]:
+    """The most read tasks of a batch per job model version, from the job's batch lines."""
+    import re
+
+    most: dict[int, int] = {}
+    with open(log_path, encoding="utf-8", errors="replace") as handle:
+        for match in re.finditer(r"read by (\d+) tasks on job model v(\d+)", handle.read()):
+            tasks, version = int(match[1]), int(match[2])
+            most[version] = max(most.get(version, 0), tasks)
+    return most
 
 
 def test_job_killed_before_its_first_batch_on_vn1_restarts_from_its_checkpoint(scenario) -> None:

@@ -12,8 +12,8 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import plan_expansion
 from airflow_samza_expand.spark.source import (
     SOURCE_SCHEMA,
+    ReadSplit,
     SamzaKafkaStreamReader,
-    TaskInputPartition,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -44,7 +44,7 @@ def _records(reader: SamzaKafkaStreamReader, start: dict, end: dict) -> list[tup
     return rows
 
 
-def test_one_partition_per_task_exact_ranges_and_replay(kafka_bootstrap, unique_topic) -> None:
+def test_one_split_per_partition_exact_ranges_and_replay(kafka_bootstrap, unique_topic) -> None:
     topic = unique_topic("src")
     create_topic(kafka_bootstrap, topic, 2)
     produce_sequenced(kafka_bootstrap, topic, [f"k{i}" for i in range(20)], 10)  # 200 records
@@ -57,9 +57,9 @@ def test_one_partition_per_task_exact_ranges_and_replay(kafka_bootstrap, unique_
         assert json.dumps(end) == json.dumps(end, sort_keys=True)
         assert sum(end[topic].values()) == 200
         parts = reader.partitions(start, end)
-        assert [(p.task, p.ranges) for p in parts] == [
-            ("Partition 0", [(topic, 0, 0, end[topic]["0"])]),
-            ("Partition 1", [(topic, 1, 0, end[topic]["1"])]),
+        assert [(p.tasks, p.ranges) for p in parts] == [
+            (["Partition 0"], [(topic, 0, 0, end[topic]["0"])]),
+            (["Partition 1"], [(topic, 1, 0, end[topic]["1"])]),
         ]
         # A sub-range gives exactly its records, and the same range gives the same records.
         mid = {topic: {"0": 3, "1": 5}}
@@ -112,9 +112,10 @@ def test_partitions_added_by_expansion_start_at_log_start(kafka_bootstrap, uniqu
     try:
         end = reader.latestOffset(checkpoint_end, ReadAllAvailable())
         assert sorted(end[topic]) == ["0", "1", "2", "3"]
-        parts = {p.task: p.ranges for p in reader.partitions(checkpoint_end, end)}
-        assert set(parts) == {"Partition 0", "Partition 1"}  # fixed tasks
-        new_ranges = [r for ranges in parts.values() for r in ranges if r[1] >= 2]
+        parts = reader.partitions(checkpoint_end, end)
+        assert [len(p.ranges) for p in parts] == [1, 1, 1, 1]  # a read task per partition
+        assert {t for p in parts for t in p.tasks} == {"Partition 0", "Partition 1"}  # fixed
+        new_ranges = [r for p in parts for r in p.ranges if r[1] >= 2]
         assert new_ranges and all(r[2] == 0 for r in new_ranges)  # from the log start
         rows = _records(reader, checkpoint_end, end)
         assert len(rows) == 100  # exactly the records produced after the checkpoint
@@ -122,6 +123,17 @@ def test_partitions_added_by_expansion_start_at_log_start(kafka_bootstrap, uniqu
             assert task == f"Partition {partition % 2}"
     finally:
         reader.stop()
+    # capped at one split: one read task reads the four partitions, each row with its task
+    packed = _reader(kafka_bootstrap, v2, max_read_splits="1")
+    try:
+        (split,) = packed.partitions(checkpoint_end, end)
+        assert split.tasks == ["Partition 0", "Partition 1", "Partition 0", "Partition 1"]
+        together = _records(packed, checkpoint_end, end)
+        assert len(together) == 100
+        for p in range(4):  # every partition's records, in offset order (interleaved across)
+            assert [r for r in together if r[2] == p] == [r for r in rows if r[2] == p]
+    finally:
+        packed.stop()
 
 
 def test_batch_naming_an_unknown_ssp_is_refused(kafka_bootstrap) -> None:
@@ -129,4 +141,4 @@ def test_batch_naming_an_unknown_ssp_is_refused(kafka_bootstrap) -> None:
     reader = _reader(kafka_bootstrap, model)
     with pytest.raises(RuntimeError, match=r"orders\[7\].*does not read"):
         reader.partitions({"orders": {"0": 0}}, {"orders": {"0": 1, "7": 3}})
-    assert isinstance(TaskInputPartition("t", []).ranges, list)
+    assert isinstance(ReadSplit([], []).ranges, list)
