@@ -178,8 +178,10 @@ def _ui_shows_every_step_timed(store, record, tmp_path) -> None:
     files.put_expansion(record, expected_revision=0)
     page = job_page(read_job(UiSettings(coordinator=str(tmp_path / "ui"), discover=False),
                              store.job_name), "/samza-expand", "")  # fmt: skip
-    for step in record.steps:
-        row = re.search(rf"<tr><td>{step}</td>(.*?)</tr>", page)
+    from airflow_samza_expand.protocol.steps import step_title
+
+    for step in record.steps:  # named by the DAG's task ids
+        row = re.search(rf"<tr><td>{re.escape(step_title(step))}</td>(.*?)</tr>", page)
         assert row is not None, step
         cells = re.findall(r"<td>(.*?)</td>", row.group(1))
         assert len(cells) == 3 and "-" not in (cells[0], cells[1]), (step, cells)

@@ -7,6 +7,7 @@ Screenshots go to the session's ``ui-screenshots`` directory under pytest's base
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from pathlib import Path
@@ -18,8 +19,9 @@ from ui_helpers import http
 
 pytestmark = pytest.mark.kafka
 
-# steps of the expansion record: (legacy dict record name, typed record name) - either shows
-STEPS = (("plan",), ("expand",), ("barrier_drain", "barrier"), ("write_job_model", "write"))
+# the steps of the expansion as the page names them: the factory DAG's task ids (issue 41)
+STEPS = ("plan", "expand", "barrier (grace and snapshot)", "barrier (drain)", "stop_job",
+         "write_job_model", "report")  # fmt: skip
 FRAME_TEXT = (
     "(() => { const f = document.querySelector('iframe');"
     " return f && f.contentDocument && f.contentDocument.body"
@@ -49,7 +51,8 @@ def test_pages_show_the_expansion(browser, api_server, expanded_job, waiting_job
     assert "v1\tui-test-job" in text  # history: v1 written by the job itself
     assert expanded_job.expansion_id in text
     for step in STEPS:  # each step row: its name, then its times
-        assert any(f"\n{name}\t" in text for name in step), step
+        assert f"\n{step}\t" in text, step
+    assert "\nstop\t" not in text and "\nwrite\t" not in text  # one vocabulary
     assert "holds" in text  # the barrier: every old partition committed
     assert "processor-v1\t-\tstopped\t1" in text and "dead" not in text  # stopped cleanly
     assert "processor-v2\t-\trunning\t2" in text and "alive" in text
@@ -70,7 +73,7 @@ def test_pages_show_the_expansion(browser, api_server, expanded_job, waiting_job
     text = browser.text()
     assert "barrier-snapshot" in text and "waiting: lag 7" in text
     assert f"Expansion under way: {waiting_job.expansion_id}" in text
-    assert "Step barrier (running) for" in text and f"{waiting_job.topic} 1\t" in text
+    assert "Step barrier (drain) (running) for" in text and f"{waiting_job.topic} 1\t" in text
     assert f"{waiting_job.topic}\t1\t" in text and "\t7\n" in text
     assert f"expansion\t{waiting_job.holder}\t1" in text  # lease, holder, epoch
     assert "(model reads 2)" in text  # the topic has 4 partitions, the running model reads 2
@@ -239,12 +242,13 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expan
         )
         text = _running_text(browser, api_server, job)  # 1. the producer refresh grace
         assert f"Expansion under way: {record.expansion_id}" in text
-        assert "Step producer_refresh_grace" in text and "Producer refresh grace: running" in text
+        assert "Step barrier (grace and snapshot)" in text
+        assert "Producer refresh grace: running" in text
         record = progress.begin_barrier(  # the barrier step's first poll records the grace
             store, record.expansion_id, time.time() + 120, fence=lease
         )
         text = _running_text(browser, api_server, job)
-        assert "Step barrier_snapshot (waiting out the producer refresh grace" in text
+        assert "Step barrier (grace and snapshot) (waiting out the producer refresh grace" in text
         left = int(text.split("Producer refresh grace: ")[1].split(" s left of 1")[0])
         assert 100 < left <= 120, text
         browser.screenshot(ui_output / "running-grace.png")
@@ -265,7 +269,7 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expan
             progress.note_lag(store, record.expansion_id, {topic: {0: 0, 1: behind}}, fence=lease)
             row = f"{topic} 1\t{highs[1]}\t{highs[1] - behind}\t{behind}"
             text = wait_for(lambda row=row: _section(browser, row), 20, f"lag {behind} shown")
-            assert "Step barrier (running)" in text
+            assert "Step barrier (drain) (running)" in text
             lags.append(int(text.split(f"{topic} 1\t{highs[1]}\t")[1].split("\t")[1].split()[0]))
             if behind == 4:
                 browser.screenshot(ui_output / "running-barrier.png")
@@ -296,7 +300,7 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expan
             lambda: _section(browser, "SparkSession ready, waiting for the lease"), 20, "the log"
         )
         assert "Step write_job_model (writing the new job model)" in text
-        assert "Launched by step standby" in text and "(pid 4242)" in text
+        assert "Launched by step submit_standby" in text and "(pid 4242)" in text
         assert "processor-v2 (standby): starting - warming up" in text
         assert browser.evaluate("window.watching") == "this document"
         browser.screenshot(ui_output / "running-standby.png")
@@ -313,16 +317,17 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expan
             )
         store.heartbeat("processor-v2", 2, "running", ttl_s=30)
         store.release_lease(lease)
-    wait_for(  # once done, the script reloads the page for the completed state
+    wait_for(  # once done, the page shows the completed state (in place)
         lambda: "completed" in browser.text() and "Expansion under way" not in browser.text(),
         20,
         "the page to show the completed expansion",
     )
-    assert browser.evaluate("window.watching") is None
+    assert browser.evaluate("window.watching") == "this document"
 
     text = _running_text(browser, api_server, job)  # 4. completed
     assert "Expansion under way" not in text and "completed" in text
-    for step in ("plan", "expand", "barrier", "stop", "write", "submit", "ack"):
+    done = ("plan", "expand", "barrier (drain)", "stop_job", "write_job_model", "submit", "ack")
+    for step in done:
         row = next(line for line in text.splitlines() if line.startswith(f"{step}\t"))
         assert row.count("\t") == 3 and "\t-" not in row, row  # start, end, duration
     assert f"expansion\tairflow:run-{suffix}\t1\t" in text and "released" in text
@@ -330,6 +335,129 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expan
     assert "does not read" not in text  # the stopped v1 processor gets no coverage warning
     assert "processor-v1\t-\tstopped\t1\t" in text and "dead" not in text
     browser.screenshot(ui_output / "running-completed.png")
+
+
+def _live(browser) -> str:
+    """The job page's live content as shown now (read in place, no navigation)."""
+    return browser.evaluate("(document.getElementById('live') || {}).innerText || ''") or ""
+
+
+def _status(browser) -> str:
+    """The job page's line saying when it was last updated (or why not)."""
+    js = "(document.getElementById('live-status') || {}).innerText || ''"
+    return browser.evaluate(js) or ""
+
+
+def _if(text: str, needle: str) -> str:
+    return text if needle in text else ""
+
+
+def _heartbeat_age(text: str, processor: str) -> float:
+    match = re.search(rf"^{re.escape(processor)}\t.*\t(\d+\.\d) s\t", text, re.M)
+    assert match is not None, text
+    return float(match.group(1))
+
+
+def _expires_in(text: str) -> float:
+    match = re.search(r"expires in (\d+\.\d) s unless renewed", text)
+    assert match is not None, text
+    return float(match.group(1))
+
+
+def test_the_job_page_stays_true_while_it_is_open(browser, api_server, ui_kafka, ui_output):
+    """Issue 41, items 1 and 2: a page opened before an expansion notices it (no reload), with
+    Kafka's new count; a heartbeat's age counts up and a lease's expiry counts down."""
+    from ui_helpers import planned_record
+
+    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand.core.model import JobModel
+    from airflow_samza_expand.core.record import ExpansionStatus as S
+    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+
+    suffix = uuid.uuid4().hex[:8]
+    job, topic = f"ui-open-{suffix}", f"ui-open-{suffix}"
+    with KafkaAdmin(ui_kafka, timeout_s=15) as admin, KafkaCoordinatorStore(ui_kafka, job) as store:
+        admin.ensure_topic(topic, 2)
+        v1 = store.write_job_model(JobModel.initial(job, {topic: 2}))
+        store.heartbeat("processor-a", 1, "running", ttl_s=600)  # one heartbeat, then silent
+        lease = store.acquire_lease("expansion", f"airflow:run-{suffix}", ttl_s=600)
+
+        assert browser.open(_ui(api_server, f"/jobs/{job}")) == 200
+        browser.evaluate("window.watching = 'this document'")  # gone if the page reloads
+        text = _live(browser)
+        assert "Expansion under way" not in text and f"live in Kafka: {topic}: 2" in text, text
+        age, expires = _heartbeat_age(text, "processor-a"), _expires_in(text)
+
+        # 2. the heartbeat ages and the lease's expiry comes nearer while the page is open
+        wait_for(
+            lambda: _heartbeat_age(_live(browser), "processor-a") >= age + 2,
+            30,
+            "the heartbeat's age to count",
+        )
+        assert _expires_in(_live(browser)) <= expires - 2
+        assert "Live: updated" in _status(browser), _status(browser)
+
+        # 1. an expansion starts: the open page shows it, and Kafka's new count
+        admin.create_partitions(topic, 4)
+        stamp = now_iso()
+        record = store.put_expansion(
+            planned_record(v1, {topic: 4}, lease.holder)
+            .advance(S.EXPANDED)
+            .with_step("expand", started_at=stamp, ended_at=now_iso()),
+            expected_revision=0,
+        )
+        text = wait_for(
+            lambda: _if(_live(browser), f"Expansion under way: {record.expansion_id}"),
+            30,
+            "the expansion to appear on the open page",
+        )
+        assert f"live in Kafka: {topic}: 4 (model reads 2)" in text, text
+        # 5. the step by the DAG's task id
+        assert "Step barrier (grace and snapshot) (" in text, text
+        assert browser.evaluate("window.watching") == "this document"  # no reload
+        browser.screenshot(ui_output / "live-page-started.png")
+
+
+def test_a_failed_update_shows_itself_and_recovers(
+    browser, api_server, token, expanded_job, dev_broker, ui_output
+):
+    """Issue 41, item 3: a fetch the server refuses (503 while Kafka is unreachable, 401 once
+    the session is gone) says so above the content, which stays; the page recovers by itself."""
+    assert browser.open(_ui(api_server, f"/jobs/{expanded_job.job}")) == 200
+    browser.evaluate("window.watching = 'this document'")
+    fetches = "+(document.getElementById('live').dataset.fetches || 0)"
+    wait_for(lambda: browser.evaluate(fetches) >= 1, 30, "the page's first update")
+    assert _status(browser).startswith("Live: updated"), _status(browser)
+
+    dev_broker.faults.inject(api="Metadata", kind="drop_connection", times=None)
+    try:
+        status = wait_for(
+            lambda: _if(_status(browser), "Not updated since"),
+            60,
+            "the page to say it is not updated",
+        )
+        browser.screenshot(ui_output / "live-page-failed.png")
+    finally:
+        dev_broker.faults.clear()
+    assert "the server answered 503: Kafka is unreachable" in status, status
+    assert "Job model in force: v2" in _live(browser)  # the last good content stays
+    seen = browser.evaluate(fetches)
+    wait_for(lambda: _status(browser).startswith("Live: updated"), 60, "the page to recover")
+    assert browser.evaluate(fetches) > seen
+
+    browser.send("Network.clearBrowserCookies")  # the session ends
+    try:
+        status = wait_for(
+            lambda: _if(_status(browser), "Not updated since"),
+            30,
+            "the page to say the session is gone",
+        )
+        assert "the server answered 401" in status and "Sign in to Airflow" in status, status
+    finally:
+        browser.set_cookie(api_server.base, "_token", token)
+    wait_for(lambda: _status(browser).startswith("Live: updated"), 30, "the page to recover")
+    assert browser.evaluate("window.watching") == "this document"  # never reloaded
 
 
 def test_a_browser_without_a_session_is_refused(browser, api_server, expanded_job):

@@ -46,7 +46,7 @@ def test_an_expansion_under_way_shows_its_step_grace_and_barrier(tmp_path):
         expected_revision=record.revision,
     )
     page, doc = _read(tmp_path)  # the producer refresh grace
-    assert doc["running"]["step"] == "producer_refresh_grace"
+    assert doc["running"]["step"] == "barrier (grace and snapshot)"  # the DAG's task id
     assert doc["running"]["grace"]["started_at"] == ended
     assert "Producer refresh grace: running for" in page
 
@@ -62,7 +62,7 @@ def test_an_expansion_under_way_shows_its_step_grace_and_barrier(tmp_path):
         {"processor_id": "v2-standby", "role": "standby", "state": "starting", "alive": True}
     ]
     assert "v2-standby (standby): starting - warming up" in page
-    assert doc["running"]["step"] == "barrier" and doc["running"]["grace"] is None
+    assert doc["running"]["step"] == "barrier (drain)" and doc["running"]["grace"] is None
     offsets = {(r["topic"], r["partition"]): r["barrier_offset"] for r in doc["running"]["barrier"]}
     assert offsets == {("orders", 0): 10, ("orders", 1): 12}
     assert "orders 1\t12" in page.replace("</td><td>", "\t")
@@ -71,7 +71,7 @@ def test_an_expansion_under_way_shows_its_step_grace_and_barrier(tmp_path):
         record = store.put_expansion(record.advance(status), expected_revision=record.revision)
     page, doc = _read(tmp_path)  # completed
     assert doc["running"] is None
-    assert "Expansion under way" not in page and "http-equiv='refresh'" not in page
+    assert "Expansion under way" not in page and "<section id='running'" not in page
 
 
 def test_the_standby_warming_up_and_the_current_launchs_log_show_while_it_runs(tmp_path):
@@ -99,13 +99,13 @@ def test_the_standby_warming_up_and_the_current_launchs_log_show_while_it_runs(t
     doc = json.loads(json.dumps(snapshot_json(snap)))
     running = doc["running"]
     assert [(x["step"], x["pid"], x["log_path"]) for x in running["launches"]] == [
-        ("standby", 4242, str(log))
+        ("submit_standby", 4242, str(log))
     ]
     assert running["log"]["path"] == str(log)
     assert running["log"]["tail"].splitlines()[-1] == "SparkSession ready"
     assert len(running["log"]["tail"].splitlines()) == 20  # the newest lines only
     section = page.split("<section id='running'")[1].split("</section>")[0]
-    assert "Launched by step <b>standby</b>" in section and "(pid 4242)" in section
+    assert "Launched by step <b>submit_standby</b>" in section and "(pid 4242)" in section
     assert "v2-standby (standby): starting - warming up" in section
     assert "line 99\nSparkSession ready</pre>" in section and "line 79\n" not in section
 
@@ -133,8 +133,8 @@ def test_the_stop_step_waiting_for_the_standby_to_warm_up_says_so(tmp_path):
         record.with_step("stop", started_at=now_iso()), expected_revision=record.revision
     )
     _, doc = _read(tmp_path)
-    assert (doc["running"]["step"], doc["running"]["doing"]) == ("stop", waiting)
+    assert (doc["running"]["step"], doc["running"]["doing"]) == ("stop_job", waiting)
 
     store.heartbeat("v2-standby", 2, "standby", role="standby", ttl_s=30)  # warm now
     _, doc = _read(tmp_path)
-    assert (doc["running"]["step"], doc["running"]["doing"]) == ("stop", "running")
+    assert (doc["running"]["step"], doc["running"]["doing"]) == ("stop_job", "running")

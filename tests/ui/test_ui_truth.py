@@ -122,7 +122,7 @@ def test_the_unknown_job_message_advises_writing_v1(tmp_path):
     message = problem.value.message
     assert "FileCoordinatorStore(" not in message and "files in " in message
     assert "start the job once" not in message
-    assert "write job model v1" in message and "docs/operations.md" in message
+    assert "job model v1 from `samza-expand init-job" in message and "docs/operations.md" in message
 
 
 def test_a_single_version_404_does_not_ask_for_two(tmp_path):

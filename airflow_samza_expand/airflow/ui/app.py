@@ -13,6 +13,9 @@ behind the same authentication; FastAPI's own docs are off: their Swagger UI loa
   processors, leases, stop request, log tail, problems)
 * ``GET api/jobs/{job}/models/{version}`` - one job model with its SSP -> task mapping
 * ``GET api/jobs/{job}/diff?a=&b=`` - what changed between two job model versions
+
+The job page stays true while open: its script fetches ``jobs/{job}/live`` (the page's content)
+every few seconds (`live`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -27,7 +31,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from airflow_samza_expand.airflow.ui import data, html, pages, running_html, views
+from airflow_samza_expand.airflow.ui import data, html, live, pages, running_html, views
 from airflow_samza_expand.airflow.ui.settings import load_settings
 
 log = logging.getLogger(__name__)
@@ -110,6 +114,10 @@ def check_versions(snap: data.JobSnapshot, *versions: int) -> None:
     )
 
 
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def _svg(model: Any) -> str:
     from airflow_samza_expand.core.render import render_svg
 
@@ -172,7 +180,16 @@ def create_app() -> FastAPI:
     def job_page(request: Request, job: str) -> str:
         snap = _snapshot(job)
         svg = _svg(snap.latest) if snap.latest is not None else ""
-        return html.job_page(snap, _root(request), svg)
+        return html.job_page(snap, _root(request), svg, _now())
+
+    @app.get("/jobs/{job}/live", response_class=HTMLResponse, include_in_schema=False)
+    def live_fragment(request: Request, job: str) -> Response:
+        """The job page's content alone, which the open page fetches again (`live`), with
+        the server's time (the page counts ages and expiries on it)."""
+        snap = _snapshot(job)
+        svg = _svg(snap.latest) if snap.latest is not None else ""
+        content = html.job_content(snap, _root(request), svg)
+        return HTMLResponse(content, headers={live.NOW_HEADER: _now(), "Cache-Control": "no-store"})
 
     @app.get("/jobs/{job}/running", response_class=HTMLResponse, include_in_schema=False)
     def running_fragment(job: str) -> str:

@@ -302,6 +302,7 @@ def _leases(store: Any) -> list[LeaseInfo] | None:
                 expires_in_s=None if lease.released else expires_in,
                 expired=not lease.released and bool(lease.expired(now)),
                 released=bool(lease.released),
+                expires_at=None if lease.released else lease.expires_at().isoformat(),
             )
         )
     return rows

@@ -60,14 +60,17 @@ def _steps(record: Mapping[str, Any]) -> tuple[Step, ...]:
         starts = [LEGACY_END_FIELDS[s] for s in step.starts_after]
         starts += LEGACY_EXTRA_STARTS.get(step.record_step, ())
         start = next((record[f] for f in starts if record.get(f)), None)
-        out.append(_step(step.label, start, record.get(end)))
+        out.append(_step(step.record_step, start, record.get(end)))
     return tuple(out)
 
 
-def _step(name: str, start: Any, end: Any) -> Step:
+def _step(record_step: str, start: Any, end: Any) -> Step:
+    """A step named by the DAG's task id (`protocol.steps.step_title`), timed as its record."""
+    from airflow_samza_expand.protocol.steps import step_title
+
     t0, t1 = parse_time(start), parse_time(end)
     duration = round(max((t1 - t0).total_seconds(), 0.0), 3) if t0 and t1 else None
-    return Step(name, start, end, duration)
+    return Step(step_title(record_step), start, end, duration, record_step)
 
 
 def current_log_path(results: Mapping[str, Any]) -> str | None:

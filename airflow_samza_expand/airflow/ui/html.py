@@ -7,11 +7,22 @@ Every value is escaped; links are built from ``root`` (the plugin's mount path).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
-from airflow_samza_expand.airflow.ui.markup import REFRESH_S, _e, job_href, page, table
+from airflow_samza_expand.airflow.ui.live import live_page_body
+from airflow_samza_expand.airflow.ui.markup import (
+    REFRESH_S,
+    _e,
+    age,
+    iso_ms,
+    job_href,
+    left,
+    page,
+    table,
+)
 from airflow_samza_expand.airflow.ui.markup import seconds as _seconds
+from airflow_samza_expand.airflow.ui.markup import when as _when
 from airflow_samza_expand.airflow.ui.records import JobRef, JobSnapshot, LeaseInfo
-from airflow_samza_expand.airflow.ui.running import running_expansion
 from airflow_samza_expand.airflow.ui.running_html import running_section
 from airflow_samza_expand.airflow.ui.views import (
     diff_models,
@@ -50,7 +61,7 @@ def _model_section(snap: JobSnapshot, svg: str) -> str:
     )
     out = [
         f"<h2>Job model in force: v{model.version}</h2>",
-        f"<p>Written by <code>{_e(model.created_by)}</code> at {_e(model.created_at)}; grouper "
+        f"<p>Written by <code>{_e(model.created_by)}</code> at {_when(model.created_at)}; grouper "
         f"{_e(model.grouper)}; {len(model.tasks())} tasks; partitions "
         + _e(", ".join(f"{s}: {n}" for s, n in sorted(counts.items())))
         + (f"; live in Kafka: {live}" if live else "")
@@ -89,7 +100,7 @@ def _history_section(snap: JobSnapshot, root: str) -> str:
             else ""
         )
         counts = ", ".join(f"{s}: {n}" for s, n in sorted(m.partition_counts().items()))
-        rows.append([f"v{m.version}", _e(m.created_by), _e(m.created_at), _e(counts), diff])
+        rows.append([f"v{m.version}", _e(m.created_by), _when(m.created_at), _e(counts), diff])
     versions = [m.version for m in snap.history]
 
     def options(chosen: int) -> str:
@@ -126,7 +137,7 @@ def _expansions_section(snap: JobSnapshot) -> str:
         out.append(
             f"<h3><code>{_e(e.expansion_id)}</code> <span class='chip'>{_e(e.status)}</span></h3>"
             f"<p>Job model v{_e(e.old_version)} &rarr; v{_e(e.new_version)}; {grown}; "
-            f"planned by <code>{_e(e.owner)}</code>; updated {_e(e.updated_at)}</p>"
+            f"planned by <code>{_e(e.owner)}</code>; updated {_when(e.updated_at)}</p>"
         )
         out.append(
             table(
@@ -134,8 +145,8 @@ def _expansions_section(snap: JobSnapshot) -> str:
                 (
                     [
                         _e(s.name),
-                        _e(s.started_at or "-"),
-                        _e(s.ended_at or "-"),
+                        _when(s.started_at),
+                        _when(s.ended_at),
                         f"<span class='num'>{_seconds(s.duration_s)}</span>",
                     ]
                     for s in e.steps
@@ -177,7 +188,7 @@ def _lease_state(lease: LeaseInfo) -> str:
         return "<span class='muted'>released</span>"
     if lease.expired or lease.expires_in_s is None:
         return "<span class='bad'>expired</span> (its holder stopped renewing it)"
-    return f"held, expires in {_seconds(lease.expires_in_s)} unless renewed"
+    return f"held, expires in {left(lease.expires_at, lease.expires_in_s)} unless renewed"
 
 
 def _processors_section(snap: JobSnapshot) -> str:
@@ -196,8 +207,8 @@ def _processors_section(snap: JobSnapshot) -> str:
                 _e(p.role or "-"),
                 _e(p.state),
                 _e(p.job_model_version),
-                _e(p.heartbeat_at),
-                _seconds(p.heartbeat_age_s),
+                _when(p.heartbeat_at),
+                age(p.heartbeat_at, p.heartbeat_age_s),
                 alive,
                 "<br>".join(f"<span class='bad'>{_e(w)}</span>" for w in p.warnings()) or "-",
             ]
@@ -210,7 +221,7 @@ def _processors_section(snap: JobSnapshot) -> str:
         out += "<h2>Leases</h2>" + table(
             ["lease", "holder", "epoch", "renewed at", "state"],
             (
-                [_e(x.name), _e(x.holder), _e(x.epoch), _e(x.renewed_at), _lease_state(x)]
+                [_e(x.name), _e(x.holder), _e(x.epoch), _when(x.renewed_at), _lease_state(x)]
                 for x in snap.leases
             ),
         )
@@ -228,13 +239,12 @@ def _log_section(snap: JobSnapshot) -> str:
     return f"<h2>Restarted job's log</h2><p><code>{_e(snap.log.path)}</code> (tail)</p>{note}{text}"
 
 
-def job_page(snap: JobSnapshot, root: str, svg: str) -> str:
+def job_content(snap: JobSnapshot, root: str, svg: str) -> str:
+    """Everything the job page shows about the job (the ``/jobs/<job>/live`` fragment, which
+    the page's script fetches again while it is open: `live`)."""
     problems = "".join(f"<div class='box'>{_e(p)}</div>" for p in snap.problems)
-    body = (
-        f"<h1>Job {_e(snap.job)}</h1><p class='muted'>Coordinator store {_e(snap.store)}. "
-        f"JSON: <a href='{_e(job_href(root, snap.job, '').replace('/jobs/', '/api/jobs/', 1))}'>"
-        "api</a></p>"
-        + problems
+    return (
+        problems
         + running_section(snap, root)
         + _model_section(snap, svg)
         + _history_section(snap, root)
@@ -243,8 +253,20 @@ def job_page(snap: JobSnapshot, root: str, svg: str) -> str:
         + _processors_section(snap)
         + _log_section(snap)
     )
-    refresh = REFRESH_S if running_expansion(snap) is not None else None  # without JS
-    return page(f"Job {snap.job}", body, root, refresh_s=refresh)
+
+
+def job_page(snap: JobSnapshot, root: str, svg: str, now_iso: str | None = None) -> str:
+    """The job page: its header, the live status line and the content (`live`); `now_iso`:
+    the server's time the page counts from (default now)."""
+    now_iso = now_iso or iso_ms(datetime.now(UTC)) or ""
+    header = (
+        f"<h1>Job {_e(snap.job)}</h1><p class='muted'>Coordinator store {_e(snap.store)}. "
+        f"JSON: <a href='{_e(job_href(root, snap.job, '').replace('/jobs/', '/api/jobs/', 1))}'>"
+        "api</a></p>"
+    )
+    src = job_href(root, snap.job, "/live")
+    body = live_page_body(header, job_content(snap, root, svg), src, now_iso)
+    return page(f"Job {snap.job}", body, root, refresh_s=REFRESH_S)  # reloads without JS
 
 
 def diff_page(snap: JobSnapshot, a: int, b: int, root: str) -> str:

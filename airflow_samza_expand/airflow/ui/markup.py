@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import UTC
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -64,3 +65,42 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: Sequence[s
 
 def seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} s"
+
+
+def iso_ms(value: Any) -> str | None:
+    """A coordinator timestamp as ISO-8601 UTC in milliseconds (``...Z``; what every browser
+    parses), or None."""
+    from airflow_samza_expand.airflow.ui.decode import parse_time
+
+    moment = parse_time(value)
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def age(since: Any, value_s: float | None) -> str:
+    """Seconds since `since`, counting up in the browser between updates (`live.SCRIPT`)."""
+    at = iso_ms(since)
+    if at is None:
+        return seconds(value_s)
+    return f"<span class='tick' data-since='{_e(at)}'>{seconds(value_s)}</span>"
+
+
+def left(until: Any, value_s: float | None, *, whole: bool = False) -> str:
+    """Seconds until `until`, counting down in the browser (never below 0); `whole`: as a
+    whole number without unit."""
+    at = iso_ms(until)
+    text = "-" if value_s is None else (f"{value_s:.0f}" if whole else seconds(value_s))
+    if at is None:
+        return text
+    kind = " data-whole='1'" if whole else ""
+    return f"<span class='tick' data-until='{_e(at)}'{kind}>{text}</span>"
+
+
+def when(value: Any) -> str:
+    """A timestamp: the browser shows it in the user's time zone with how long ago
+    (`live.SCRIPT`); without JavaScript the stored UTC text."""
+    at = iso_ms(value)
+    if at is None:
+        return _e(value) if value else "-"
+    return f"<time datetime='{_e(at)}'>{_e(value)}</time>"

@@ -27,10 +27,11 @@ class JobRef:
 
 @dataclass(frozen=True)
 class Step:
-    name: str
+    name: str  # the DAG's task id (protocol.steps.Step.title)
     started_at: str | None
     ended_at: str | None
-    duration_s: float | None
+    duration_s: float | None  # the record's: ended_at - started_at
+    record_step: str = ""  # its name in the expansion record
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class LeaseInfo:
     expires_in_s: float | None  # None once released (a released lease does not expire)
     expired: bool  # its holder stopped renewing it; False once released
     released: bool = False  # its holder let it go: the expansion no longer holds it
+    expires_at: str | None = None  # renewed_at + ttl (the page counts down to it)
 
 
 @dataclass(frozen=True)

@@ -9,24 +9,25 @@ from typing import Any
 
 from airflow_samza_expand.airflow.ui.decode import age_s, parse_time
 from airflow_samza_expand.airflow.ui.records import Expansion, JobSnapshot
+from airflow_samza_expand.protocol.steps import step_title
 
 DONE = frozenset({"completed", "failed"})
 LOG_LINES = 20  # lines of the current launch's log the running section shows
 # what a new version's processor is doing, by the state its heartbeat reports
 PROCESSOR_DOING = {"starting": "warming up", "standby": "warm, waiting to take over"}
 WARMING = "waiting for the new version's standby to warm up, then stopping the running version"
-# what an expansion of a status waits for, until its next step starts
+# what an expansion of a status waits for, until its next step (record step name) starts
 NEXT_STEP = {
     "planned": ("expand", "growing the topics"),
-    "expanded": ("producer_refresh_grace", "producers learn the new partition count"),
+    "expanded": ("barrier_snapshot", "producers learn the new partition count"),
     "barrier-snapshot": (
-        "barrier_drain",
+        "barrier",
         "the job commits up to the barrier offset on every old partition",
     ),
-    "barrier-passed": ("stop_job", "stopping the running job model version"),
-    "job-stopped": ("write_job_model", "writing the new job model"),
+    "barrier-passed": ("stop", "stopping the running job model version"),
+    "job-stopped": ("write", "writing the new job model"),
     "job-model-written": ("submit", "starting the new version (or handing over to it)"),
-    "submitted": ("acknowledge", "waiting for a processor of the new version"),
+    "submitted": ("ack", "waiting for a processor of the new version"),
 }
 
 
@@ -43,7 +44,8 @@ def running_view(snapshot: JobSnapshot, now: datetime | None = None) -> dict[str
     now = now or datetime.now(UTC)
     open_steps = [s for s in expansion.steps if s.started_at and not s.ended_at]
     if open_steps:
-        step, since, doing = open_steps[-1].name, open_steps[-1].started_at, "running"
+        last = open_steps[-1]
+        step, since, doing = last.record_step or last.name, last.started_at, "running"
     else:
         step, doing = NEXT_STEP.get(expansion.status, (expansion.status, "next step"))
         ends = [s.ended_at for s in expansion.steps if s.ended_at]
@@ -79,13 +81,14 @@ def running_view(snapshot: JobSnapshot, now: datetime | None = None) -> dict[str
         for p in snapshot.processors
         if expansion.new_version is not None and p.job_model_version == expansion.new_version
     ]
-    if step in ("stop", "stop_job") and any(p["state"] == "starting" and p["alive"] for p in new):
+    if step == "stop" and any(p["state"] == "starting" and p["alive"] for p in new):
         doing = WARMING  # a warm handover: the stop waits for the standby's warm-up first
     return {
         "expansion_id": expansion.expansion_id,
         "new_processors": new,
         "status": expansion.status,
-        "step": step,
+        "step": step_title(step),  # the DAG's task id (protocol.steps.STEPS)
+        "record_step": step,
         "doing": doing,
         "since": since,
         "elapsed_s": age_s(since, now),
@@ -100,7 +103,7 @@ def running_view(snapshot: JobSnapshot, now: datetime | None = None) -> dict[str
 def _launch(handle: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     """A detached launch of the new version, for the page: which step, when, its log."""
     return {
-        "step": handle.get("step"),
+        "step": step_title(str(handle.get("step"))),
         "started_at": handle.get("started_at"),
         "age_s": age_s(handle.get("started_at"), now),
         "pid": handle.get("pid"),

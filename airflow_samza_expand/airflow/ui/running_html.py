@@ -1,9 +1,8 @@
 """The "Expansion under way" section: the step and its time, the grace countdown, the barrier
 lag with its trend (a server-rendered SVG chart), the new version's launches, warm-up and log.
 
-With JavaScript a small inline script (no external asset) fetches the section again every
-`FETCH_S` and replaces it in place (no reload); without, the page's ``<noscript>`` meta refresh
-reloads the whole page."""
+The job page's script (`live`) fetches the page's content, this section with it, every
+`live.FETCH_S` and replaces it in place; the section's times count between fetches."""
 
 from __future__ import annotations
 
@@ -12,30 +11,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_samza_expand.airflow.ui.decode import parse_time
-from airflow_samza_expand.airflow.ui.markup import REFRESH_S, _e, job_href, seconds, table
+from airflow_samza_expand.airflow.ui.markup import _e, age, left, seconds, table
+from airflow_samza_expand.airflow.ui.markup import when as _when
 from airflow_samza_expand.airflow.ui.records import JobSnapshot
 from airflow_samza_expand.airflow.ui.running import PROCESSOR_DOING, running_view
 
-FETCH_S = 3  # the script fetches the section this often
 CHART_W, CHART_H, PAD = 420, 140, 28
 COLOURS = ("#805ad5", "#dd6b20", "#38a169", "#d53f8c", "#319795", "#718096")
-SCRIPT = """<script>(function(){var s=document.getElementById('running');
-if(!s||!window.fetch)return;window.samzaExpandLoadedAt=window.samzaExpandLoadedAt||Date.now();
-setInterval(function(){fetch(s.dataset.src,{credentials:'same-origin',cache:'no-store'})
-.then(function(r){return r.ok?r.text():null}).then(function(t){if(t===null)return;
-if(!t.trim()){location.reload();return}if(t!==s.innerHTML)s.innerHTML=t;
-s.dataset.fetches=(+(s.dataset.fetches||0)+1)}).catch(function(){})},%d);})();</script>"""
 
 
 def running_section(snap: JobSnapshot, root: str) -> str:
-    """The section with its refresh script, or "" when no expansion runs."""
+    """The section, or "" when no expansion runs."""
     inner = running_fragment(snap)
-    if not inner:
-        return ""
-    src = job_href(root, snap.job, "/running")
-    return f"<section id='running' data-src='{_e(src)}'>{inner}</section>" + SCRIPT % (
-        FETCH_S * 1000
-    )
+    return f"<section id='running'>{inner}</section>" if inner else ""
 
 
 def running_fragment(snap: JobSnapshot, now: datetime | None = None) -> str:
@@ -47,22 +35,21 @@ def running_fragment(snap: JobSnapshot, now: datetime | None = None) -> str:
     out = [
         f"<h2>Expansion under way: <code>{_e(run['expansion_id'])}</code></h2>",
         f"<p>Step <b>{_e(run['step'])}</b> ({_e(run['doing'])}) for "
-        f"<b>{seconds(run['elapsed_s'])}</b>, since {_e(run['since'])}; status "
-        f"<span class='chip'>{_e(run['status'])}</span>. This section updates itself every "
-        f"{FETCH_S} s (without JavaScript the page reloads every {REFRESH_S} s); as of "
-        f"{now.strftime('%H:%M:%S')} UTC.</p>",
+        f"<b>{age(run['since'], run['elapsed_s'])}</b>, since {_when(run['since'])}; status "
+        f"<span class='chip'>{_e(run['status'])}</span>.</p>",
     ]
     grace = run["grace"]
     if grace and grace["left_s"] is not None:
         out.append(
-            f"<p>Producer refresh grace: <b>{grace['left_s']:.0f} s left</b> of "
-            f"{seconds(grace['length_s'])} (ends {_e(grace['ends_at'])}; running for "
-            f"{seconds(grace['elapsed_s'])}); the barrier snapshot follows its end.</p>"
+            f"<p>Producer refresh grace: <b>{left(grace['ends_at'], grace['left_s'], whole=True)}"
+            f" s left</b> of {seconds(grace['length_s'])} (ends {_when(grace['ends_at'])}; "
+            f"running for {age(grace['started_at'], grace['elapsed_s'])}); the barrier snapshot "
+            "follows its end.</p>"
         )
     elif grace:
         out.append(
-            f"<p>Producer refresh grace: running for {seconds(grace['elapsed_s'])} "
-            f"(since {_e(grace['started_at'])}); the barrier snapshot follows its end "
+            f"<p>Producer refresh grace: running for {age(grace['started_at'], grace['elapsed_s'])}"
+            f" (since {_when(grace['started_at'])}); the barrier snapshot follows its end "
             "(the DAG's <code>producer_refresh_grace_s</code>).</p>"
         )
     for p in run["new_processors"]:
@@ -96,7 +83,7 @@ def _launches(run: Mapping[str, Any]) -> str:
     """The new version's detached launches (the standby warming up, a submit) and the current
     one's log tail."""
     out = [
-        f"<p>Launched by step <b>{_e(h['step'])}</b> {seconds(h['age_s'])} ago (pid "
+        f"<p>Launched by step <b>{_e(h['step'])}</b> {age(h['started_at'], h['age_s'])} ago (pid "
         f"{_e(h['pid'] or '-')}), log <code>{_e(h['log_path'])}</code></p>"
         for h in run["launches"]
     ]

@@ -32,18 +32,26 @@ class Step:
     record_step: str
     figure: str | None = None
     starts_after: tuple[str, ...] = ()
+    phase: str | None = None  # which part of its task, when one task records two steps
 
     @property
     def label(self) -> str:
-        """The step's name in reports and the UI."""
+        """The step's key in the report's ``seconds_per_step`` (kept for its readers)."""
         return self.figure or self.record_step
 
+    @property
+    def title(self) -> str:
+        """The step's name wherever people read it (the UI, the report's lines, logs): the
+        factory DAG's task id, with the phase when its task records two steps."""
+        return f"{self.task_id} ({self.phase})" if self.phase else self.task_id
 
+
+GRACE = "grace and snapshot"  # the barrier task's first phase
 STEPS: tuple[Step, ...] = (
     Step("plan", "plan", "plan"),
     Step("expand", "expand", "expand", "expand", ("plan",)),
-    Step("barrier", "barrier_snapshot", "barrier_snapshot", "producer_refresh_grace", ("expand",)),
-    Step("barrier", "barrier", "barrier", "barrier_drain", ("barrier_snapshot",)),
+    Step("barrier", "barrier", "barrier_snapshot", "producer_refresh_grace", ("expand",), GRACE),
+    Step("barrier", "barrier", "barrier", "barrier_drain", ("barrier_snapshot",), "drain"),
     Step("standby", "submit_standby", "standby"),
     Step("stop", "stop_job", "stop", "stop_job", ("barrier",)),
     Step("write_model", "write_job_model", "write", "write_job_model", ("stop", "barrier")),
@@ -58,4 +66,10 @@ def step_named(record_step: str) -> Step:
     return {s.record_step: s for s in STEPS}[record_step]
 
 
-__all__ = ["STEPS", "Step", "step_named"]
+def step_title(record_step: str) -> str:
+    """`Step.title` of a record step name (the name itself for one outside the chain)."""
+    step = next((s for s in STEPS if s.record_step == record_step), None)
+    return step.title if step is not None else record_step
+
+
+__all__ = ["STEPS", "Step", "step_named", "step_title"]
