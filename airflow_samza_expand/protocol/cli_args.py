@@ -10,9 +10,10 @@ of Kafka that ends in one line instead of librdkafka's retry log.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from airflow_samza_expand.core.names import coordinator_topic
@@ -141,17 +142,22 @@ def uses_kafka_store(args: argparse.Namespace) -> bool:
         raise UsageError(f"--coordinator: {exc}") from None
 
 
-def quiet_librdkafka() -> None:
+@contextlib.contextmanager
+def quiet_librdkafka() -> Iterator[None]:
     """librdkafka logs every failed connection attempt (hundreds of lines while a broker is
-    down); a command reports the outcome in one line instead."""
+    down); a command reports the outcome in one line instead. The level is restored after."""
+    level = LIBRDKAFKA_LOGGER.level
     LIBRDKAFKA_LOGGER.setLevel(logging.CRITICAL + 1)
-    LIBRDKAFKA_LOGGER.propagate = False
+    try:
+        yield
+    finally:
+        LIBRDKAFKA_LOGGER.setLevel(level)
 
 
 def connect(config: Mapping[str, str], timeout_s: float) -> KafkaAdmin:
     """An admin client once one metadata request within `timeout_s` answered, else
-    KafkaUnavailableError saying, in one line, which servers and what to check."""
-    quiet_librdkafka()
+    KafkaUnavailableError saying, in one line, which servers and what to check. Call it
+    inside `quiet_librdkafka()`."""
     admin = KafkaAdmin(config, timeout_s=timeout_s)
     try:
         admin.topic_names()

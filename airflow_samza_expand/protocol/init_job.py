@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         topics = list(dict.fromkeys(t.strip() for t in args.topic if t.strip()))
         if not topics:
             raise InitJobRefused("give at least one --topic (an existing input topic)")
-        with cli_args.connect(config, args.timeout) as admin:
+        with cli_args.quiet_librdkafka(), cli_args.connect(config, args.timeout) as admin:
             result = init_job(
                 config,
                 job,

@@ -120,6 +120,11 @@ class _Job:
 
 
 def _guarded(command: Any, args: argparse.Namespace) -> int:
+    with cli_args.quiet_librdkafka():
+        return _run(command, args)
+
+
+def _run(command: Any, args: argparse.Namespace) -> int:
     try:
         job = _Job(args)
     except KafkaUnavailableError as exc:
