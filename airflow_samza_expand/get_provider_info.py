@@ -31,6 +31,47 @@ CLASSES: list[str] = [
 ]
 
 
+# Operator links Airflow attaches to tasks (the plugin registers them too).
+EXTRA_LINKS: list[str] = ["airflow_samza_expand.airflow.ui.links.ExpansionJobLink"]
+
+# Section [samza_expand]: option -> (description, type, default, example); the defaults are
+# airflow/ui/settings.py's (tests/test_provider_info.py holds the two together).
+SECTION = "samza_expand"
+CONFIG_OPTIONS: dict[str, tuple[str, str, str | None, str]] = {
+    "ui_jobs": (
+        "Job names the UI lists even before they have records (comma-separated).",
+        "string", "", "orders-counter,orders-audit",
+    ),
+    "ui_kafka_conn_id": (
+        "The Airflow connection of the Kafka the UI reads the coordinator topics from.",
+        "string", "kafka_default", "kafka_prod",
+    ),
+    "ui_coordinator": (
+        "Where the jobs' coordinator stores are: 'kafka' (topic __samza_coordinator_<job>), "
+        "'kafka://<topic>', or a directory / fsspec URL of a file store.",
+        "string", "kafka", "kafka",
+    ),
+    "ui_discover": (
+        "List every job that has a __samza_coordinator_* topic on the connection's Kafka.",
+        "boolean", "True", "False",
+    ),
+    "ui_processor_ttl_s": (
+        "A processor whose heartbeat is older than this (seconds) is shown dead, when its "
+        "record carries no TTL of its own.",
+        "float", "30.0", "60",
+    ),
+    "ui_timeout_s": (
+        "Each Kafka read of a page gives up after this many seconds.",
+        "float", "5.0", "10",
+    ),
+    "ui_log_dirs": (
+        "Directories whose spark-submit logs of the expansion's launches the job page shows "
+        "(comma-separated; default: <temp dir>/samza-expand).",
+        "string", None, "/var/log/samza-expand",
+    ),
+}  # fmt: skip
+
+
 def get_provider_info() -> dict[str, Any]:
     """Describe this provider: its package, and the hooks, operators, sensors, triggers, plugins."""
     return {
@@ -91,4 +132,22 @@ def get_provider_info() -> dict[str, Any]:
                 "plugin-class": "airflow_samza_expand.airflow.plugins.SamzaExpandPlugin",
             }
         ],
+        "extra-links": EXTRA_LINKS,
+        "config": {
+            SECTION: {
+                "description": "The expansion UI (the plugin's job pages and JSON API), read on "
+                "every request; AIRFLOW__SAMZA_EXPAND__<OPTION> environment variables work too.",
+                "options": {name: _option(*spec) for name, spec in CONFIG_OPTIONS.items()},
+            }
+        },
+    }
+
+
+def _option(description: str, kind: str, default: str | None, example: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "version_added": "0.1.0",
+        "type": kind,
+        "example": example,
+        "default": default,
     }

@@ -27,8 +27,17 @@ if TYPE_CHECKING:
 
 PARTITIONS_FACET = "samzaExpand_partitions"
 JOB_MODEL_FACET = "samzaExpand_jobModel"
-# the facets' schema URIs (described in docs/operations.md, "Lineage"; no public schema host)
-SCHEMA_BASE = "urn:airflow-samza-expand:openlineage:1-0-0"
+# The facets' JSON Schemas are docs/openlineage/<Facet>.json of the project's repository; a
+# facet's _schemaURL is that file's URL with the facet's definition, as OpenLineage's own are.
+SCHEMA_BASE = (
+    "https://raw.githubusercontent.com/airflow-samza-expand/airflow-samza-expand/main/docs/"
+    "openlineage"
+)
+
+
+def schema_url(facet: str) -> str:
+    """``<SCHEMA_BASE>/<facet>.json#/$defs/<facet>``."""
+    return f"{SCHEMA_BASE}/{facet}.json#/$defs/{facet}"
 
 
 def kafka_namespace(config: Mapping[str, Any]) -> str:
@@ -154,7 +163,7 @@ def facet_classes() -> dict[str, type]:
 
         @staticmethod
         def _get_schema() -> str:
-            return f"{SCHEMA_BASE}:SamzaExpandPartitionsFacet"
+            return schema_url("SamzaExpandPartitionsFacet")
 
     @attr.define
     class SamzaExpandJobModelFacet(DatasetFacet):
@@ -167,7 +176,7 @@ def facet_classes() -> dict[str, type]:
 
         @staticmethod
         def _get_schema() -> str:
-            return f"{SCHEMA_BASE}:SamzaExpandJobModelFacet"
+            return schema_url("SamzaExpandJobModelFacet")
 
     classes = {
         PARTITIONS_FACET: SamzaExpandPartitionsFacet,

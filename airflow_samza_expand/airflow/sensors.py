@@ -1,6 +1,8 @@
-"""Sensors of the expansion: deferrable by default (each defers to its trigger, which owns the
-loop and its cleanup), or ``deferrable=False`` to poke: a poke is one call of the same poll
-function the trigger loops over (`trigger.poll(admin, store)`)."""
+"""Sensors of the expansion: ``deferrable=True`` defers to the sensor's trigger (which owns the
+loop and its cleanup), ``deferrable=False`` pokes: a poke is one call of the same poll function
+the trigger loops over (`trigger.poll(admin, store)`). The default follows Airflow's
+``[operators] default_deferrable`` (as the providers' operators do); the DAG factory passes
+``deferrable`` itself."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from airflow.configuration import conf
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
@@ -116,7 +119,7 @@ class OrderingBarrierSensor(_WaitSensor):
     ``snapshot_only`` (available-now mode) returns once the snapshot is taken. Returns
     ``{barrier_offsets, seconds_waited, lag_drained, snapshot_at, passed_at, ...}``. Not passed
     within ``barrier_timeout_s`` after the grace: ``AirflowFailException``
-    (``BarrierTimeoutError``). Deferrable by default; ``deferrable=False`` pokes.
+    (``BarrierTimeoutError``). ``deferrable`` defaults to ``[operators] default_deferrable``.
     """
 
     template_fields: Sequence[str] = (
@@ -139,7 +142,7 @@ class OrderingBarrierSensor(_WaitSensor):
         producer_refresh_grace_s: float | str = barrier.DEFAULT_PRODUCER_REFRESH_GRACE_S,
         barrier_timeout_s: float | str = 3600.0,
         snapshot_only: bool = False,
-        deferrable: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = DEFAULT_CONN_ID,
         request_timeout_s: float = 30.0,
@@ -232,7 +235,8 @@ class JobModelAckSensor(_WaitSensor):
     ``version`` (default: the newest version in the store). With ``expansion_id`` the
     acknowledgement is noted in the expansion record; ``accept_stopped`` (available-now mode)
     counts a clean ``stopped`` on that version too. Returns
-    ``{version, running: [ids], others: {id: state}}``. Deferrable by default."""
+    ``{version, running: [ids], others: {id: state}}``. Defers (``deferrable``, default
+    ``[operators] default_deferrable``) to ``JobModelAckTrigger``."""
 
     template_fields: Sequence[str] = ("job_name", "version", "coordinator", "expansion_id")
 
@@ -244,7 +248,7 @@ class JobModelAckSensor(_WaitSensor):
         min_processors: int = 1,
         expansion_id: str | None = None,
         accept_stopped: bool = False,
-        deferrable: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = DEFAULT_CONN_ID,
         request_timeout_s: float = 30.0,
@@ -300,8 +304,8 @@ class JobModelAckSensor(_WaitSensor):
 
 class PartitionCountSensor(_WaitSensor):
     """Waits until ``topic``'s partition count differs from ``baseline`` (``None``: the count at
-    the first poke). Returns ``{topic, baseline, partition_count}``. Deferrable by default
-    (``PartitionCountChangeTrigger``)."""
+    the first poke). Returns ``{topic, baseline, partition_count}``. Defers (``deferrable``,
+    default ``[operators] default_deferrable``) to ``PartitionCountChangeTrigger``."""
 
     template_fields: Sequence[str] = ("topic", "baseline")
 
@@ -310,7 +314,7 @@ class PartitionCountSensor(_WaitSensor):
         *,
         topic: str,
         baseline: int | str | None = None,
-        deferrable: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         kafka_config_id: str = DEFAULT_CONN_ID,
         request_timeout_s: float = 30.0,
         poke_interval: float = 30.0,

@@ -78,7 +78,7 @@ class DiscoverJobsOperator(KafkaClients, BaseOperator):
         super().__init__(**kwargs)
         self.settings = settings
         self.coordinator = settings.coordinator
-        self.kafka_config_id = settings.kafka_conn_id
+        self.kafka_config_id = settings.kafka_config_id
         self.request_timeout_s = 30.0
 
     def execute(self, context: Any) -> list[dict[str, Any]]:

@@ -67,11 +67,8 @@ from airflow_samza_expand.airflow.operators.submit import (
 )
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
 from airflow_samza_expand.dags.all_jobs import ALL_JOBS, add_all_jobs, is_mapped
-from airflow_samza_expand.dags.settings import (
-    DEFAULT_APPLICATION,
-    ExpansionSettings,
-    with_trigger,
-)
+from airflow_samza_expand.dags.form import trigger_form
+from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION, ExpansionSettings, with_trigger
 from airflow_samza_expand.dags.standby import standby_tasks
 
 DEFAULT_DESCRIPTION = (
@@ -138,7 +135,7 @@ def _add_chain(
             drain_args = with_trigger(drain_args, "available-now")
     ids = {step: f"{prefix}{step}" for step in (*STEP_TASK_IDS, "barrier_snapshot", "report")}
     expansion_id = _pull(ids["plan"], "['expansion_id']", mapped)
-    common = {"coordinator": s.coordinator, "kafka_config_id": s.kafka_conn_id}
+    common = {"coordinator": s.coordinator, "kafka_config_id": s.kafka_config_id}
     # a step failed for good: its log says where the expansion stands and what to do
     retrying = {
         "retries": s.retries,
@@ -260,7 +257,7 @@ def _add_chain(
     ack = JobModelAckSensor(
         task_id="ack",
         version=_pull(ids["write_job_model"], "['version']", mapped),
-        accept_stopped=mode == "available-now",
+        accept_stopped=mode == "available-now", deferrable=True,  # not [operators]' default
         poke_interval=min(s.poll_interval_s, 5.0),
         timeout=s.ack_timeout_s,
         # the user's restart task is skipped when the job takes vN+1 itself (in place, in-app)
@@ -386,14 +383,14 @@ def build_expansion_dag(
     ``application_args``, ``factor``, ``targets``, ``follow_live_counts``, ``run_mode``, ...,
     ``max_partitions``, ``lease_ttl_s``); the other arguments are the DAG's.
     """
-    resolved = ExpansionSettings.of(settings, fields)
+    resolved, form = trigger_form(ExpansionSettings.of(settings, fields), params)
     dag = DAG(
         dag_id,
         schedule=schedule,
         start_date=start_date or datetime(2026, 1, 1),
         catchup=False,
         max_active_runs=max_active_runs,
-        params=dict(params or {}),
+        params=form,  # the default trigger form unless `params` is given (dags/form.py)
         tags=list(tags),
         description=description or DEFAULT_DESCRIPTION,
         doc_md=doc_md,

@@ -1,13 +1,14 @@
 """`ExpansionSettings`: everything the expansion chain needs, given once and shared by
 `build_expansion_dag` and `expansion_task_group` (as astronomer-cosmos shares one converter
 between ``DbtDag`` and ``DbtTaskGroup``). Each field is a documented factory argument
-(README "DAG factory"); numbers and booleans a user may set in a trigger form may be Jinja
-templates such as ``"{{ params.factor }}"``."""
+(docs/reference.md, "DAG factory settings"); numbers and booleans a user may set in a trigger
+form may be Jinja templates such as ``"{{ params.factor }}"``."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -31,7 +32,7 @@ DEFAULT_APPLICATION = os.path.join(
 @dataclass(frozen=True)
 class ExpansionSettings:
     """The expansion of one stateful job, or of several reading the same topics (``jobs``,
-    with each job's own fields in ``per_job``); see the README for each field."""
+    with each job's own fields in ``per_job``); docs/reference.md describes each field."""
 
     job_name: str = ""
     topics: str | Sequence[str] = ()
@@ -40,7 +41,7 @@ class ExpansionSettings:
     targets: Mapping[str, int] | None = None
     follow_live_counts: bool = False
     run_mode: str = "continuous"
-    kafka_conn_id: str = "kafka_default"
+    kafka_config_id: str = "kafka_default"  # the Kafka connection, as the operators name it
     spark_conn_id: str = "spark_default"
     application: str = DEFAULT_APPLICATION
     # the application is built on airflow_samza_expand.spark.runtime (like the shipped job): it
@@ -89,6 +90,7 @@ class ExpansionSettings:
     # fails the report step and stops the job; stale_quiet_s None: the barrier's default
     on_stale_placement: str = "warn"
     stale_quiet_s: float | str | None = None
+    kafka_conn_id: str | None = None  # deprecated spelling of kafka_config_id (taken, warned)
 
     @property
     def takes_runtime_flags(self) -> bool:
@@ -96,6 +98,14 @@ class ExpansionSettings:
         return self.application == DEFAULT_APPLICATION or self.application_on_runtime
 
     def __post_init__(self) -> None:
+        if self.kafka_conn_id is not None:
+            warnings.warn(
+                "kafka_conn_id is deprecated - pass kafka_config_id (the operators' name)",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+            object.__setattr__(self, "kafka_config_id", self.kafka_conn_id)
+            object.__setattr__(self, "kafka_conn_id", None)
         normalise_run_mode(self.run_mode)  # a clear error at parse time
         check_order_settings(self.on_stale_placement, self.stale_quiet_s)
         if isinstance(self.jobs, str) and self.jobs != "all":

@@ -107,6 +107,7 @@ def test_barrier_waits_for_the_held_back_job_and_releases_at_the_snapshot(job, a
             expansion_id=expansion_id,
             producer_refresh_grace_s=1.0,
             poke_interval=0.3,
+            deferrable=True,
         )
         with pytest.raises(TaskDeferred) as deferred:  # the job has committed nothing yet
             sensor.execute(task_context("barrier"))
@@ -239,8 +240,9 @@ def test_barrier_trigger_rides_out_offset_fetch_faults(job, dev_broker):
         request_timeout_s=3,
     )
     sensor = OrderingBarrierSensor(
-        task_id="b", job_name=j.name, expansion_id=expansion_id, producer_refresh_grace_s=0
-    )
+        task_id="b", job_name=j.name, expansion_id=expansion_id, producer_refresh_grace_s=0,
+        deferrable=True,
+    )  # fmt: skip
     with pytest.raises(TaskDeferred):
         sensor.execute(task_context())  # takes the snapshot
     commit_offsets(j.config, j.name, j.topic, stored_barrier(j.store, expansion_id))

@@ -77,6 +77,7 @@ def build_dag(job_name: str, topic: str) -> DAG:
             expansion_id=EXPANSION_ID,
             producer_refresh_grace_s=1.0,
             poke_interval=0.5,
+            deferrable=True,
         )
         stop = StopStatefulJobOperator(
             task_id="stop", job_name=job_name, expansion_id=EXPANSION_ID, poll_interval_s=0.5
@@ -87,6 +88,7 @@ def build_dag(job_name: str, topic: str) -> DAG:
             job_name=job_name,
             version="{{ ti.xcom_pull(task_ids='write')['version'] }}",
             poke_interval=0.5,
+            deferrable=True,
         )
         plan >> expand >> barrier >> stop >> write >> ack
     return dag

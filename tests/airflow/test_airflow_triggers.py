@@ -145,7 +145,9 @@ def test_partition_count_change_trigger_does_not_fire_without_change(job):
 @pytest.mark.kafka
 def test_partition_count_sensor_defers_then_pokes(job, admin):
     j = job(2)
-    sensor = PartitionCountSensor(task_id="watch", topic=j.topic, baseline=2, poke_interval=0.2)
+    sensor = PartitionCountSensor(
+        task_id="watch", topic=j.topic, baseline=2, poke_interval=0.2, deferrable=True
+    )
     with pytest.raises(TaskDeferred) as deferred:
         sensor.execute(task_context())
     trigger = deferred.value.trigger
@@ -189,7 +191,7 @@ def test_job_model_ack_trigger_waits_for_running_heartbeats(job):
 def test_job_model_ack_sensor_defaults_to_the_newest_version(job):
     j = job(2)
     j.store.heartbeat("p-1", 1, "starting")
-    sensor = JobModelAckSensor(task_id="ack", job_name=j.name, poke_interval=0.2)
+    sensor = JobModelAckSensor(task_id="ack", job_name=j.name, poke_interval=0.2, deferrable=True)
     with pytest.raises(TaskDeferred) as deferred:
         sensor.execute(task_context())
     assert deferred.value.trigger.version == 1
