@@ -1,5 +1,5 @@
 """The least-privilege Kafka ACLs of each actor, as data (the tests grant exactly these; the
-README's ACL table is `acl_table_markdown()`).
+ACL table of docs/deployments.md is `acl_table_markdown()`).
 
 Actors: `airflow` (every step of the expansion DAG and the watcher: the union of `STEP_RULES`),
 `spark-job` (the PySpark job) and `demo` (the demo's producer, topic setup and verifier).
@@ -91,7 +91,7 @@ ACTOR_RULES: Mapping[str, tuple[AclRule, ...]] = {
         _CREATE_COORD,
         AclRule("TOPIC", "{lease_topic}", "CREATE", "create the active-lease topic on first use"),
         AclRule("TOPIC", "{lease_topic}", "DESCRIBE", "the active-lease topic's metadata"),
-        AclRule("TOPIC", "{lease_topic}", "READ", "join the active lease (rule 1.7)"),
+        AclRule("TOPIC", "{lease_topic}", "READ", "join the active lease"),
         AclRule("GROUP", "{lease_group}", "READ", "the active lease's group membership"),
     ),
     "demo": (
@@ -134,7 +134,7 @@ def resolve(
 
 
 def acl_table_markdown() -> str:
-    """The README table: actor, resource, name, operation, why (airflow by step)."""
+    """docs/deployments.md's ACL table: actor, resource, name, operation, why (by step)."""
     lines = ["| actor | resource | name | operation | why |", "|---|---|---|---|---|"]
     actors: list[tuple[str, Iterable[AclRule]]] = [
         (f"airflow: {step}", rules) for step, rules in STEP_RULES.items()

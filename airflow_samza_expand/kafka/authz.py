@@ -70,7 +70,7 @@ def denied(
         f"{name!r} while {what}: {code}{note} - grant it, e.g. kafka-acls.sh --add "
         f"--allow-principal {principal if principal.startswith('User:') else 'User:<name>'} "
         f"--operation {operation.title()} "
-        f"{flag} {name} (the ACL table in the README, section Connections, lists every ACL "
+        f"{flag} {name} (the ACL table of docs/deployments.md lists every ACL "
         "each actor needs)"
     )
 

@@ -59,6 +59,6 @@ def test_readme_shows_the_acl_table_of_kafka_acls() -> None:
 
     from airflow_samza_expand.kafka.acls import acl_table_markdown
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "deployments.md").read_text()
     assert acl_table_markdown() in readme
     assert '"sasl.mechanism": "SCRAM-SHA-512"' in readme and "job_kafka_config_id" in readme

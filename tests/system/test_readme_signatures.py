@@ -1,10 +1,12 @@
-"""The README's parameter tables match the code users import.
+"""The reference's parameter tables match the code users import.
 
-Each operator, sensor and trigger row of README.md must name every parameter of the class's
-``__init__`` (except the ones the README states once for all: ``coordinator``,
+Each operator, sensor and trigger row of docs/reference.md must name every parameter of the
+class's ``__init__`` (except the ones the page states once for all: ``coordinator``,
 ``kafka_config_id``, ``request_timeout_s``, ``deferrable``) and nothing that is not one; every
-parameter of ``build_expansion_dag`` must be mentioned. Signatures are read in a subprocess with
-a temporary AIRFLOW_HOME, so this module never imports Airflow itself.
+parameter of ``build_expansion_dag`` and every ``ExpansionSettings`` field must be mentioned, and
+so must every option of the shipped job, the demo and the operator commands. The README's
+factory example builds its DAG. Signatures are read in a subprocess with a temporary
+AIRFLOW_HOME, so this module never imports Airflow itself.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
+REFERENCE = (REPO / "docs" / "reference.md").read_text()
 CLASSES = {
     "PlanExpansionOperator": "airflow_samza_expand.airflow.operators",
     "ExpandPartitionsOperator": "airflow_samza_expand.airflow.operators",
@@ -47,6 +50,9 @@ def signatures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]
         "                 if p not in ('self', 'kwargs')]\n"
         "from airflow_samza_expand.dags import build_expansion_dag\n"
         "out['build_expansion_dag'] = list(inspect.signature(build_expansion_dag).parameters)\n"
+        "import dataclasses\n"
+        "from airflow_samza_expand.dags import ExpansionSettings\n"
+        "out['ExpansionSettings'] = [f.name for f in dataclasses.fields(ExpansionSettings)]\n"
         "print(json.dumps(out))\n"
     )
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path_factory.mktemp("airflow-home"))}
@@ -62,8 +68,8 @@ def signatures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]
 
 
 def readme_row(name: str) -> str:
-    rows = [line for line in README.splitlines() if line.startswith(f"| `{name}` |")]
-    assert len(rows) == 1, f"README.md must have one table row for {name}, found {len(rows)}"
+    rows = [line for line in REFERENCE.splitlines() if line.startswith(f"| `{name}` |")]
+    assert len(rows) == 1, f"docs/reference.md must have one row for {name}, found {len(rows)}"
     return rows[0].split("|")[2]
 
 
@@ -71,15 +77,16 @@ def readme_row(name: str) -> str:
 def test_readme_row_names_exactly_the_parameters(name: str, signatures: dict) -> None:
     documented = set(re.findall(r"`([a-z_][a-z0-9_]*)(?=[`=\s])", readme_row(name)))
     actual = set(signatures[name])
-    assert sorted(actual - STATED_ONCE - documented) == [], f"{name}: missing in README.md"
-    assert sorted(documented - actual) == [], f"{name}: README.md names unknown parameters"
+    assert sorted(actual - STATED_ONCE - documented) == [], f"{name}: missing in the reference"
+    assert sorted(documented - actual) == [], f"{name}: the reference names unknown parameters"
 
 
 def test_readme_mentions_every_factory_parameter(signatures: dict) -> None:
-    code_spans = " ".join(re.findall(r"`([^`]*)`", README))
+    code_spans = " ".join(re.findall(r"`([^`]*)`", REFERENCE))
     words = set(re.findall(r"[a-z_][a-z0-9_]*", code_spans))
-    missing = [p for p in signatures["build_expansion_dag"] if p not in words]
-    assert missing == [], f"build_expansion_dag parameters missing in README.md: {missing}"
+    names = signatures["build_expansion_dag"] + signatures["ExpansionSettings"]
+    missing = [p for p in names if p not in words]
+    assert missing == [], f"factory parameters missing in docs/reference.md: {missing}"
 
 
 def test_readme_factory_example_builds_the_dag(tmp_path: Path) -> None:
@@ -107,8 +114,8 @@ def test_readme_names_every_option_of_the_spark_job() -> None:
         if option.startswith("--") and option != "--help"
     ]
     assert options, "the job has no options - update this test"
-    missing = [option for option in options if f"`{option}" not in README]
-    assert missing == [], f"spark job options missing in README.md: {missing}"
+    missing = [option for option in options if f"`{option}" not in REFERENCE]
+    assert missing == [], f"spark job options missing in docs/reference.md: {missing}"
 
 
 def test_readme_names_every_option_of_the_demo() -> None:
@@ -126,5 +133,25 @@ def test_readme_names_every_option_of_the_demo() -> None:
         if option.startswith("--") and option != "--help"
     ]
     assert options, "the demo has no options - update this test"
-    missing = [option for option in options if f"`{option}" not in README]
-    assert missing == [], f"demo options missing in README.md: {missing}"
+    missing = [option for option in options if f"`{option}" not in REFERENCE]
+    assert missing == [], f"demo options missing in docs/reference.md: {missing}"
+
+
+@pytest.mark.parametrize("command", ["plan", "init-job", "status", "stop"])
+def test_the_reference_names_every_option_of_the_operator_commands(command: str) -> None:
+    import argparse
+
+    from airflow_samza_expand.cli import build_parser
+
+    root = build_parser(only=command)
+    subparsers = next(a for a in root._actions if isinstance(a, argparse._SubParsersAction))
+    options = [
+        option
+        for action in subparsers.choices[command]._actions
+        if action.help != argparse.SUPPRESS  # the old spellings, hidden
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    ]
+    row = next(line for line in REFERENCE.splitlines() if line.startswith(f"| `{command}` |"))
+    missing = [option for option in options if f"`{option}" not in row]
+    assert missing == [], f"samza-expand {command} options missing in docs/reference.md: {missing}"
