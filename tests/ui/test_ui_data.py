@@ -154,3 +154,75 @@ def test_a_processor_reading_too_few_partitions_or_stale_placements_is_flagged(t
     doc = {p["processor_id"]: p for p in snapshot_json(snap)["processors"]}
     assert doc["new"]["stale_placements"] == counts
     assert doc["old"]["uncovered"] == {"orders": [2, 3]}
+
+
+def test_a_page_fetch_logs_no_connection_line(monkeypatch, caplog, capfd):
+    """The job page fetches its content every few seconds: reading the Kafka connection for it
+    writes no "Kafka connection ..." line to the api-server's log (the hook's client_config
+    does, once per task, where it helps)."""
+    import json
+    import logging
+
+    from airflow_samza_expand.airflow.ui.data import kafka_config
+
+    extra = {"bootstrap.servers": "127.0.0.1:9"}
+    conn = json.dumps({"conn_type": "kafka", "extra": extra})
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_DEFAULT", conn)
+    with caplog.at_level(logging.DEBUG):
+        config = kafka_config(UiSettings())
+    assert config["bootstrap.servers"] == "127.0.0.1:9"
+    out, err = capfd.readouterr()  # the hook logs through structlog, to the process's output
+    assert "Kafka connection" not in caplog.text + out + err, out + err
+
+
+def test_processors_list_the_live_and_newest_first(tmp_path):
+    """Issue 41: the running processor first, not last after the stopped ones sorted as text."""
+    store, _ = _grown(tmp_path)
+    for pid in ("processor-1", "processor-10", "processor-2"):
+        store.heartbeat(pid, 1, "stopped", ttl_s=30)
+    store.heartbeat("processor-9", 2, "running", role="active", ttl_s=30)
+    snap = read_job(_settings(tmp_path), JOB)
+    order = [p.processor_id for p in snap.processors]
+    assert order == ["processor-9", "processor-1", "processor-2", "processor-10"]
+
+
+def test_the_log_tail_starts_at_a_whole_line(tmp_path):
+    from airflow_samza_expand.airflow.ui.data import LOG_TAIL_CHARS
+
+    store, expansion_id = _grown(tmp_path / "store")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = [f"line {i:05d} " + "x" * 50 for i in range(2 * LOG_TAIL_CHARS // 50)]
+    (logs / "job.log").write_text("\n".join(lines) + "\n")
+    store.put_expansion_doc(
+        expansion_id, {"status": "submitted", "submit": {"log_path": str(logs / "job.log")}}
+    )
+    snap = read_job(_settings(tmp_path / "store", logs), JOB)
+    assert snap.log is not None
+    first = snap.log.text.splitlines()[0]
+    assert first in lines, first  # not the end of a line cut in the middle
+    assert snap.log.text.rstrip("\n").endswith(lines[-1])
+
+
+def test_the_order_verdict_is_on_the_expansions_row(tmp_path):
+    """Rule 1.5's verdict ("order: proven" / "at risk", stale placements before and after the
+    snapshot) on the page, as the report words it."""
+    import dataclasses
+
+    from ui_helpers import planned_record
+
+    from airflow_samza_expand.airflow.ui.html import job_page
+    from airflow_samza_expand.core.order import OrderEvidence
+
+    store = FileCoordinatorStore(str(tmp_path), JOB)
+    v1 = store.write_job_model(JobModel.initial(JOB, {"orders": 2}))
+    evidence = OrderEvidence()  # scanned: no stale placement before or after the snapshot
+    record = dataclasses.replace(
+        planned_record(v1, {"orders": 4}), stale_placements=evidence.to_dict()
+    )
+    store.put_expansion(record, expected_revision=0)
+    snap = read_job(_settings(tmp_path), JOB)
+    (expansion,) = snap.expansions
+    assert expansion.order is not None and expansion.order.startswith("order: proven"), expansion
+    assert not expansion.order_at_risk
+    assert f"<p class='ok'>{expansion.order}" in job_page(snap, "/samza-expand", "")

@@ -138,3 +138,23 @@ def test_the_stop_step_waiting_for_the_standby_to_warm_up_says_so(tmp_path):
     store.heartbeat("v2-standby", 2, "standby", role="standby", ttl_s=30)  # warm now
     _, doc = _read(tmp_path)
     assert (doc["running"]["step"], doc["running"]["doing"]) == ("stop_job", "running")
+
+
+def test_the_lag_chart_draws_from_its_first_sample():
+    """Issue 41: one sample (the barrier's first poll) is a mark on the chart, not nothing."""
+    from airflow_samza_expand.airflow.ui.running_html import lag_chart
+
+    chart = lag_chart([{"at": now_iso(), "total": 12, "partitions": {"orders[1]": 12}}])
+    assert chart.count("<circle") == 1 and "12 now" in chart
+
+
+def test_the_barrier_says_what_it_waits_for():
+    from airflow_samza_expand.airflow.ui.running_html import _barrier_wait
+
+    rows = [
+        {"topic": "orders", "partition": 0, "lag": 0},
+        {"topic": "orders", "partition": 1, "lag": 7},
+    ]
+    assert "on 1 old partition: orders 1 (7); lag 7 in all" in _barrier_wait(rows)
+    done = [{**r, "lag": 0} for r in rows]
+    assert "the barrier step sees it at its next poll" in _barrier_wait(done)

@@ -40,6 +40,7 @@ from airflow_samza_expand.core.errors import (
     KafkaAuthenticationError,
 )
 from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.core.render import natural_key
 from airflow_samza_expand.store import uses_kafka
 
 COORDINATOR_PREFIX = "__samza_coordinator_"
@@ -98,11 +99,13 @@ def _part(snapshot: JobSnapshot, what: str, read: Callable[[], T], default: T) -
 
 def kafka_config(settings: UiSettings) -> dict[str, Any]:
     """The librdkafka config of the configured Airflow connection (UiProblem 503 if missing)."""
+    from airflow_samza_expand.airflow.compat import kafka_connection_config
     from airflow_samza_expand.airflow.hooks import SamzaExpandKafkaHook
 
     with _as_problem(f"reading Airflow connection {settings.kafka_conn_id!r}"):
-        try:
-            config = SamzaExpandKafkaHook(kafka_config_id=settings.kafka_conn_id).client_config()
+        try:  # not client_config(): a page fetched every few seconds logs no connection line
+            hook = SamzaExpandKafkaHook(kafka_config_id=settings.kafka_conn_id)
+            config = kafka_connection_config(hook)
         except Exception as exc:
             if "isn't defined" in str(exc) or "not found" in str(exc).lower():
                 raise UiProblem(
@@ -261,7 +264,7 @@ def _unknown_job(settings: UiSettings, job: str, where: str) -> str:
 def _processors(store: Any, settings: UiSettings) -> list[Processor]:
     now = datetime.now(UTC)
     rows = []
-    for pid, record in sorted(store.processors().items()):
+    for pid, record in store.processors().items():
         age = age_s(record.get("heartbeat_at"), now)
         ttl = float(record.get("ttl") or record.get("ttl_s") or settings.processor_ttl_s)
         state = str(record.get("state", "unknown"))
@@ -279,7 +282,11 @@ def _processors(store: Any, settings: UiSettings) -> list[Processor]:
                 stale_placements=record.get("stale_placements") or None,
             )
         )
-    return rows
+    # the live ones first, the newest job model first, then by id in natural order
+    return sorted(
+        rows,
+        key=lambda p: (not p.alive, -(p.job_model_version or 0), natural_key(p.processor_id)),
+    )
 
 
 def _leases(store: Any) -> list[LeaseInfo] | None:
@@ -395,7 +402,10 @@ def _log(snapshot: JobSnapshot, settings: UiSettings) -> LogTail | None:
         )
     if not os.path.exists(real):
         return LogTail(path, "", "not on this host (the job ran on another machine?)")
-    return LogTail(path, tail(real, LOG_TAIL_CHARS))
+    text = tail(real, LOG_TAIL_CHARS)
+    if os.path.getsize(real) > LOG_TAIL_CHARS and "\n" in text:
+        text = text.split("\n", 1)[1]  # the tail starts at a whole line
+    return LogTail(path, text)
 
 
 __all__ = ["JobSnapshot", "UiProblem", "kafka_config", "list_jobs", "read_job"]

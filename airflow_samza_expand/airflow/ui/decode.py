@@ -172,7 +172,22 @@ def _typed_expansion(record: Any) -> Expansion:
         plan=plan,
         grace_started_at=_grace_start(record),
         **_progress(record.results),
+        **_order(record),
     )
+
+
+def _order(record: Any) -> dict[str, Any]:
+    """Rule 1.5's verdict from the record's stale placements, as the report words it."""
+    from airflow_samza_expand.core.order import OrderEvidence, order_report
+
+    if not record.stale_placements:
+        return {}
+    try:
+        evidence = OrderEvidence.from_dict(record.stale_placements)
+        verdict = order_report(evidence.before_snapshot, evidence.after_snapshot)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return {}  # an unreadable part: the page shows no verdict rather than a wrong one
+    return {"order": verdict["line"], "order_at_risk": verdict["order"] != "proven"}
 
 
 def _progress(results: Mapping[str, Any]) -> dict[str, Any]:

@@ -139,6 +139,8 @@ def _expansions_section(snap: JobSnapshot) -> str:
             f"<p>Job model v{_e(e.old_version)} &rarr; v{_e(e.new_version)}; {grown}; "
             f"planned by <code>{_e(e.owner)}</code>; updated {_when(e.updated_at)}</p>"
         )
+        if e.order:
+            out.append(f"<p class='{'bad' if e.order_at_risk else 'ok'}'>{_e(e.order)}</p>")
         out.append(
             table(
                 ["step", "start", "end", "duration"],

@@ -59,6 +59,7 @@ def running_fragment(snap: JobSnapshot, now: datetime | None = None) -> str:
             f"{_e(p['state'])} - {_e(doing)}</p>"
         )
     if run["barrier"]:
+        out.append(_barrier_wait(run["barrier"]))
         out.append(
             table(
                 ["old partition", "barrier offset", "committed", "lag"],
@@ -77,6 +78,25 @@ def running_fragment(snap: JobSnapshot, now: datetime | None = None) -> str:
         out.append(lag_chart(run["lag_history"]))
     out.append(_launches(run))
     return "".join(out)
+
+
+def _barrier_wait(rows: Sequence[Mapping[str, Any]]) -> str:
+    """What the barrier waits for now, in words."""
+    lags = [r["lag"] for r in rows if r["lag"] is not None]
+    if not lags:
+        return "<p>Barrier: waiting for the job's committed offsets to be read.</p>"
+    behind = [r for r in rows if r["lag"]]
+    if not behind:
+        return (
+            "<p>Barrier: every old partition is committed up to its barrier offset - the "
+            "barrier step sees it at its next poll, then the stop step begins.</p>"
+        )
+    names = ", ".join(f"{r['topic']} {r['partition']} ({r['lag']})" for r in behind)
+    return (
+        f"<p>Barrier: waiting for the job to commit up to the barrier offset on {len(behind)} "
+        f"old partition{'s' if len(behind) > 1 else ''}: {_e(names)}; lag {sum(lags)} in "
+        "all.</p>"
+    )
 
 
 def _launches(run: Mapping[str, Any]) -> str:
@@ -114,7 +134,13 @@ def lag_chart(samples: Sequence[Mapping[str, Any]]) -> str:
         )
         return f"<polyline fill='none' stroke='{colour}' stroke-width='{width}' points='{xy}'/>"
 
-    lines = [line([(t, float(s.get("total") or 0)) for t, s in points], "#017cee", 3)]
+    totals = [(t, float(s.get("total") or 0)) for t, s in points]
+    lines = [line(totals, "#017cee", 3)]
+    lines += [  # every sample marked: the first one shows before there is a line
+        f"<circle cx='{PAD + (t - t0).total_seconds() / span * (CHART_W - 2 * PAD):.1f}' "
+        f"cy='{CHART_H - PAD - v / top * (CHART_H - 2 * PAD):.1f}' r='3' fill='#017cee'/>"
+        for t, v in totals
+    ]
     legend = ["<tspan fill='#017cee'>total</tspan>"]
     for i, name in enumerate(names):
         colour = COLOURS[i % len(COLOURS)]
