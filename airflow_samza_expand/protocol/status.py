@@ -224,7 +224,7 @@ def next_steps(status: JobStatus, now: datetime | None = None) -> list[str]:
         )
     return steps or [
         f"nothing to do: job {job} runs job model v{latest.version}. To grow an input topic, "
-        "trigger the job's expansion DAG (its trigger form asks for the target counts)"
+        "trigger the job's expansion DAG (its trigger form asks for the growth factor)"
     ]
 
 
