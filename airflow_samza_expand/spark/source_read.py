@@ -77,11 +77,16 @@ def read_ranges(
         end = {(t, p): e for t, p, _s, e in ranges}
         checked = _CheckedRanges(rules, ranges)
         pending = set(end)
+        position = {(t, p): s for t, p, s, _e in ranges}  # the next offset of each range
         consumer.assign([TopicPartition(t, p, s) for t, p, s, _e in ranges])
         columns: dict[str, list] = {name: [] for name in arrow_schema.names}
         last_progress = time.monotonic()
         while pending:
-            messages = consumer.consume(num_messages=ARROW_BATCH_ROWS, timeout=1.0)
+            # consume() returns once it has num_messages or at its timeout: ask for no more
+            # than the ranges have left, or every read would wait out the timeout at its end
+            left = sum(end[ssp] - position[ssp] for ssp in pending)
+            want = max(1, min(ARROW_BATCH_ROWS, left))
+            messages = consumer.consume(num_messages=want, timeout=1.0)
             if not messages:
                 if time.monotonic() - last_progress > READ_STALL_TIMEOUT_S:
                     raise RuntimeError(
@@ -107,6 +112,7 @@ def read_ranges(
                         f"task {task_of[ssp]!r}: reading {ssp[0]}[{ssp[1]}] failed: {err}"
                     )
                 offset = msg.offset()
+                position[ssp] = offset + 1
                 if offset >= end[ssp]:
                     pending.discard(ssp)
                     done.append(ssp)
