@@ -1,6 +1,6 @@
 """The reference's parameter tables match the code users import.
 
-Each operator, sensor and trigger row of docs/reference.md must name every parameter of the
+Each operator, sensor and trigger section of docs/reference.md must name every parameter of the
 class's ``__init__`` (except the ones the page states once for all: ``coordinator``,
 ``kafka_config_id``, ``request_timeout_s``, ``deferrable``) and nothing that is not one; every
 parameter of ``build_expansion_dag`` and every ``ExpansionSettings`` field must be mentioned, and
@@ -68,9 +68,14 @@ def signatures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]
 
 
 def readme_row(name: str) -> str:
-    rows = [line for line in REFERENCE.splitlines() if line.startswith(f"| `{name}` |")]
-    assert len(rows) == 1, f"docs/reference.md must have one row for {name}, found {len(rows)}"
-    return rows[0].split("|")[2]
+    """The parameter list of the class's section in docs/reference.md (``### `Name` ``)."""
+    sections = re.findall(rf"^### `{name}`\n(.*?)(?=^##)", REFERENCE + "\n##", re.S | re.M)
+    assert len(sections) == 1, f"docs/reference.md must have one section for {name}"
+    params = sections[0].split("Parameters (default):", 1)
+    assert len(params) == 2, f"{name}: its section has no 'Parameters (default):' list"
+    bullets = re.match(r"\s*((?:\* .*\n)+)", params[1])
+    assert bullets, f"{name}: 'Parameters (default):' is not followed by a list"
+    return bullets.group(1)
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
