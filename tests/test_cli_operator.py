@@ -239,3 +239,29 @@ def test_version_and_the_dev_group(capsys):
     assert main(["dev-broker", "--port", "70000"]) == 2  # the old name, hidden, still works
     err = capsys.readouterr().err
     assert "note: samza-expand dev-broker is now samza-expand dev broker" in err
+
+
+def test_status_of_a_failed_expansion_says_how_to_go_on(kafka_bootstrap, job, capsys):
+    name, topic = job
+    with KafkaCoordinatorStore(client_config(kafka_bootstrap), name) as store:
+        model = store.latest_job_model()
+        stamp = now_iso()
+        record = ExpansionRecord(
+            expansion_id=f"{name}~{topic}.2-4",
+            job_name=name,
+            base_version=1,
+            target_version=2,
+            plan=plan_expansion(model, {topic: 2}, {topic: 4}).to_dict(),
+            status=ExpansionStatus.FAILED,
+            owner="run-1",
+            created_at=stamp,
+            updated_at=stamp,
+            results={"failures": [{"step": "barrier", "at": stamp, "lines": ["timeout"]}]},
+        ).with_step("barrier", started_at=stamp)
+        store.put_expansion(record, expected_revision=0)
+    code, out, _ = cli(capsys, "status", name, "--bootstrap-servers", kafka_bootstrap)
+    assert code == 0
+    nxt = out.split("next:\n", 1)[1]
+    assert f"expansion {name}~{topic}.2-4 (failed, step barrier (running)) stopped: barrier " \
+        f"failed at {stamp}" in nxt  # fmt: skip
+    assert "clear the failed task of that DAG run; each step finds its own work done" in nxt
