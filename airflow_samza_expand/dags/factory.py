@@ -46,7 +46,6 @@ its steps skipped (never failed). A dry run writes nothing.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -68,6 +67,7 @@ from airflow_samza_expand.airflow.operators.submit import (
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
 from airflow_samza_expand.dags.all_jobs import ALL_JOBS, add_all_jobs, is_mapped
 from airflow_samza_expand.dags.form import trigger_form
+from airflow_samza_expand.dags.job_args import stream_job_args, stream_job_args_from_env
 from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION, ExpansionSettings, with_trigger
 from airflow_samza_expand.dags.standby import standby_tasks
 
@@ -75,41 +75,6 @@ DEFAULT_DESCRIPTION = (
     "Expand the Kafka input topics of a live stateful job (SEP-5 mapping + ordering barrier)"
 )
 STEP_TASK_IDS = ("plan", "expand", "barrier", "stop_job", "write_job_model", "submit", "ack")
-
-
-def stream_job_args(
-    *,
-    job_name: str,
-    checkpoint_dir: str,
-    output_topic: str,
-    bootstrap_servers: str | None = None,
-    kafka_config_file: str | None = None,
-    coordinator: str = "kafka",
-    trigger: str = "processing-time=5s",
-    extra: Sequence[str] = (),
-) -> list[str]:
-    """``application_args`` of the shipped PySpark job (``airflow_samza_expand/spark/job.py``)."""
-    args = ["--job-name", job_name, "--coordinator", coordinator]
-    if bootstrap_servers:
-        args += ["--bootstrap-servers", bootstrap_servers]
-    if kafka_config_file:
-        args += ["--kafka-config", kafka_config_file]
-    args += ["--checkpoint-dir", checkpoint_dir, "--output-topic", output_topic]
-    args += ["--trigger", trigger, *extra]
-    return args
-
-
-def stream_job_args_from_env(job_name: str) -> list[str]:
-    """`stream_job_args` from the example DAGs' environment: ``SAMZA_EXPAND_BOOTSTRAP_SERVERS``
-    (default ``localhost:9092``), ``SAMZA_EXPAND_CHECKPOINT_ROOT`` (the checkpoint is
-    ``<root>/<job name>``) and ``SAMZA_EXPAND_OUTPUT_TOPIC``."""
-    root = os.environ.get("SAMZA_EXPAND_CHECKPOINT_ROOT", "/tmp/samza-expand/checkpoints")
-    return stream_job_args(
-        job_name=job_name,
-        bootstrap_servers=os.environ.get("SAMZA_EXPAND_BOOTSTRAP_SERVERS", "localhost:9092"),
-        checkpoint_dir=os.path.join(root, job_name),
-        output_topic=os.environ.get("SAMZA_EXPAND_OUTPUT_TOPIC", "samza-expand-output"),
-    )
 
 
 def _is_template(value: Any) -> bool:
