@@ -69,7 +69,7 @@ def no_job_model_message(
         out += "."
     return (
         out + f" A new job gets job model v1 from `{INIT_JOB} --bootstrap-servers <kafka> "
-        f"--job {job_name} --topic <input topic>` (see docs/operations.md); then start it"
+        f"--job-name {job_name} --topic <input topic>` (see docs/operations.md); then start it"
     )
 
 

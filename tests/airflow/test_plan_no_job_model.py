@@ -25,7 +25,7 @@ def test_a_mistyped_job_name_is_refused_and_creates_nothing(job, admin):
 
     message = str(refused.value)
     assert f"job {typo!r} has no job model" in message, message
-    assert "samza-expand init-job" in message and f"--job {typo} " in message, message
+    assert "samza-expand init-job" in message and f"--job-name {typo} " in message, message
     assert f"Did you mean {j.name!r}?" in message, message
     jobs = message.split("Jobs with a job model: ")[1]
     assert jobs.startswith(j.name), message  # the close name first
@@ -56,5 +56,5 @@ def test_the_refusal_lists_close_names_first():
     text = no_job_model_message("orders-countr", "coordinator topic t", names)
     assert "Did you mean 'orders-counter'?" in text
     assert "Jobs with a job model: orders-counter, orders-count-eu, billing, zeta." in text
-    assert "samza-expand init-job --bootstrap-servers <kafka> --job orders-countr" in text
+    assert "samza-expand init-job --bootstrap-servers <kafka> --job-name orders-countr" in text
     assert "No job has a job model here yet." in no_job_model_message("a", "t", [])
