@@ -41,6 +41,7 @@ HEAVY = {
     "fault_matrix.py": "Apache Kafka, a Spark job, a DAG run killed and cleared: minutes",
     "job_throughput.py": "3 spark-submits (job, JVM source, runtime) and the connector jars",
     "multi_job.py": "Airflow and 3 Spark jobs launched and restarted: minutes",
+    "read_scaling.py": "2 runs of the shipped job (local[2]) and a broker: 60-75 s",
 }
 SMOKE_ALL = os.environ.get("SAMZA_EXPAND_BENCH_SMOKE") == "all"
 SMOKE_TIMEOUT_S = 900 if SMOKE_ALL else 300
