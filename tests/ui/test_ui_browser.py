@@ -10,6 +10,7 @@ import json
 import re
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
@@ -397,6 +398,20 @@ def test_the_job_page_stays_true_while_it_is_open(browser, api_server, ui_kafka,
         )
         assert _expires_in(_live(browser)) <= expires - 2
         assert "Live: updated" in _status(browser), _status(browser)
+
+        # 6. times in the time zone the user chose in Airflow's UI (kept in the browser)
+        browser.evaluate("localStorage.setItem('timezone', JSON.stringify('Asia/Tokyo'))")
+        try:
+            wait_for(lambda: "times in Asia/Tokyo" in _status(browser), 10, "the time zone")
+            shown = re.search(
+                r"^processor-a\t.*\t(\d\d):(\d\d):\d\d \(\d+ s ago\)\t", _live(browser), re.M
+            )
+        finally:
+            browser.evaluate("localStorage.removeItem('timezone')")
+        assert shown is not None, _live(browser)
+        utc = datetime.now(UTC)
+        minutes = int(shown.group(1)) * 60 + int(shown.group(2)) - (utc.hour * 60 + utc.minute)
+        assert minutes % 1440 in range(538, 542), (shown.group(0), utc)  # UTC+9, give or take
 
         # 1. an expansion starts: the open page shows it, and Kafka's new count
         admin.create_partitions(topic, 4)

@@ -28,7 +28,9 @@ SCRIPT = """<script>(function(){
 var live=document.getElementById('live'),st=document.getElementById('live-status');
 if(!live||!st||!window.fetch)return;
 var every=%(every)d,skew=0,okAt=Date.now(),busy=false,fails=0,last=live.innerHTML;
-function zone(){try{return localStorage.getItem('timezone')||undefined}catch(e){return undefined}}
+function zone(){var v;try{v=localStorage.getItem('timezone')}catch(e){return undefined}
+  if(!v)return undefined;try{v=JSON.parse(v)}catch(e){}  // Airflow's UI keeps it as JSON
+  return typeof v==='string'&&v?v:undefined}
 function clock(ms,withDate){
   var o={hour:'2-digit',minute:'2-digit',second:'2-digit',hour12:false};
   if(withDate){o.year='numeric';o.month='2-digit';o.day='2-digit'}
