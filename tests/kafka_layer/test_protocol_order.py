@@ -323,6 +323,7 @@ def test_in_place_barrier_passes_at_the_snapshot_without_the_drain(config, admin
     parent's snapshot, so the barrier holds at the snapshot; a restart waits for the drain (the
     group ``g`` committed nothing of the 30 records). The report names the restart."""
     from airflow_samza_expand.protocol.steps import barrier
+    from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
     from airflow_samza_expand.protocol.steps.report import build_summary, render_summary
 
     topic, store, expansion_id = setup
@@ -330,7 +331,8 @@ def test_in_place_barrier_passes_at_the_snapshot_without_the_drain(config, admin
     choice = {"mode": mode, "requested": "auto", "reason": "test"}
     plan = {**record.results["plan"], "restart": choice}
     store.put_expansion(record.with_result("plan", plan), expected_revision=record.revision)
-    admin.create_partitions(topic, 4)
+    # the expand step (the record's own status follows: a barrier after a bare growth is refused)
+    expand(admin, store, ExpandRequest(topic=topic, target=4), expansion_id=expansion_id)
     result = barrier.barrier_poll(
         admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
         stale_quiet_s=0.0,
