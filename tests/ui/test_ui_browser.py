@@ -445,6 +445,15 @@ def test_a_failed_update_shows_itself_and_recovers(
     wait_for(lambda: browser.evaluate(fetches) >= 1, 30, "the page's first update")
     assert _status(browser).startswith("Live: updated"), _status(browser)
 
+    # a form in use is not replaced under the user's hands: newer content waits for it
+    browser.evaluate("var f = document.querySelector('#live select'); f.inUse = 1; f.focus()")
+    wait_for(lambda: "held while you select" in _status(browser), 30, "the update to be held")
+    assert browser.evaluate("document.querySelector('#live select').inUse") == 1
+    browser.evaluate("document.activeElement.blur()")
+    seen = browser.evaluate(fetches)
+    wait_for(lambda: browser.evaluate(fetches) > seen, 30, "the update after the form")
+    assert "held" not in _status(browser)
+
     dev_broker.faults.inject(api="Metadata", kind="drop_connection", times=None)
     try:
         status = wait_for(

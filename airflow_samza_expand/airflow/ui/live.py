@@ -13,7 +13,8 @@ keeps in the browser, else the browser's) with how long ago.
 The line above the content (``#live-status``) says when the page was last updated; a fetch
 that fails says so there - "Not updated since <time> (<n> ago): the server answered 503: Kafka
 is unreachable - ..." (the title and message of the error page) or that the server did not
-answer - and the script keeps fetching, so the page recovers by itself. Without JavaScript the
+answer - and the script keeps fetching, so the page recovers by itself. While the user selects
+text or uses a form in the content, newer content waits (the line says so). Without JavaScript the
 page reloads every `REFRESH_S` (``<noscript>`` meta refresh).
 """
 
@@ -27,7 +28,7 @@ NOW_HEADER = "X-Samza-Expand-Now"
 SCRIPT = """<script>(function(){
 var live=document.getElementById('live'),st=document.getElementById('live-status');
 if(!live||!st||!window.fetch)return;
-var every=%(every)d,skew=0,okAt=Date.now(),busy=false,fails=0,last=live.innerHTML;
+var every=%(every)d,skew=0,okAt=Date.now(),busy=false,held=false,fails=0,last=live.innerHTML;
 function zone(){var v;try{v=localStorage.getItem('timezone')}catch(e){return undefined}
   if(!v)return undefined;try{v=JSON.parse(v)}catch(e){}  // Airflow's UI keeps it as JSON
   return typeof v==='string'&&v?v:undefined}
@@ -59,11 +60,16 @@ function tick(){
     e.textContent=(full.slice(0,10)===today?clock(t,false):full)+' ('+ago(t,now)+')'});
   var z=zone()||Intl.DateTimeFormat().resolvedOptions().timeZone;
   if(!fails)st.textContent='Live: updated '+clock(okAt+skew,false)+' ('+ago(okAt+skew,now)
-    +'), every '+every+' s; times in '+z+'.'}
+    +'), every '+every+' s; times in '+z+'.'
+    +(held?' Newer content is held while you select text or use a form.':'')}
 function failed(why){
   fails+=1;st.className='box';
   st.textContent='Not updated since '+clock(okAt+skew,false)+' ('
     +ago(okAt+skew,Date.now()+skew)+'): '+why+' - retrying every '+every+' s.'}
+function busyUser(){  // selecting text or using a form in the content: replace it later
+  var a=document.activeElement,s=window.getSelection&&window.getSelection();
+  if(a&&live.contains(a)&&/^(SELECT|INPUT|TEXTAREA|BUTTON)$/.test(a.tagName))return true;
+  return !!(s&&!s.isCollapsed&&s.anchorNode&&live.contains(s.anchorNode))}
 function refusal(r,t){
   var d=new DOMParser().parseFromString(t,'text/html');
   var h=d.querySelector('h1'),p=d.querySelector('.box p');
@@ -75,8 +81,8 @@ function pull(){
     return r.text().then(function(t){
       if(!r.ok){failed(refusal(r,t));return}
       var n=Date.parse(r.headers.get('%(header)s')||'');if(!isNaN(n))skew=n-Date.now();
-      okAt=Date.now();fails=0;st.className='muted';
-      if(t!==last){live.innerHTML=t;last=t}
+      fails=0;st.className='muted';if(busyUser()){held=true;tick();return}
+      okAt=Date.now();held=false;if(t!==last){live.innerHTML=t;last=t}
       live.dataset.fetches=(+(live.dataset.fetches||0)+1);tick()})
   }).catch(function(e){failed('the server did not answer ('+e+')')})
   .then(function(){busy=false})}
