@@ -86,12 +86,17 @@ def test_api_typed_record_barrier_lag_and_lease(api_server, token, waiting_job):
     (expansion,) = doc["expansions"]
     assert expansion["status"] == "barrier-snapshot"
     assert expansion["owner"] == waiting_job.holder
-    assert [s["name"] for s in expansion["steps"]] == ["plan", "expand", "barrier"]
+    assert [s["name"] for s in expansion["steps"]] == ["plan", "expand", "barrier (drain)"]
+    assert [s["record_step"] for s in expansion["steps"]] == ["plan", "expand", "barrier"]
     assert expansion["steps"][2]["ended_at"] is None  # the barrier still waits
     lag = {r["partition"]: r["lag"] for r in doc["barrier"]["partitions"]}
     assert lag == {0: 0, 1: 7}
     running = doc["running"]  # the expansion under way: its open step and lag per old partition
-    assert (running["expansion_id"], running["step"]) == (waiting_job.expansion_id, "barrier")
+    assert (running["expansion_id"], running["step"]) == (
+        waiting_job.expansion_id,
+        "barrier (drain)",
+    )
+    assert running["record_step"] == "barrier"  # the record keeps its own key
     assert {r["partition"]: r["lag"] for r in running["barrier"]} == {0: 0, 1: 7}
     assert doc["live_partition_counts"] == {waiting_job.topic: 4}
     (lease,) = doc["leases"]
