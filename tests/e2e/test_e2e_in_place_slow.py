@@ -1,8 +1,10 @@
 """End to end, the switch in place with a slow old partition (rule 1.9, issue 26): parent
 before child, per parent. The shipped job (continuous, a cap of 100 records per micro-batch)
 runs under live keyed traffic; right after the DAG grows the topic 2 -> 4 a burst of records
-lands on old partition 0 (keys that stay on 0 under 4 partitions: no stale placement), so the
-barrier snapshot ``H[0]`` lies many batches ahead of the job. The job's own committed offsets
+lands on old partition 0 (keys that stay on 0 under 4 partitions: no stale placement), faster
+than the job's cap drains it, so the barrier snapshot ``H[0]`` lies many batches ahead of the job
+(the barrier's count is the job's own: it snapshots once the job caught up with an earlier look
+at the log ends, while the burst still arrives). The job's own committed offsets
 (its log) show that it read partition 3 (child of partition 1) while its position on partition
 0 was still below ``H[0]``, and partition 2 (child of 0) only once it had passed ``H[0]``;
 exact per-key counts and order hold, nothing restarted."""
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,8 @@ pytestmark = [
     pytest.mark.timeout(900),
 ]  # fmt: skip
 
-BURST = 2500  # records on partition 0: about 25 batches of the job at its cap of 100
+BURST = 6000  # records on partition 0, paced at BURST_RATE for 15 s
+BURST_RATE = 400.0  # records/s: above the job's drain at its cap (100 a batch, 500 ms trigger)
 
 
 class Burst:
@@ -31,6 +35,11 @@ class Burst:
         self.config, self.topic, self.keys = config, topic, keys
         self.acked = dict.fromkeys(keys, 0)
         self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+
+    def start(self, n: int) -> None:
+        self.thread = threading.Thread(target=self.send, args=(n,), daemon=True)
+        self.thread.start()
 
     def send(self, n: int) -> None:
         from airflow_samza_expand.kafka.clients import Producer
@@ -43,7 +52,10 @@ class Burst:
             with self.lock:
                 self.acked[msg.key().decode()] += 1
 
+        started = time.monotonic()
         for i in range(n):
+            while i > (time.monotonic() - started) * BURST_RATE:  # paced, not in one go
+                producer.poll(0.01)
             key = self.keys[i % len(self.keys)]
             value = json.dumps({"key": key, "seq": i // len(self.keys)}).encode()
             producer.produce(self.topic, key=key.encode(), value=value, partition=0,
@@ -56,7 +68,8 @@ class Burst:
             return dict(self.acked)
 
     def stop(self) -> None:
-        pass
+        if self.thread is not None:
+            self.thread.join(120)
 
 
 def test_child_of_another_parent_is_read_before_the_slow_partition_drained(scenario) -> None:
@@ -80,7 +93,7 @@ def test_child_of_another_parent_is_read_before_the_slow_partition_drained(scena
 
     def on_task(task: str, event: str) -> None:
         if (task, event) == ("expand", "success"):  # before the grace ends: before the snapshot
-            burst.send(BURST)
+            burst.start(BURST)
 
     outcome = s.expand(on_task=on_task)
     print(f"[e2e] slow partition 0: {outcome.state} {outcome.wall_s:.1f}s {outcome.tasks}")
