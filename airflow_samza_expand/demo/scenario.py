@@ -238,8 +238,9 @@ class Scenario:
             summary = self.xcom(run, "report")
             submit = self.xcom(run, "submit")
             self._follow_restarted_job(self._launched(run, submit))
-            # Let the probe see the restarted job's first commit (in place: nothing restarted)
-            in_place = ((summary or {}).get("restart") or {}).get("mode") == "in-place"
+            # Let the probe see the restarted job's first commit (in place, in-app: the running
+            # application takes vN+1 itself, nothing stops - protocol.restart)
+            in_place = _launches_nothing(((summary or {}).get("restart") or {}).get("mode"))
             if self.cfg.run_mode == "continuous" and str(run.state) == "success" and not in_place:
                 wait_for("the first committed batch after the restart",
                          lambda: probe.first_commit_at, timeout_s=120)  # fmt: skip
@@ -381,6 +382,13 @@ class Scenario:
         if self.store is not None:
             self.store.close()
         self.admin.close()
+
+
+def _launches_nothing(mode: str | None) -> bool:
+    """The restart ``mode`` stops and launches nothing (in place, in-app)."""
+    from airflow_samza_expand.protocol.restart import STRATEGIES
+
+    return mode in STRATEGIES and STRATEGIES[mode].launches_nothing
 
 
 def _attach_progress(dag: Any, on_task: Callable[[str, str], None]) -> None:

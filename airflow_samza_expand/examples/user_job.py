@@ -22,7 +22,11 @@ adds wait until the barrier proved the old ones drained (a moved key's old recor
 before its new ones: per-key order); a partition new to the checkpoint starts at its log start;
 the processed offsets are committed to the group ``<job>`` for the barrier, under the active
 lease (never two instances); a stop record ends it cleanly for the orchestrated restart, a
-``--standby`` launch waits warm; heartbeats tell the DAG it can take a warm handover.
+``--standby`` launch waits warm; heartbeats tell the DAG what restart it can take. Handed the
+function that starts the query (``job.run(start)``), the runtime restarts the query on the new
+job model inside this application once the barrier has passed (in-app: nothing is launched by
+Airflow, same checkpoint, lease, processor and Spark application); with ``--source python``
+(the provider's reader) it switches in place without a restart.
 """
 
 from __future__ import annotations
@@ -86,31 +90,38 @@ def main(argv: list[str] | None = None) -> int:
     mine, _ = own.parse_known_args(job.extra_args)
     spark.conf.set("spark.sql.shuffle.partitions", str(mine.shuffle_partitions))
 
-    records = job.read_kafka(source=mine.source)  # job model's partitions, + `task`
-    counts = (
-        records.select(
-            F.col("key").cast("string").alias("key"),
-            F.get_json_object(F.col("value").cast("string"), "$.seq").cast("long").alias("seq"),
-            "partition",
-            "offset",
-            "task",
+    def start() -> Any:
+        """Start the query on the job model in force (the runtime calls it again on vN+1)."""
+        records = job.read_kafka(source=mine.source)  # job model's partitions, + `task`
+        counts = (
+            records.select(
+                F.col("key").cast("string").alias("key"),
+                F.get_json_object(F.col("value").cast("string"), "$.seq")
+                .cast("long")
+                .alias("seq"),
+                "partition",
+                "offset",
+                "task",
+            )
+            .groupBy("key")
+            .applyInPandasWithState(
+                count_key, OUTPUT_SCHEMA, STATE_SCHEMA, "Update", GroupStateTimeout.NoTimeout
+            )
         )
-        .groupBy("key")
-        .applyInPandasWithState(
-            count_key, OUTPUT_SCHEMA, STATE_SCHEMA, "Update", GroupStateTimeout.NoTimeout
+        return (
+            counts.select("key", F.to_json(F.struct("*")).alias("value"))
+            .writeStream.format("kafka")
+            .options(**job.spark_kafka_options())
+            .option("topic", job.output_topic)
+            .option("checkpointLocation", job.checkpoint_dir)
+            .outputMode("update")
+            .trigger(**job.trigger)
+            .start()
         )
-    )
-    query = (
-        counts.select("key", F.to_json(F.struct("*")).alias("value"))
-        .writeStream.format("kafka")
-        .options(**job.spark_kafka_options())
-        .option("topic", job.output_topic)
-        .option("checkpointLocation", job.checkpoint_dir)
-        .outputMode("update")
-        .trigger(**job.trigger)
-        .start()
-    )
-    return job.run(query)  # commits, stop records, lease; the exit code
+
+    # the function, not the started query: the runtime restarts the query on a new job model
+    # inside this application (in-app) - commits, stop records, lease; the exit code
+    return job.run(start)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,10 @@ class QueryDriver:
     processor_id: str
     _commit_consumer: Any
     _starting: Any
+    # in-app (rule 1.10): when a restart of the query on a newer job model was decided
+    # (monotonic s; `spark.runtime.Job.poll_switch`); the watch then ends the running query
+    # as it does on a stop, and `run` starts it again (`restart_query`)
+    restart_due: float | None = None
 
     @property
     def lifecycle(self) -> Lifecycle:
@@ -59,6 +63,11 @@ class QueryDriver:
 
     def poll_switch(self) -> None:
         """Rule 1.9's switch in place (`spark.runtime.Job`); nothing by default."""
+
+    def restart_query(self, query: Any) -> Any:
+        """In-app (rule 1.10): the query started again on the newer job model, ``query``
+        having ended (`spark.runtime.Job`)."""
+        raise NotImplementedError
 
     # offsets ---------------------------------------------------------------------------------
 
@@ -116,7 +125,11 @@ class QueryDriver:
         try:
             life.heartbeat("running")
             try:
-                failed = self.watch(query)
+                while True:
+                    failed = self.watch(query)
+                    if failed or life.stop_event.is_set() or self.restart_due is None:
+                        break
+                    query = self.restart_query(query)  # in-app: same application and lease
             finally:
                 if query.isActive:
                     query.stop()
@@ -163,7 +176,7 @@ class QueryDriver:
         in_flight: int | None = None  # the last batch once a stop is requested
         while True:
             first_commit_due = self.committed is None and time.monotonic() < fast_until
-            fast = life.stop_event.is_set() or first_commit_due
+            fast = life.stop_event.is_set() or first_commit_due or self.restart_due is not None
             try:
                 ended = query.awaitTermination(FAST_POLL_S if fast else POLL_S)
             except Exception:  # noqa: BLE001 - the query failed: its exception is below
@@ -191,19 +204,22 @@ class QueryDriver:
                 return True
             self.commit_progress(query)
             now = time.monotonic()
-            if life.stop_event.is_set():
-                assert life.stop_seen_at is not None
+            if life.stop_event.is_set() or self.restart_due is not None:
+                seen = life.stop_seen_at if life.stop_event.is_set() else self.restart_due
+                assert seen is not None
                 # the batch in flight when the stop came, if any, is the last one: a source
                 # without the stop gate (Spark's) keeps batches back to back, so stop once it
-                # is done; a batch started since is cut short (the next processor redoes it)
+                # is done; a batch started since is cut short (the next processor - or, in-app,
+                # the restarted query - redoes it from the checkpoint)
                 if in_flight is None:
                     in_flight = self.last_batch_reported + 1
                 idle = not query.status["isTriggerActive"]
-                if (idle and now - life.stop_seen_at > STOP_SETTLE_S) or (
+                if (idle and now - seen > STOP_SETTLE_S) or (
                     self.last_batch_reported >= in_flight
                 ):
                     log.info(
-                        "stop: %s, stopping the query",
+                        "%s: %s, stopping the query",
+                        "stop" if life.stop_event.is_set() else "in-app restart",
                         "no batch in flight" if idle else f"batch {in_flight} done",
                     )
                     query.stop()

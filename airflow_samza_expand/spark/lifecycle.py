@@ -33,6 +33,7 @@ from confluent_kafka import KafkaException
 
 from airflow_samza_expand.core.liveness import (
     CAPABILITY_COUNTS_STALE,
+    CAPABILITY_IN_APP,
     CAPABILITY_IN_PLACE,
     CAPABILITY_STANDBY,
     DEFAULT_TTL_S,
@@ -87,6 +88,9 @@ class Lifecycle:
         self.coverage: Any = None  # spark.coverage.CoverageWatch once the job model is known
         self.order_check: Any = None  # spark.stale.OrderCheck with --barrier-offsets (rule 1.5)
         self.in_place = False  # the query reads with the provider's reader (rule 1.9)
+        # the runtime holds the function starting the query, read with Spark's own Kafka
+        # source: it restarts the query on a newer job model itself (rule 1.10)
+        self.in_app = False
         self.counts_stale = False  # ... and counts stale placements before a snapshot (1.5)
         self.epoch = 0
         self.version = 0
@@ -122,10 +126,13 @@ class Lifecycle:
         """Rule 1.8: with the lease it can wait as a warm standby (--standby); with the
         provider's reader it can switch in place (Spark's own Kafka source cannot change
         ``assign`` in a running query) and counts stale placements before an expansion's
-        snapshot in its batches (`spark.stale_before`: the barrier then does not scan)."""
+        snapshot in its batches (`spark.stale_before`: the barrier then does not scan); handed
+        the function that starts its query and reading with Spark's own source, it restarts
+        that query on a newer job model inside the application (in-app, rule 1.10)."""
         return (
             [CAPABILITY_STANDBY] * self.use_lease
             + [CAPABILITY_IN_PLACE] * self.in_place
+            + [CAPABILITY_IN_APP] * (self.in_app and not self.in_place)
             + [CAPABILITY_COUNTS_STALE] * self.counts_stale
         )
 

@@ -2,9 +2,10 @@
 
     from airflow_samza_expand.spark import runtime
     job = runtime.attach(spark)             # the command line the DAG passes (or keywords)
-    df = job.read_kafka()                   # Spark's Kafka source + a `task` column
-    query = my_logic(df).writeStream.option("checkpointLocation", job.checkpoint_dir).start()
-    sys.exit(job.run(query))
+    def start():                            # reads the job model in force each time
+        df = job.read_kafka()               # Spark's Kafka source + a `task` column
+        return my_logic(df).writeStream.option("checkpointLocation", job.checkpoint_dir).start()
+    sys.exit(job.run(start))
 
 * `attach` reads the newest job model (refuses to start without one), joins the job's active
   lease and waits as a warm standby while another processor is active or with ``--standby``
@@ -17,6 +18,15 @@
   checkpoint (added by an expansion) start at their log start; or ``source="python"``, the
   provider's reader (`spark.source`). Kafka security settings go as ``kafka.`` options read from
   ``--kafka-config FILE``, never on a command line.
+* `Job.run(start)`, handed the function that starts the query (it calls `Job.read_kafka` and
+  returns the started query), may restart it: with Spark's own Kafka source the processor
+  advertises ``in-app`` (rule 1.10), and once a newer job model is written and its expansion's
+  barrier has passed it lets the running batch finish, stops the query and calls ``start()``
+  again - the DataFrame now reads the new job model's SSPs on the same checkpoint (old
+  partitions go on from their offsets; Spark's source starts a partition new to the checkpoint
+  at its log start), same lease, same processor id, same Spark application - and heartbeats
+  ``running`` on it (the DAG's acknowledgement). Handed a started query (`Job.run(query)`) the
+  job can only be restarted (warm or cold, by the DAG).
 * `Job.run` drives the query: after each committed micro-batch it commits the batch's end
   offsets to the consumer group ``<job>`` (the barrier reads it) only while it holds the lease;
   on a stop record it lets the batch finish, commits, heartbeats ``stopped``, releases the lease
@@ -37,6 +47,7 @@ import logging
 import os
 import socket
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -85,6 +96,10 @@ class Job(QueryDriver):
         self._closed = False
         self.source_registered = False
         self.switch: Any = None  # spark.switch.SwitchPublisher with the python source
+        self.start_query: Callable[[], Any] | None = None  # job.run(start): in-app (rule 1.10)
+        self.restart_due: float | None = None
+        self.next_model: JobModel | None = None  # the job model the query restarts on
+        self._waiting_for: tuple[int, str] | None = None  # the last "why not yet" logged
         self.before_count: Any = None  # spark.stale_before.BeforeSnapshotCount (idem)
 
     # settings --------------------------------------------------------------------------------
@@ -230,6 +245,8 @@ class Job(QueryDriver):
             return self.spark.readStream.format("samza_kafka").options(**settings, **options).load()
         if source != "kafka":
             raise ValueError(f"source {source!r} - give 'kafka' (Spark's) or 'python'")
+        # rule 1.10: handed the function starting the query, the runtime restarts it in-app
+        self.lifecycle.in_app = self.start_query is not None
         settings = {
             **self.spark_kafka_options(),
             "assign": json.dumps(assignment(model), sort_keys=True),
@@ -290,11 +307,122 @@ class Job(QueryDriver):
             self.spark.dataSource.register(SamzaKafkaDataSource)
             self.source_registered = True
 
+    # running -----------------------------------------------------------------------------------
+
+    def run(self, query: Any) -> int:
+        """Drive the query (module docstring): ``query`` is the started query, or the function
+        that starts it (the runtime then restarts it on a newer job model in-app)."""
+        if callable(query) and not hasattr(query, "awaitTermination"):
+            self.start_query = query
+            try:
+                query = self._started()
+            except BaseException:
+                self._starting.close()
+                self.lifecycle.heartbeat("failed")
+                raise
+        log.info(
+            "job %r: processor %s runs job model v%d in Spark application %s (%s)",
+            self.args.job_name,
+            self.processor_id,
+            self.lifecycle.version,
+            self._application_id(),
+            "in-app restart: it restarts its query on a newer job model"
+            if self.lifecycle.in_app
+            else "it can only be restarted" if not self.lifecycle.in_place else "in place",
+        )
+        return super().run(query)
+
+    def _application_id(self) -> str:
+        try:
+            return str(self.spark.sparkContext.applicationId)
+        except Exception:  # noqa: BLE001 - a Spark Connect session has no SparkContext
+            return "?"
+
+    def _started(self) -> Any:
+        assert self.start_query is not None
+        query = self.start_query()
+        if not hasattr(query, "awaitTermination"):
+            raise TypeError(
+                f"job.run(start): start() returned {query!r} - it must read with job.read_kafka() "
+                "and return the started query (...writeStream...start())"
+            )
+        return query
+
+    def poll_in_app(self) -> None:
+        """Rule 1.10: once a newer job model is written and its expansion's barrier has passed,
+        decide the restart of the query on it (`restart_due`: the watch lets the running batch
+        finish and stops the query; `restart_query` starts it again)."""
+        from airflow_samza_expand.spark.switch import barrier_passed
+
+        if self.restart_due is not None:
+            return
+        life = self.lifecycle
+        with life.store_lock:
+            newest = life.store.latest_job_model()
+            if newest is None or newest.version <= life.version:
+                return
+            ready, why = barrier_passed(life.store, newest.version, self.committed)
+        if not ready:
+            if self._waiting_for != (newest.version, why):
+                self._waiting_for = (newest.version, why)
+                log.info("job model v%d is written; not restarting on it yet: %s",
+                         newest.version, why)  # fmt: skip
+            return
+        log.info(
+            "switch in app: job model v%d is written and its barrier has passed (%s): finishing "
+            "the running batch, then restarting the query on it",
+            newest.version,
+            why,
+        )
+        self.next_model = newest
+        self.restart_due = time.monotonic()
+
+    def restart_query(self, query: Any) -> Any:
+        """Rule 1.10: the query ended at a batch boundary (`QueryDriver.watch`); commit its last
+        batch, take the newer job model on (offset commits, coverage, the order check of the
+        expansion that made it) and call ``start()`` again: same checkpoint, lease, processor
+        and application. Heartbeats ``running`` on it (the DAG's acknowledgement)."""
+        from airflow_samza_expand.spark import coverage
+        from airflow_samza_expand.spark.stale import order_check_from_args
+
+        model = self.next_model
+        assert model is not None and self.start_query is not None
+        self.commit_progress(query)  # the old query's last batch (fenced by the lease)
+        life = self.lifecycle
+        self.model = model
+        life.version = model.version
+        life.coverage = coverage.CoverageWatch(
+            model.partition_counts(), model.version, coverage.admin_live_counts(self.kafka_config())
+        )
+        if self.order_check is not None:
+            self.order_check.close()
+        auto = argparse.Namespace(**{**vars(self.args), "barrier_offsets": "auto"})
+        # rule 1.5 beyond vN+1's snapshot: Spark's source reads whole ranges, so scan them
+        self.order_check = life.order_check = order_check_from_args(
+            auto, model, self.kafka_config()
+        )
+        self.restart_due, self.next_model = None, None
+        started = self._started()
+        log.info(
+            "job %r: processor %s restarted its query on job model v%d in the same Spark "
+            "application %s (in-app), tasks %s",
+            self.args.job_name,
+            self.processor_id,
+            model.version,
+            self._application_id(),
+            {t: sorted(str(s) for s in ssps) for t, ssps in model.task_to_ssps().items()},
+        )
+        life.heartbeat("running")
+        return started
+
     def poll_switch(self) -> None:
         """Rule 1.9: publish a newer job model to the reader; once the reader plans batches on
         it, take it on here (offset commits, coverage) and heartbeat ``running`` on it. Also
-        rule 1.5 before a snapshot: count an expansion in progress (`spark.stale_before`)."""
+        rule 1.5 before a snapshot: count an expansion in progress (`spark.stale_before`).
+        In-app (rule 1.10, Spark's own source): `poll_in_app`."""
         if self.switch is None:
+            if self.lifecycle.in_app:
+                self.poll_in_app()
             return
         if self.before_count is not None and self.model is not None:
             self.before_count.poll(self.model, self.committed)

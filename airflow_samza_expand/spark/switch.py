@@ -1,5 +1,6 @@
 """The switch in place (DESIGN rule 1.9), driver side: publish a newer job model to the running
-provider reader (`spark.source`) and learn when it reads it.
+provider reader (`spark.source`) and learn when it reads it; and when a query on Spark's own
+Kafka source may be restarted on a newer job model (in-app, rule 1.10: `barrier_passed`).
 
 * `snapshots_up_to` - the barrier snapshots ``H`` of the expansions up to a job model, oldest
   first (what `core.inplace.readable` gates children with).
@@ -40,6 +41,40 @@ def snapshots_up_to(store: Any, version: int) -> list[dict[str, dict[str, int]]]
         {t: {str(p): int(h) for p, h in ps.items()} for t, ps in by_target[v].barrier.items()}
         for v in sorted(by_target)
     ]
+
+
+# statuses of an expansion record past its barrier (the barrier held: rule 1.4)
+PAST_BARRIER = frozenset(
+    {"barrier-passed", "job-stopped", "job-model-written", "submitted", "completed"}
+)
+
+
+def barrier_passed(
+    store: Any, version: int, committed: dict[str, dict[str, int]] | None
+) -> tuple[bool, str]:
+    """In-app (rule 1.10): whether job model ``version`` may be read by restarting the query
+    (Spark's own source cannot gate a child partition by its parent, so the whole barrier must
+    hold first): the expansion that made it has its snapshot ``H`` and either its record says
+    the barrier passed or the job's own committed offsets (``committed``) reached ``H`` on every
+    old partition. A job model no expansion made (written by hand) may be read at once.
+    Returns (ready, why)."""
+    made = [r for r in store.expansions() if r.target_version == version]
+    if not made:
+        return True, f"no expansion made job model v{version}"
+    record = made[0]  # newest first
+    if not record.barrier:
+        return False, f"the barrier snapshot of expansion {record.expansion_id} is not taken yet"
+    if str(record.status) in PAST_BARRIER:
+        return True, f"expansion {record.expansion_id} is past its barrier ({record.status})"
+    behind = {
+        f"{t}:{p}": (int((committed or {}).get(t, {}).get(str(p), -1)), int(h))
+        for t, ps in record.barrier.items()
+        for p, h in ps.items()
+        if int((committed or {}).get(t, {}).get(str(p), -1)) < int(h)
+    }
+    if behind:
+        return False, f"committed offsets below the barrier snapshot (committed, H): {behind}"
+    return True, f"the committed offsets reached expansion {record.expansion_id}'s snapshot"
 
 
 def write_atomically(path: str, text: str) -> None:
@@ -142,8 +177,10 @@ class ReaderSwitch:
 
 __all__ = [
     "READING_SUFFIX",
+    "PAST_BARRIER",
     "ReaderSwitch",
     "SwitchPublisher",
+    "barrier_passed",
     "read_version",
     "snapshots_up_to",
     "write_atomically",

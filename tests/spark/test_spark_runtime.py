@@ -20,6 +20,7 @@ from spark_helpers import (
 
 from airflow_samza_expand.core.liveness import (
     CAPABILITY_COUNTS_STALE,
+    CAPABILITY_IN_APP,
     CAPABILITY_IN_PLACE,
     CAPABILITY_STANDBY,
 )
@@ -93,9 +94,11 @@ def test_user_job_keeps_counts_across_growth_and_reads_new_partitions_from_start
     proc = job.store.processors()["user-1"]
     assert (proc["job_model_version"], proc["state"]) == (2, "stopped")
     # rule 1.8: only the provider's reader can switch in place (Spark's cannot change assign)
-    # and count stale placements before a snapshot in its own batches
+    # and count stale placements before a snapshot in its own batches; on Spark's source the
+    # job hands job.run the function starting its query, so it can restart it in-app (1.10)
     in_place = [CAPABILITY_IN_PLACE, CAPABILITY_COUNTS_STALE] if source == "python" else []
-    assert proc.get("capabilities") == sorted([CAPABILITY_STANDBY, *in_place])
+    in_app = [CAPABILITY_IN_APP] if source == "kafka" else []
+    assert proc.get("capabilities") == sorted([CAPABILITY_STANDBY, *in_place, *in_app])
 
 
 def test_attach_refuses_a_job_without_a_job_model(spark, kafka_bootstrap, unique_topic, tmp_path):
