@@ -53,7 +53,7 @@ log = logging.getLogger("airflow_samza_expand.spark.job")
 class StreamJob(Job):
     """The shipped job: a keyed processor (``--processor``) on the runtime (`spark.runtime`)."""
 
-    plan_report: str | None = None  # the reader's plan of the newest batch (start_query)
+    plan_report: str | None = None  # the reader's plan of the newest batch (start_stream)
 
     # batches ----------------------------------------------------------------------------------
 
@@ -107,7 +107,9 @@ class StreamJob(Job):
         self.spark.sparkContext.setLogLevel("WARN")
         return self.spark
 
-    def start_query(self) -> Any:
+    def start_stream(self) -> Any:
+        """Start the job's query (a method name of its own: `runtime.Job` keeps the function
+        a user job hands to ``run`` as the attribute ``start_query``)."""
         from airflow_samza_expand.spark.warmup import stateful_outputs
 
         self._spark()
@@ -163,7 +165,7 @@ class StreamJob(Job):
         write_task_set(args.checkpoint_dir, model, layout)
         self.begin()  # a cold JVM start takes longer than a short TTL
         try:
-            query = self.start_query()
+            query = self.start_stream()
         except BaseException:
             self.lifecycle.heartbeat("failed")
             raise
