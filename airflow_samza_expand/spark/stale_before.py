@@ -150,6 +150,7 @@ class BeforeSnapshotCount:
         write_atomically(self.rule_path, "")
         shutil.rmtree(self.rule.directory(), ignore_errors=True)
         self.rule, self.count = None, None
+        self.close()  # its scanner reads this expansion's old partitions, not the next one's
 
     def after_commit(self, end: Mapping[str, Mapping[Any, int]], publish: bool = False) -> None:
         """Count ``[checked, committed end)`` of every old partition (reports, else a re-read)
