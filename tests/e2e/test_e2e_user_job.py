@@ -1,19 +1,28 @@
 """End to end with a job of the user's own (`examples/user_job.py` on `spark.runtime`, handing
 ``job.run`` the function that starts its query): state in ``applyInPandasWithState`` keyed by
-the record key, expanded 2 -> 4 -> 8 by the expansion DAG under live keyed traffic.
+the record key, expanded 2 -> 4 -> 8 by the expansion DAG under live keyed traffic, with the DAG
+factory's default restart (``auto``; the test does not choose one).
 
-* Spark's own Kafka source with the default restart (``auto``): the processor advertises
-  ``in-app``, so the running application restarts its query on each new job model once the
-  barrier has passed (rule 1.10) - one processor id and one Spark application from start to end,
-  no spark-submit launched by the DAG.
-* The provider's reader with ``handover="warm"``: the warm handover to a standby the DAG
-  launches (rule 1.7), kept covered with a job of the user's own.
+Rule 1.8: the choice the plan records (``results.plan.restart``) is the first strategy every
+live processor of vN advertises in its heartbeat, and each source gets its own:
 
-The verifier: exact per-key counts, no sequence violation, no count ever went back, partitions
-2..7 consumed, job model history v1..v3, order proven."""
+* the provider's reader (``--source python``) advertises ``in-place``: the running job switches
+  to the new job model at a batch boundary (rule 1.9) - the same driver process, nothing
+  launched;
+* Spark's own Kafka source cannot switch in place; the runtime advertises ``in-app``, so the
+  running application restarts its query on each new job model once the barrier has passed
+  (rule 1.10) - one processor id and one Spark application from start to end, no spark-submit
+  launched by the DAG (a ``warm`` handover to a standby where the runtime says only
+  ``standby``).
+
+The warm handover itself stays covered by the other e2e tests (the scenario's default), with a
+job of the user's own in test_e2e_two_streams.py. The verifier: exact per-key counts, no
+sequence violation, no count ever went back, partitions 2..7 consumed, job model history
+v1..v3, order proven."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -24,26 +33,72 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka, pytest.mar
 USER_JOB = str(Path(__file__).resolve().parents[2] / "airflow_samza_expand/examples/user_job.py")
 CHAIN_OK = {"plan", "expand", "barrier", "stop_job", "write_job_model", "submit", "ack", "report"}
 APPLICATION = re.compile(r"in (?:the same )?Spark application (\S+)")
+# rule 1.8's order: (restart mode, the capability every live processor of vN must advertise)
+PREFERENCE = (("in-place", "in-place"), ("in-app", "in-app"), ("warm", "standby"))
+# the reader switches in place; Spark's own source cannot (in-app, or warm without it)
+EXPECTED = {"python": {"in-place"}, "kafka": {"in-app", "warm"}}
 
 
-@pytest.mark.parametrize(("source", "handover"), [("kafka", "auto"), ("python", "warm")])
-def test_user_job_expanded_twice(scenario, source, handover) -> None:
-    s = scenario(application=USER_JOB, application_args=("--source", source), handover=handover)
+def factory_default_handover() -> str:
+    """The expansion DAG factory's own default restart (what a DAG without handover= gets)."""
+    from airflow_samza_expand.dags.settings import ExpansionSettings
+
+    (field,) = [f for f in dataclasses.fields(ExpansionSettings) if f.name == "handover"]
+    return str(field.default)
+
+
+def expected_mode(capabilities: list[tuple[str, ...]]) -> str:
+    """Rule 1.8 over the live processors' advertised capabilities."""
+    for mode, capability in PREFERENCE:
+        if capabilities and all(capability in c for c in capabilities):
+            return mode
+    return "cold"
+
+
+@pytest.mark.parametrize("source", ["kafka", "python"])
+def test_user_job_expanded_twice_with_the_default_restart(scenario, source) -> None:
+    from airflow_samza_expand.core.liveness import statuses
+    from airflow_samza_expand.protocol.records import expansion_id_for
+
+    default = factory_default_handover()
+    assert default == "auto", default
+    s = scenario(application=USER_JOB, application_args=("--source", source), handover=default)
     s.start_producer()
     s.start_job()
     first = dict(s.job.handle)
-    outcomes = [s.expand() for _ in range(2)]
-    for outcome in outcomes:
+    modes = []
+    for version in (2, 3):
+        live = [p for p in statuses(s.store.processors()).values()
+                if p.job_model_version == version - 1 and p.state == "running"]  # fmt: skip
+        assert live, s.store.processors()
+        pid = int(s.job.handle["pid"])
+        outcome = s.expand()
         print(f"[e2e] user job ({source}) {outcome.counts}: {outcome.state} {outcome.tasks}")
         assert outcome.state == "success", outcome.tasks
         assert {t for t, st in outcome.tasks.items() if st == "success"} >= CHAIN_OK
         assert outcome.summary["order"]["order"] == "proven", outcome.summary["order"]["line"]
-    if handover == "auto":
-        # rule 1.10: Spark's own source and job.run(start): the query restarts in-app
-        assert [o.restart for o in outcomes] == ["in-app", "in-app"], outcomes
+        record = s.store.get_expansion(
+            expansion_id_for(s.job_name, {s.topic: outcome.counts[0]},
+                             {s.topic: outcome.counts[1]})
+        )  # fmt: skip
+        choice = (record.results.get("plan") or {}).get("restart") or {}
+        print(f"[e2e] user job ({source}) v{version}: restart {choice}; processors of "
+              f"v{version - 1}: {[(p.processor_id, p.capabilities) for p in live]}")  # fmt: skip
+        # the record's choice: what the default asked for, and rule 1.8 over the processors
+        assert choice.get("requested") == "auto", choice
+        assert choice.get("mode") == expected_mode([p.capabilities for p in live]), (choice, live)
+        assert choice["mode"] in EXPECTED[source], (choice, live)
+        assert outcome.restart == choice["mode"], (outcome.restart, choice)
+        modes.append(choice["mode"])
+        if choice["mode"] in ("in-place", "in-app"):  # the same driver runs on: no launch
+            assert int(s.job.handle["pid"]) == pid, s.job.handle
+            assert "pid" not in (outcome.summary["submit"] or {}), outcome.summary["submit"]
+        else:  # warm: the vN+1 standby took the lease, the submit step launched nothing
+            assert outcome.handover, outcome
+        running = [p for p in statuses(s.store.processors()).values() if p.state == "running"]
+        assert [p.job_model_version for p in running] == [version], running
+    if modes == ["in-app", "in-app"]:  # before the scenario's own stop at its finish
         _one_processor_and_one_application(s, first)
-    else:
-        assert [o.handover for o in outcomes] == [True, True], outcomes
     result = s.finish(expected_versions=[1, 2, 3])
     print(f"[e2e] user job ({source}): {result.describe()}")
     assert result.ok, result.describe()
@@ -52,8 +107,6 @@ def test_user_job_expanded_twice(scenario, source, handover) -> None:
     assert set(range(2, 8)) <= set(result.partitions_consumed)
     assert s.models[-1].partition_counts() == {s.topic: 8}
     assert s.models[-1].tasks() == ["Partition 0", "Partition 1"]
-    if handover == "auto":
-        assert len(s.store.processors()) == 1, s.store.processors()  # no other ever heartbeat
 
 
 def _one_processor_and_one_application(s, first: dict) -> None:
