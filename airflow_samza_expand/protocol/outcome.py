@@ -9,6 +9,8 @@ vN+1), the record ``completed``. The last step fails with the list when it is no
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.lease import Lease
@@ -36,7 +38,8 @@ def missing(store: CoordinatorStore, admin: KafkaAdmin, record: ExpansionRecord)
             f"job model v{record.target_version} is not the newest (newest: "
             f"{'none' if newest is None else f'v{newest}'})"
         )
-    live = statuses(store.processors())
+    processors = store.processors()
+    live = statuses(processors)
     stale = sorted(
         f"{pid} (v{s.job_model_version})"
         for pid, s in live.items()
@@ -45,7 +48,7 @@ def missing(store: CoordinatorStore, admin: KafkaAdmin, record: ExpansionRecord)
     )  # fmt: skip
     if stale:
         gaps.append(f"live processors run another job model: {', '.join(stale)}")
-    if "ack" in record.results and not _ran(store, record.target_version):
+    if "ack" in record.results and not _ran(processors, record.target_version):
         gaps.append(f"no processor has run job model v{record.target_version}")
     if record.status != ExpansionStatus.COMPLETED:
         gaps.append(f"the record is {record.status.value!r}, not 'completed'")
@@ -78,9 +81,8 @@ def _topics_behind(admin: KafkaAdmin, record: ExpansionRecord) -> list[str]:
     ]
 
 
-def _ran(store: CoordinatorStore, version: int) -> bool:
+def _ran(processors: Mapping[str, Mapping[str, Any]], version: int) -> bool:
     """A processor runs `version` now, or ran it and stopped cleanly (an available-now run)."""
-    processors = store.processors()
     if acknowledging(processors, version):
         return True
     return any(
