@@ -72,7 +72,8 @@ def read_ranges(
             "enable.partition.eof": "true",
         }
     )
-    consumer = Consumer(config)
+    consumer = _take_consumer(config, Consumer)
+    finished = False
     try:
         end = {(t, p): e for t, p, _s, e in ranges}
         checked = _CheckedRanges(rules, ranges)
@@ -142,8 +143,34 @@ def read_ranges(
                 yield _to_batch(pa, columns, arrow_schema)
                 columns = {name: [] for name in arrow_schema.names}
         checked.report()  # every range read to its end
+        finished = True
     finally:
-        consumer.close()
+        _give_back(config, consumer, reusable=finished)
+
+
+# Idle consumers of this Python worker (Spark reuses its Python workers between tasks), by
+# client settings: a read split takes one instead of starting a client (its connections and
+# metadata) per split and batch - as Spark's own Kafka source keeps a consumer pool per executor.
+# A consumer is given back only after a read that ended cleanly (nothing left assigned).
+_IDLE: dict[tuple[tuple[str, str], ...], list[Any]] = {}
+MAX_IDLE_CONSUMERS = 8
+
+
+def _take_consumer(config: Mapping[str, str], make: Any) -> Any:
+    idle = _IDLE.get(tuple(sorted(config.items())))
+    return idle.pop() if idle else make(dict(config))
+
+
+def _give_back(config: Mapping[str, str], consumer: Any, *, reusable: bool) -> None:
+    idle = _IDLE.setdefault(tuple(sorted(config.items())), [])
+    if reusable and len(idle) < MAX_IDLE_CONSUMERS:
+        try:
+            consumer.unassign()
+            idle.append(consumer)
+            return
+        except Exception:  # noqa: BLE001 - a consumer that cannot unassign is closed below
+            pass
+    consumer.close()
 
 
 class _CheckedRanges:

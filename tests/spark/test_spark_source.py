@@ -142,3 +142,43 @@ def test_batch_naming_an_unknown_ssp_is_refused(kafka_bootstrap) -> None:
     with pytest.raises(RuntimeError, match=r"orders\[7\].*does not read"):
         reader.partitions({"orders": {"0": 0}}, {"orders": {"0": 1, "7": 3}})
     assert isinstance(ReadSplit([], []).ranges, list)
+
+
+def test_read_splits_in_one_worker_share_one_consumer(
+    kafka_bootstrap, unique_topic, monkeypatch
+) -> None:
+    """A Python worker reads its splits with one pooled consumer (not a client per split and
+    batch); a read given up midway closes its consumer instead of pooling it."""
+    from airflow_samza_expand.kafka import clients
+    from airflow_samza_expand.spark import source_read
+
+    made: list[object] = []
+
+    class CountingConsumer(clients.Consumer):
+        def __init__(self, config: dict) -> None:
+            made.append(self)
+            super().__init__(config)
+
+    monkeypatch.setattr(clients, "Consumer", CountingConsumer)
+    monkeypatch.setattr(source_read, "_IDLE", {})
+    topic = unique_topic("pool")
+    create_topic(kafka_bootstrap, topic, 2)
+    produce_sequenced(kafka_bootstrap, topic, [f"k{i}" for i in range(20)], 10)
+    reader = _reader(kafka_bootstrap, JobModel.initial("job-" + topic, {topic: 2}))
+    try:
+        start = reader.initialOffset()
+        end = reader.latestOffset(start, ReadAllAvailable())
+        made.clear()  # the driver side's own client
+        first = _records(reader, start, end)
+        assert len(first) == 200 and first == _records(reader, start, end)
+        assert len(made) == 1, "four split reads in one worker share one consumer"
+        partial = reader.read(reader.partitions(start, end)[0])
+        next(partial)
+        partial.close()  # given up midway: its consumer is closed, not pooled
+        assert sum(len(idle) for idle in source_read._IDLE.values()) == 0
+        assert len(_records(reader, start, end)) == 200 and len(made) == 2
+    finally:
+        reader.stop()
+        for idle in source_read._IDLE.values():
+            for consumer in idle:
+                consumer.close()
