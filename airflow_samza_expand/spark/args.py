@@ -125,6 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
         "its keys' states - far fewer Python calls per batch (fixed once the checkpoint exists)",
     )
     p.add_argument(
+        "--max-read-splits",
+        type=int,
+        default=0,
+        help="most read tasks a batch (0: one per Kafka partition, the default; cap it for "
+        "very many small partitions)",
+    )
+    p.add_argument(
         "--spark-conf",
         action="append",
         default=[],
@@ -176,6 +183,8 @@ def validate_args(args: argparse.Namespace) -> None:
         raise UsageError("--state-buckets must be >= 0 (0 means one state row per key)")
     if args.shuffle_partitions <= 0:
         raise UsageError("--shuffle-partitions must be >= 1")
+    if args.max_read_splits < 0:
+        raise UsageError("--max-read-splits must be >= 0 (0 means one read task per partition)")
     for item in args.spark_conf:
         if "=" not in item:
             raise UsageError(f"--spark-conf {item!r} is not KEY=VALUE")

@@ -116,7 +116,11 @@ class StreamJob(Job):
         # the reader's own report of each batch's read splits (one read task each), logged
         # with the batch: a grown topic is read by as many tasks as it has partitions
         self.plan_report = os.path.join(self.lifecycle.gate_dir, "read-plan.json")
-        records = self.read_kafka(source="python", plan_report=self.plan_report)
+        records = self.read_kafka(
+            source="python",
+            plan_report=self.plan_report,
+            max_read_splits=str(self.args.max_read_splits),
+        )
         outputs = stateful_outputs(records, self.args.processor, self.args.state_buckets)
         return (
             outputs.writeStream.foreachBatch(self.on_batch)

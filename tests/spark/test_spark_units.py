@@ -243,6 +243,7 @@ def test_job_bad_input_exits_2_with_a_clear_message_and_changes_nothing(tmp_path
         (["--bootstrap-servers", "127.0.0.1:1", "--trigger", "once"], "trigger 'once'"),
         (["--bootstrap-servers", "127.0.0.1:1", "--processor", "nope:X"], "cannot import"),
         (["--bootstrap-servers", "127.0.0.1:1", "--max-records-per-batch", "-1"], ">= 0"),
+        (["--bootstrap-servers", "127.0.0.1:1", "--max-read-splits", "-2"], "--max-read-splits"),
         (["--bootstrap-servers", "127.0.0.1:1"], "has no job model for job 'j'"),
     ]
     for extra, message in cases:
