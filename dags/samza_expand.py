@@ -2,7 +2,7 @@
 
 Trigger ``samza_expand`` with the form (topic, factor 2/4/8/16, job name, grace seconds, barrier
 timeout, dry run, other jobs, on stale placement: ``warn`` or ``fail`` when a producer kept the
-old partition count after the barrier snapshot, rule 1.5). *Other jobs*: when another stateful
+old partition count after the barrier snapshot). *Other jobs*: when another stateful
 job managed by this provider reads the topic, ``refuse`` (default) fails the plan naming every
 such job (expand them together with ``build_expansion_dag(jobs=[...])``); ``ignore`` grows the
 topic for this job anyway, with a warning. Consumer groups outside the provider that read the
