@@ -13,9 +13,13 @@ per-key order (in_order) - `demo.verify`.
 Cases (``--list``):
 
 * ``kill/<strategy>/<step>``: SIGKILL of the DAG run's process group (its task processes and
-  its in-process triggerer) once <step> began, then the run cleared. in-place: plan, expand,
-  barrier-grace, barrier-drain, write, ack, report; warm: + standby, stop, submit; cold: + stop,
-  submit.
+  its in-process triggerer) in the middle of <step>, then the run cleared. in-place: plan,
+  expand, barrier-grace, barrier-drain, write, ack, report; warm: + standby, stop, submit; cold:
+  + stop, submit. A step of milliseconds is held midway in the run's process once it began
+  (`hold_step_midway`: fault injection, a kill from outside would land after it); each case
+  checks from the record at the kill that the step had begun and not ended (``mid_step``).
+* ``kill/in-place/each-step``: one expansion killed midway in each in-place step in turn (the
+  clearing of each kill killed in the next step), until a clearing completes it.
 * ``broker/...``: Apache Kafka stopped and started on its data directory during the barrier,
   during the handover (warm: once the stop began) or switch (in-place: once the write began),
   and between expansions with the job running; the DAG's tasks retry (retries=3).
@@ -91,11 +95,12 @@ class Outcome:
     completed_once: bool = False
     exact: bool = False
     in_order: bool = False
+    mid_step: bool | None = None  # kill cases: the step had begun and not ended at the kill
     notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.completed_once and self.exact and self.in_order
+        return self.completed_once and self.exact and self.in_order and self.mid_step is not False
 
 
 @dataclass
@@ -133,6 +138,8 @@ def run_dag_main(spec_text: str) -> int:
 
     spec = json.loads(spec_text)
     dag = build_dag(spec)
+    if spec.get("hold_at"):
+        hold_step_midway(spec["hold_at"], spec["held"])
     Path(spec["ready"]).touch()
     while not os.path.exists(spec["go"]):
         time.sleep(0.02)
@@ -144,6 +151,61 @@ def run_dag_main(spec_text: str) -> int:
         tasks = {ti.task_id: str(ti.state) for ti in run.get_task_instances(session=session)}
     print(json.dumps({"run_id": run.run_id, "state": str(run.state), "tasks": tasks}))
     return 0
+
+
+# Steps a kill case holds in their middle (fault injection: most steps take milliseconds, too
+# short for a kill from outside to land inside them): the step has begun - its start is in the
+# record (plan: the job's lease is taken) - and waits there until the case kills the run.
+HELD_STEPS = ("plan", "expand", "stop", "submit", "write", "ack", "report")
+HOLD_S = 120.0
+
+
+def hold_step_midway(step: str, held: str) -> None:
+    """In the DAG run's process (its task processes are forked from it): once ``step`` began,
+    touch ``held`` and wait ``HOLD_S``. plan: before its record is stored (lease held); the
+    others: right after `protocol.records.begin` wrote the step's start."""
+    from airflow_samza_expand.protocol import records
+
+    def hold() -> None:
+        Path(held).touch()
+        time.sleep(HOLD_S)
+
+    if step == "plan":
+        from airflow_samza_expand.protocol.steps import plan as plan_step
+
+        store_new = plan_step._store_new
+
+        def held_store_new(*args: Any, **kwargs: Any) -> Any:
+            hold()
+            return store_new(*args, **kwargs)
+
+        plan_step._store_new = held_store_new
+        return
+    begin = records.begin
+
+    def held_begin(store: Any, expansion_id: str, name: str, **kwargs: Any) -> Any:
+        out = begin(store, expansion_id, name, **kwargs)
+        if name == step and not Path(held).exists():
+            hold()
+        return out
+
+    records.begin = held_begin
+
+
+def mid_step(record: Any, step: str) -> bool:
+    """The record at the kill shows ``step`` begun and not ended (plan: no record yet)."""
+    if step == "plan":
+        return record is None
+    if record is None:
+        return False
+    if step == "barrier-grace":
+        snapshot = record.steps.get("barrier_snapshot")
+        return bool(snapshot) and not snapshot.ended_at
+    if step == "barrier-drain":
+        snapshot, barrier = record.steps.get("barrier_snapshot"), record.steps.get("barrier")
+        return bool(snapshot and snapshot.ended_at) and not (barrier and barrier.ended_at)
+    times = record.steps.get(step)
+    return times is not None and not times.ended_at
 
 
 def build_dag(spec: dict[str, Any]) -> Any:
@@ -192,13 +254,15 @@ class DagRun:
     """One whole DAG run in its own process group (a kill takes its task processes too; the
     job's detached launches run in sessions of their own and survive, as in production)."""
 
-    def __init__(self, spec: dict[str, Any], logical_date: str, work: Path, *, hold: bool):
+    def __init__(self, spec: dict[str, Any], logical_date: str, work: Path, *, hold: bool,
+                 hold_at: str | None = None):  # fmt: skip
         self.go = work / f"go-{uuid.uuid4().hex[:8]}"
         self.log_path = Path(f"{self.go}.log")
+        self.held = Path(f"{self.go}.held")  # touched once the step held midway began
         if not hold:
             self.go.touch()
         doc = {**spec, "logical_date": logical_date, "go": str(self.go),
-               "ready": f"{self.go}.ready"}  # fmt: skip
+               "ready": f"{self.go}.ready", "hold_at": hold_at, "held": str(self.held)}  # fmt: skip
         self.out = open(self.log_path, "w")  # noqa: SIM115 - closed in result()/kill()
         self.proc = subprocess.Popen(
             [sys.executable, str(HERE), "--run-dag", json.dumps(doc)],
@@ -262,8 +326,10 @@ class Job:
         self.s.start_job()
         return self
 
-    def run(self, logical_date: str = A_DATE, *, hold: bool = False) -> DagRun:
-        run = DagRun(self.spec, logical_date, self.work, hold=hold)
+    def run(
+        self, logical_date: str = A_DATE, *, hold: bool = False, hold_at: str | None = None
+    ) -> DagRun:
+        run = DagRun(self.spec, logical_date, self.work, hold=hold, hold_at=hold_at)
         self.runs.append(run)
         return run
 
@@ -272,9 +338,10 @@ class Job:
         return records[0] if records else None
 
     def wait_step(self, run: DagRun, step: str, timeout_s: float = 300) -> None:
-        """Until the expansion record shows ``step`` begun (KILL_STEPS names)."""
+        """Until the expansion record shows ``step`` begun (KILL_STEPS names), or the run
+        holds it midway (`hold_step_midway`)."""
         deadline = time.monotonic() + timeout_s
-        while not began(self.record(), step):
+        while not (run.held.exists() or began(self.record(), step)):
             if run.proc.poll() is not None:
                 raise RuntimeError(f"the run ended before {step!r} began; {run.log_path}")
             if time.monotonic() > deadline:
@@ -351,13 +418,44 @@ def kill_case(ctx: Context, case: Case) -> Outcome:
     """SIGKILL of the run's process group once the step began; then the run cleared."""
     job = Job(ctx, case).start()
     try:
-        first, cleared = job.run(), job.run(hold=True)
+        hold_at = case.step if case.step in HELD_STEPS else None
+        first, cleared = job.run(hold_at=hold_at), job.run(hold=True)
         job.wait_step(first, case.step)
         first.kill()
         at_kill = job.record()
-        ctx.log(f"  [{case.name}] killed; steps begun {sorted(at_kill.steps)}")
+        midway = mid_step(at_kill, case.step)
+        steps = sorted(at_kill.steps) if at_kill is not None else []
+        ctx.log(f"  [{case.name}] killed; steps begun {steps}; {case.step} midway: {midway}")
         cleared.release()
-        return job.outcome(cleared.result(), case.strategy)
+        out = job.outcome(cleared.result(), case.strategy)
+        out.mid_step = midway
+        return out
+    finally:
+        job.close()
+
+
+def each_step_case(ctx: Context, case: Case) -> Outcome:
+    """One expansion killed in every step of the strategy in turn: the run killed midway in
+    its first step, its clearing killed midway in the next step, ... until a clearing runs
+    to the end. Every kill lands inside its step; the expansion completes once, exactly."""
+    job = Job(ctx, case).start()
+    steps = KILL_STEPS[case.strategy]
+    held = [s if s in HELD_STEPS else None for s in steps]
+    try:
+        run, midway = job.run(hold_at=held[0]), []
+        for i, step in enumerate(steps):
+            nxt = job.run(hold=True, hold_at=held[i + 1] if i + 1 < len(steps) else None)
+            job.wait_step(run, step)
+            run.kill()
+            midway.append(mid_step(job.record(), step))
+            ctx.log(f"  [{case.name}] killed in {step}; midway: {midway[-1]}")
+            nxt.release()
+            run = nxt
+        out = job.outcome(run.result(), case.strategy, max_extra=0)
+        out.mid_step = all(midway)
+        if not out.mid_step:
+            out.notes.append(f"midway={dict(zip(steps, midway, strict=True))}")
+        return out
     finally:
         job.close()
 
@@ -498,6 +596,7 @@ def all_cases() -> list[Case]:
         for step in steps
     ]
     cases += [
+        Case("kill/in-place/each-step", "sigkill-task", "each-step", "in-place", each_step_case),
         Case("broker/warm/barrier", "broker-restart", "barrier", "warm", broker_case),
         Case("broker/warm/handover", "broker-restart", "handover", "warm", broker_case),
         Case("broker/in-place/switch", "broker-restart", "switch", "in-place", broker_case),
@@ -521,7 +620,8 @@ def run_case(ctx: Context, case: Case) -> Outcome:
     ctx.log(
         f"fault={case.fault} step={case.step} strategy={case.strategy} "
         f"completed_once={out.completed_once} exact={out.exact} in_order={out.in_order} "
-        f"ok={out.ok} seconds={time.monotonic() - started:.0f}"
+        + ("" if out.mid_step is None else f"mid_step={out.mid_step} ")
+        + f"ok={out.ok} seconds={time.monotonic() - started:.0f}"
         + (f" notes={'; '.join(out.notes)}" if not out.ok else "")
     )
     return out

@@ -3,15 +3,19 @@ cases) in CI, through the same case functions: the REAL shipped job (Spark local
 keyed traffic, the expansion DAG run with ``dag.test()`` in a process of its own, SIGKILLed once
 a step began, then cleared:
 
-* the warm handover killed once its stop step began (vN asked to stop, the vN+1 standby
-  waiting): the cleared run finds the stop and the standby it started and completes once;
+* the default restart (in place) with one expansion killed midway in each of its steps in
+  turn - plan, expand, the barrier's grace and drain, write, ack, report - each kill's clearing
+  killed in the next step, until a clearing completes it (``kill/in-place/each-step``);
+* the warm handover killed in the middle of its stop step (the vN+1 standby waiting): the
+  cleared run finds the stop and the standby it started and completes once;
 * Apache Kafka (the test's own) restarted on its data directory while the job runs between
   expansions (default 30 s TTL), then the expansion in place: the job rides the outage out
   (it used to die on its coordinator-store poll: "Unknown partition") and the expansion
   completes.
 
 Each: the expansion completed once, every produced record counted exactly once, in per-key
-order. The other cases run in the script (and, with the fake job, in test_airflow_faults.py /
+order; each kill landed inside its step (the record at the kill: begun, not ended). The other
+cases run in the script (and, with the fake job, in test_airflow_faults.py /
 test_airflow_broker_restart.py; the processor cases in tests/spark).
 """
 
@@ -56,6 +60,14 @@ def run(ctx: fault_matrix.Context, name: str) -> None:
     (case,) = [c for c in fault_matrix.all_cases() if c.name == name]
     outcome = case.run(ctx, case)
     assert outcome.ok, outcome
+    assert outcome.mid_step is not False, f"a kill landed outside its step: {outcome.notes}"
+
+
+def test_one_expansion_killed_midway_in_each_in_place_step_completes_once(
+    kafka_bootstrap, airflow_home, tmp_path, monkeypatch
+) -> None:
+    kafka = SimpleNamespace(bootstrap=kafka_bootstrap)
+    run(context(kafka, airflow_home, tmp_path, monkeypatch), "kill/in-place/each-step")
 
 
 def test_a_run_killed_in_the_warm_handovers_stop_completes_once_when_cleared(

@@ -135,7 +135,7 @@ def test_slow_producer_is_held_by_the_barrier_and_a_late_record_fails_the_run(sc
     s.cfg.on_stale_placement = "fail"
     c = s.expand(on_task=late_record)
     assert c.state == "failed", c.tasks
-    assert c.tasks["report"] == "failed"
+    assert c.tasks["report"] == "failed", c.tasks
     assert all(st == "success" for t, st in c.tasks.items() if t != "report"), c.tasks
     dag_id = f"samza_expand_{s.job_name.replace('-', '_')}_4_8"
     summary = _xcom(dag_id, "report", "summary")
