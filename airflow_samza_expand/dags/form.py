@@ -59,11 +59,11 @@ def _fields(s: ExpansionSettings) -> dict[str, Param]:
         form["barrier_timeout_s"] = Param(
             s.barrier_timeout_s,
             type="number",
-            exclusiveMinimum=0,
+            minimum=0,
             title="Barrier timeout (s)",
             description="How long after the grace the job may take to read the old partitions "
-            "up to their snapshot before the barrier step fails (nothing is lost: clear it to "
-            "wait again).",
+            "up to their snapshot before the barrier step fails (0: check once after the grace; "
+            "nothing is lost: clear it to wait again).",
         )
     return form
 
