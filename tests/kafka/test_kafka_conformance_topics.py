@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic
@@ -109,7 +111,7 @@ def test_incremental_alter_configs_sets_and_deletes(admin, create_topic) -> None
     for fut in admin.incremental_alter_configs([resource]).values():
         fut.result()
     plain = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    assert admin.describe_configs([plain])[plain].result()["cleanup.policy"].value == "compact"
+    assert _policy_becomes(admin, plain, "compact")
     resource = ConfigResource(
         ConfigResource.Type.TOPIC,
         topic,
@@ -119,7 +121,19 @@ def test_incremental_alter_configs_sets_and_deletes(admin, create_topic) -> None
     )
     for fut in admin.incremental_alter_configs([resource]).values():
         fut.result()
-    assert admin.describe_configs([plain])[plain].result()["cleanup.policy"].value == "delete"
+    assert _policy_becomes(admin, plain, "delete")
+
+
+def _policy_becomes(admin, resource: ConfigResource, value: str, timeout_s: float = 15.0) -> bool:
+    """The topic's cleanup.policy reads ``value`` within ``timeout_s``: on Apache Kafka a config
+    change is applied through the controller's metadata log, and the broker that answers
+    DescribeConfigs shows it a moment later (seen under load); the development broker at once."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        current = admin.describe_configs([resource])[resource].result()["cleanup.policy"].value
+        if current == value or time.monotonic() > deadline:
+            return current == value
+        time.sleep(0.1)
 
 
 def test_invalid_config_value_is_refused(admin, create_topic) -> None:
