@@ -39,7 +39,8 @@ def test_a_part_lists_its_slowest_tests() -> None:
 def test_every_part_of_test_sh_runs_through_the_part_script_and_the_lanes_split_each_part() -> None:
     """Each Kafka's part is split into its Spark tests (`and spark`) and the rest (`and not
     spark`) of the same selection, and part 1's Spark tests once more by path (the rest lane
-    takes REST_LANE_SPARK, the Spark lane ignores exactly those): together the runs select
+    takes REST_LANE_SPARK, the Airflow lane AIRFLOW_LANE_SPARK, the Spark lane ignores exactly
+    those): together the runs select
     every test of both parts, once, each through the part script, and the lanes run at once."""
     script = (REPO / "scripts" / "test.sh").read_text()
     assert 'bash scripts/test_part.sh "$@"' in script
@@ -50,15 +51,18 @@ def test_every_part_of_test_sh_runs_through_the_part_script_and_the_lanes_split_
     )
     assert sorted(runs) == [
         ("apache", "APACHE_PART", "not spark", ""),
-        ("apache", "APACHE_PART", "spark", ' "${REST_LANE_SPARK[@]/#/--ignore=}"'),
+        ("apache", "APACHE_PART", "spark", ' "${AIRFLOW_LANE_SPARK[@]}"'),
+        ("apache", "APACHE_PART", "spark", ' "${REST_LANE_SPARK[@]/#/--ignore=}"'
+         ' "${AIRFLOW_LANE_SPARK[@]/#/--ignore=}"'),
         ("apache", "APACHE_PART", "spark", ' "${REST_LANE_SPARK[@]}"'),
         ("dev", "DEV_PART", "not spark", ""),
         ("dev", "DEV_PART", "spark", ""),
     ], runs
-    listed = re.search(r"^REST_LANE_SPARK=\(\n(.*?)\n\)", script, flags=re.M | re.S)
-    assert listed, "REST_LANE_SPARK=( one path per line )"
-    for path in listed.group(1).split():
-        assert (REPO / path).is_file(), f"REST_LANE_SPARK names {path}, which does not exist"
+    for lane in ("REST_LANE_SPARK", "AIRFLOW_LANE_SPARK"):
+        listed = re.search(rf"^{lane}=\(\n(.*?)\n\)", script, flags=re.M | re.S)
+        assert listed, f"{lane}=( one path per line )"
+        for path in listed.group(1).split():
+            assert (REPO / path).is_file(), f"{lane} names {path}, which does not exist"
     assert re.search(r"^rest_lane .*&$", script, flags=re.M) and "spark_lane ||" in script
     assert re.search(r"^airflow_lane .*&$", script, flags=re.M)
     assert 'wait "$rest_pid"' in script and 'wait "$airflow_pid"' in script
