@@ -272,8 +272,8 @@ def bench_before_snapshot(config: dict[str, str], records: int, looks: int) -> d
 
     from airflow_samza_expand.core.clock import now_iso
     from airflow_samza_expand.core.record import ExpansionRecord
-    from airflow_samza_expand.protocol.order import record_scan_start
-    from airflow_samza_expand.protocol.steps.barrier_order import order_poll
+    from airflow_samza_expand.protocol.barrier.before_snapshot import order_poll
+    from airflow_samza_expand.protocol.barrier.evidence import record_scan_start
     from airflow_samza_expand.spark.source import SOURCE_SCHEMA, SamzaKafkaStreamReader
     from airflow_samza_expand.spark.stale_before import BeforeSnapshotCount
     from airflow_samza_expand.store.files import FileCoordinatorStore

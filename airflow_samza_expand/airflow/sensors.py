@@ -30,9 +30,10 @@ from airflow_samza_expand.airflow.triggers import (
 )
 from airflow_samza_expand.core.errors import BarrierTimeoutError
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
+from airflow_samza_expand.protocol.barrier import step as barrier
 from airflow_samza_expand.protocol.ownership import take
 from airflow_samza_expand.protocol.poll import Reconnect
-from airflow_samza_expand.protocol.steps import ack, barrier
+from airflow_samza_expand.protocol.steps import ack
 
 
 class _WaitSensor(KafkaClients, BaseSensorOperator):

@@ -20,9 +20,10 @@ from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, SamzaExpandK
 from airflow_samza_expand.core.errors import ConflictError, ExpansionError
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
 from airflow_samza_expand.protocol import watch
+from airflow_samza_expand.protocol.barrier import step as barrier
 from airflow_samza_expand.protocol.ownership import lease_poll, take
 from airflow_samza_expand.protocol.poll import Poll, Reconnect
-from airflow_samza_expand.protocol.steps import ack, barrier
+from airflow_samza_expand.protocol.steps import ack
 
 DEFAULT_CONN_ID = "kafka_default"
 _MODULE = __name__

@@ -25,12 +25,12 @@ from airflow_samza_expand.demo.producer import KeyedProducer
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import snapshot_barrier
 from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.order import (
+from airflow_samza_expand.protocol.barrier.evidence import (
     job_order_args,
     order_summary,
     record_scan_start,
 )
-from airflow_samza_expand.protocol.steps.barrier import order_poll
+from airflow_samza_expand.protocol.barrier.step import order_poll
 from airflow_samza_expand.store.files import FileCoordinatorStore
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]

@@ -1,9 +1,9 @@
 """The barrier's look before its snapshot (DESIGN rule 1.5): stale placements in the old
 partitions since the growth, and whether the barrier may snapshot now.
 
-* `order_poll` - one look: the counts (`protocol.order.scan_before_snapshot`) and the decision
+* `order_poll` - one look: the counts (`evidence.scan_before_snapshot`) and the decision
   (`core.order.decide_snapshot`: wait, snapshot or timeout).
-* `order_wait` - the barrier step's use of it (`protocol.steps.barrier.snapshot_poll`): None
+* `order_wait` - the barrier step's use of it (`protocol.barrier.step.snapshot_poll`): None
   when it may snapshot, a waiting `Poll` otherwise, `BarrierTimeoutError` past its deadline.
 """
 
@@ -30,7 +30,7 @@ from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.core.stale import StalePlacement
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.stale_scan import StaleScanner
-from airflow_samza_expand.protocol import order
+from airflow_samza_expand.protocol.barrier import evidence
 from airflow_samza_expand.protocol.poll import Poll
 from airflow_samza_expand.store import CoordinatorStore
 
@@ -86,21 +86,21 @@ def order_poll(
     counts, then decide whether the barrier may snapshot (`core.order.decide_snapshot`: wait,
     snapshot or timeout). Only while there is no snapshot.
 
-    The look: the count of the job's own processor (`job_count`, `order.take_job_count`) when
-    it has one, else a scan of its own (bounded, `order.scan_before_snapshot`)."""
+    The look: the count of the job's own processor (`job_count`, `evidence.take_job_count`) when
+    it has one, else a scan of its own (bounded, `evidence.scan_before_snapshot`)."""
     now = datetime.now(UTC).timestamp() if now is None else now
     stamp = to_iso(datetime.fromtimestamp(now, UTC))
     record = store.get_expansion(expansion_id)
     # without a scan start the scan records it first (the job counts from it on)
-    ready = record is not None and order.evidence_of(record).scan_start
+    ready = record is not None and evidence.evidence_of(record).scan_start
     count = job_count(store, record) if ready else None  # type: ignore[arg-type]
     found: tuple[StalePlacement, ...] = ()
     read = 0
     if count is not None:
-        stored, coverage = order.take_job_count(admin, store, expansion_id, count, lease=lease)
+        stored, coverage = evidence.take_job_count(admin, store, expansion_id, count, lease=lease)
         caught_up, backlog = coverage.caught_up, coverage.backlog
     else:
-        stored, result = order.scan_before_snapshot(
+        stored, result = evidence.scan_before_snapshot(
             admin, store, kafka_config, expansion_id, stamp, lease=lease, scanner=scanner
         )
         caught_up, backlog = result.caught_up, result.backlog()
