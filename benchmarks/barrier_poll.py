@@ -330,7 +330,7 @@ def bench_before_snapshot(config: dict[str, str], records: int, looks: int) -> d
             began = time.perf_counter()
             poll = order_poll(
                 setup, store, config, expansion_id=eid, expanded_at=expanded_at,
-                grace_ends=expanded_at, deadline=None, quiet_s=0.0,
+                grace_ends=expanded_at, deadline=None, stale_quiet_s=0.0,
             )  # fmt: skip
             seconds.append(time.perf_counter() - began)
             read.append(poll.records_read)

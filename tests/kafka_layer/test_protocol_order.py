@@ -100,7 +100,7 @@ def poll(admin, config, store, expansion_id, now):
         expanded_at=T0,
         grace_ends=T0 + GRACE,
         deadline=T0 + 600,
-        quiet_s=QUIET,
+        stale_quiet_s=QUIET,
         now=T0 + now,
     )
 
@@ -171,7 +171,7 @@ def test_timeout_while_a_producer_never_refreshes(config, admin, setup):
     produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in _moved(1, "x")])
     result = order_poll(
         admin, store, config, expansion_id=expansion_id, expanded_at=T0,
-        grace_ends=T0 + GRACE, deadline=T0 + GRACE, quiet_s=QUIET, now=T0 + GRACE,
+        grace_ends=T0 + GRACE, deadline=T0 + GRACE, stale_quiet_s=QUIET, now=T0 + GRACE,
     )  # fmt: skip
     assert result.decision.action == "timeout"
     assert "stale placements still arriving (1 so far" in result.decision.reason

@@ -43,7 +43,7 @@ def test_the_barrier_takes_the_jobs_count_waits_for_it_and_scans_without_it(
     def look(now: float):
         return order_poll(
             admin, store, config, expansion_id=eid, expanded_at=T0, grace_ends=T0 + GRACE,
-            deadline=None, quiet_s=QUIET, scanner=scanner, now=T0 + now,
+            deadline=None, stale_quiet_s=QUIET, scanner=scanner, now=T0 + now,
         )  # fmt: skip
 
     try:

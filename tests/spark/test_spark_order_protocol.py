@@ -85,7 +85,7 @@ def _barrier_loop(admin, store, config, expansion_id, expanded_at):
     while True:
         poll = order_poll(
             admin, store, config, expansion_id=expansion_id, expanded_at=expanded_at,
-            grace_ends=expanded_at + GRACE_S, deadline=deadline, quiet_s=QUIET_S,
+            grace_ends=expanded_at + GRACE_S, deadline=deadline, stale_quiet_s=QUIET_S,
         )  # fmt: skip
         reasons.append(poll.decision.reason)
         if poll.decision.action != "wait":

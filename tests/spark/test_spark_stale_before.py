@@ -117,7 +117,7 @@ def test_the_barrier_takes_the_running_jobs_count_and_scans_without_it(
         spy = SpyScanner(config, {job.topic: (2, 4)}, "crc32", admin=admin)
         poll = order_poll(
             admin, typed, config, expansion_id=expansion_id, expanded_at=expanded_at,
-            grace_ends=expanded_at, deadline=None, quiet_s=0.0, scanner=spy,
+            grace_ends=expanded_at, deadline=None, stale_quiet_s=0.0, scanner=spy,
         )  # fmt: skip
         assert spy.read == 0 and poll.records_read == 0  # the barrier read nothing itself
         assert poll.counted_by.startswith(JOB_SOURCE) and "proc-1" in poll.counted_by
@@ -136,7 +136,7 @@ def test_the_barrier_takes_the_running_jobs_count_and_scans_without_it(
         produce_raw(kafka_bootstrap, job.topic, late)
         poll = order_poll(
             admin, typed, config, expansion_id=expansion_id, expanded_at=expanded_at,
-            grace_ends=expanded_at, deadline=None, quiet_s=0.0, scanner=spy,
+            grace_ends=expanded_at, deadline=None, stale_quiet_s=0.0, scanner=spy,
         )  # fmt: skip
         assert spy.read == len(late) == poll.records_read  # from the job's count on, only
         assert len(poll.found) == len(late)

@@ -77,7 +77,7 @@ def order_poll(
     expanded_at: float,
     grace_ends: float,
     deadline: float | None,
-    quiet_s: float = DEFAULT_STALE_QUIET_S,
+    stale_quiet_s: float = DEFAULT_STALE_QUIET_S,
     lease: Lease | None = None,
     scanner: StaleScanner | None = None,
     now: float | None = None,
@@ -111,7 +111,7 @@ def order_poll(
         expanded_at=expanded_at,
         grace_ends=grace_ends,
         deadline=deadline,
-        quiet_s=quiet_s,
+        stale_quiet_s=stale_quiet_s,
         last_stale_at=parse_iso(last).timestamp() if last else None,
         stale_records=stored.before_snapshot.records,
         caught_up=caught_up,
@@ -128,17 +128,17 @@ def order_wait(
     grace_ends: float,
     *,
     lease: Lease | None,
-    quiet_s: float | None,
+    stale_quiet_s: float | None,
     deadline: float | None,
 ) -> Poll | None:
     """The pre-snapshot look of rule 1.5: None when the barrier may snapshot now (the step's
     `snapshot_poll` then takes the snapshot); else the `Poll` to wait with.
     ``expanded_at``: when the grace started (epoch s)."""
-    if quiet_s is None:
-        quiet_s = min(DEFAULT_STALE_QUIET_S, max(grace_ends - expanded_at, 0.0))
+    if stale_quiet_s is None:
+        stale_quiet_s = min(DEFAULT_STALE_QUIET_S, max(grace_ends - expanded_at, 0.0))
     check = order_poll(
         admin, store, admin.config, expansion_id=record.expansion_id, expanded_at=expanded_at,
-        grace_ends=grace_ends, deadline=deadline, quiet_s=quiet_s, lease=lease,
+        grace_ends=grace_ends, deadline=deadline, stale_quiet_s=stale_quiet_s, lease=lease,
     )  # fmt: skip
     decision = check.decision
     if decision.action == "snapshot":

@@ -163,7 +163,7 @@ def snapshot_poll(
         started = grace_start(record)
         waiting = order_wait(
             admin, store, record, parse_iso(started).timestamp() if started else grace_ends,
-            grace_ends, lease=lease, quiet_s=stale_quiet_s, deadline=deadline,
+            grace_ends, lease=lease, stale_quiet_s=stale_quiet_s, deadline=deadline,
         )  # fmt: skip
         if waiting is not None:
             return waiting
