@@ -272,8 +272,8 @@ def bench_before_snapshot(config: dict[str, str], records: int, looks: int) -> d
 
     from airflow_samza_expand.core.clock import now_iso
     from airflow_samza_expand.core.record import ExpansionRecord
-    from airflow_samza_expand.protocol.order import record_scan_start
-    from airflow_samza_expand.protocol.steps.barrier_order import order_poll
+    from airflow_samza_expand.protocol.barrier.before_snapshot import order_poll
+    from airflow_samza_expand.protocol.barrier.evidence import record_scan_start
     from airflow_samza_expand.spark.source import SOURCE_SCHEMA, SamzaKafkaStreamReader
     from airflow_samza_expand.spark.stale_before import BeforeSnapshotCount
     from airflow_samza_expand.store.files import FileCoordinatorStore
@@ -330,7 +330,7 @@ def bench_before_snapshot(config: dict[str, str], records: int, looks: int) -> d
             began = time.perf_counter()
             poll = order_poll(
                 setup, store, config, expansion_id=eid, expanded_at=expanded_at,
-                grace_ends=expanded_at, deadline=None, quiet_s=0.0,
+                grace_ends=expanded_at, deadline=None, stale_quiet_s=0.0,
             )  # fmt: skip
             seconds.append(time.perf_counter() - began)
             read.append(poll.records_read)

@@ -30,9 +30,14 @@ from airflow_samza_expand.airflow.triggers import (
 )
 from airflow_samza_expand.core.errors import BarrierTimeoutError
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
+from airflow_samza_expand.protocol.barrier.wait import (
+    DEFAULT_PRODUCER_REFRESH_GRACE_S,
+    BarrierWait,
+    start_barrier,
+)
 from airflow_samza_expand.protocol.ownership import take
 from airflow_samza_expand.protocol.poll import Reconnect
-from airflow_samza_expand.protocol.steps import ack, barrier
+from airflow_samza_expand.protocol.steps import ack
 
 
 class _WaitSensor(KafkaClients, BaseSensorOperator):
@@ -113,8 +118,9 @@ class OrderingBarrierSensor(_WaitSensor):
 
     Rule 1.5: the snapshot waits, after the grace, for ``stale_quiet_s`` (None: the protocol's
     default, min(30 s, grace)) without a stale placement in the old partitions; stale
-    placements still arriving at the deadline (grace end + ``barrier_timeout_s``) fail it with a
-    ``BarrierTimeoutError`` naming them.
+    placements still arriving at the deadline (``barrier_timeout_s`` after the later of the
+    wait's start and the grace's end, `protocol.barrier.wait.barrier_deadline`, one rule for poke
+    and deferred mode) fail it with a ``BarrierTimeoutError`` naming them.
 
     ``snapshot_only`` (available-now mode) returns once the snapshot is taken. Returns
     ``{barrier_offsets, seconds_waited, lag_drained, snapshot_at, passed_at, ...}``. Not passed
@@ -139,7 +145,7 @@ class OrderingBarrierSensor(_WaitSensor):
         job_name: str,
         expansion_id: str,
         consumer_group: str | None = None,
-        producer_refresh_grace_s: float | str = barrier.DEFAULT_PRODUCER_REFRESH_GRACE_S,
+        producer_refresh_grace_s: float | str = DEFAULT_PRODUCER_REFRESH_GRACE_S,
         barrier_timeout_s: float | str = 3600.0,
         snapshot_only: bool = False,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
@@ -164,51 +170,45 @@ class OrderingBarrierSensor(_WaitSensor):
         self.request_timeout_s = request_timeout_s
 
     def trigger(self, context: Any) -> OrderingBarrierTrigger:
-        grace = float(self.producer_refresh_grace_s)
-        holder = holder_of(context)
-        with protocol_outcomes():
-            lease = take(self.store, holder)
-            grace_ends = barrier.grace_until(self.store, self.expansion_id, grace, lease=lease)
+        wait = BarrierWait(
+            expansion_id=self.expansion_id,
+            group=self.consumer_group or self.job_name,
+            grace_s=float(self.producer_refresh_grace_s),
+            stale_quiet_s=self._stale_quiet_s(),
+            timeout_s=float(self.barrier_timeout_s),
+            holder=holder_of(context),
+            snapshot_only=self.snapshot_only,
+        )
         started = time.time()
         if self.reschedule and context.get("ti") is not None:
             first = context["ti"].get_first_reschedule_date(context)
             started = first.timestamp() if first is not None else started
-        trigger = OrderingBarrierTrigger(
+        with protocol_outcomes():
+            deadline = start_barrier(self.store, wait, started)
+        return OrderingBarrierTrigger(
             job_name=self.job_name,
-            expansion_id=self.expansion_id,
-            consumer_group=self.consumer_group or self.job_name,
-            producer_refresh_grace_s=grace,
-            stale_quiet_s=self._quiet_s(),
-            deadline=max(started, grace_ends) + float(self.barrier_timeout_s),
+            expansion_id=wait.expansion_id,
+            consumer_group=wait.group,
+            producer_refresh_grace_s=wait.grace_s,
+            stale_quiet_s=wait.stale_quiet_s,
+            deadline=deadline,
+            snapshot_only=wait.snapshot_only,
             poll_interval_s=self.poke_interval,
-            holder=holder,
+            holder=wait.holder,
             coordinator=self.coordinator,
             kafka_config_id=self.kafka_config_id,
             request_timeout_s=self.request_timeout_s,
         )
-        if self.snapshot_only:
-            trigger.deadline = None
-        return trigger
 
     def poke(self, context: Any) -> PokeReturnValue | bool:
         if not self.snapshot_only:
             return super().poke(context)
-        with protocol_outcomes():
-            grace = float(self.producer_refresh_grace_s)
-            grace_ends = barrier.grace_until(self.store, self.expansion_id, grace)
-            progress = barrier.snapshot_poll(
-                self.admin,
-                self.store,
-                expansion_id=self.expansion_id,
-                group=self.consumer_group or self.job_name,
-                grace_ends=grace_ends,
-                stale_quiet_s=self._quiet_s(),
-                deadline=grace_ends + float(self.barrier_timeout_s) if grace_ends else None,
-            )
+        with protocol_outcomes():  # the wait ends at the snapshot; its own deadline refuses
+            progress = self._trigger.poll(self.admin, self.store)
         self.log.info("%s", progress.message)
         return PokeReturnValue(True, progress.result) if progress.done else False
 
-    def _quiet_s(self) -> float | None:
+    def _stale_quiet_s(self) -> float | None:
         """``stale_quiet_s`` rendered: None (or "None", "") = the barrier's default."""
         if self.stale_quiet_s in (None, "", "None"):
             return None

@@ -20,9 +20,14 @@ from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, SamzaExpandK
 from airflow_samza_expand.core.errors import ConflictError, ExpansionError
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
 from airflow_samza_expand.protocol import watch
+from airflow_samza_expand.protocol.barrier.wait import (
+    DEFAULT_PRODUCER_REFRESH_GRACE_S,
+    BarrierWait,
+    poll_barrier,
+)
 from airflow_samza_expand.protocol.ownership import lease_poll, take
 from airflow_samza_expand.protocol.poll import Poll, Reconnect
-from airflow_samza_expand.protocol.steps import ack, barrier
+from airflow_samza_expand.protocol.steps import ack
 
 DEFAULT_CONN_ID = "kafka_default"
 _MODULE = __name__
@@ -138,9 +143,10 @@ class OrderingBarrierTrigger(PollingTrigger):
     job_name: str
     expansion_id: str
     consumer_group: str | None = None
-    producer_refresh_grace_s: float = barrier.DEFAULT_PRODUCER_REFRESH_GRACE_S
+    producer_refresh_grace_s: float = DEFAULT_PRODUCER_REFRESH_GRACE_S
     stale_quiet_s: float | None = None  # rule 1.5 quiet window (None: the protocol default)
-    deadline: float | None = None
+    deadline: float | None = None  # `protocol.barrier.wait.start_barrier`'s deadline
+    snapshot_only: bool = False  # the wait ends at the snapshot
     poll_interval_s: float = 10.0
     holder: str | None = None
     coordinator: str = DEFAULT_COORDINATOR
@@ -151,20 +157,19 @@ class OrderingBarrierTrigger(PollingTrigger):
         super().__post_init__()
         self.consumer_group = self.consumer_group or self.job_name
 
-    def poll(self, admin: Any, store: Any) -> Poll:
-        lease = take(store, self.holder) if self.holder else None  # renews the owner's lease
-        grace = float(self.producer_refresh_grace_s)
-        grace_ends = barrier.grace_until(store, self.expansion_id, grace, lease=lease)
-        return barrier.barrier_poll(
-            admin,
-            store,
+    def wait(self) -> BarrierWait:
+        """The barrier wait this trigger polls."""
+        return BarrierWait(
             expansion_id=self.expansion_id,
             group=str(self.consumer_group),
-            grace_ends=grace_ends,
-            lease=lease,
+            grace_s=float(self.producer_refresh_grace_s),
             stale_quiet_s=self.stale_quiet_s,
-            deadline=self.deadline,
+            holder=self.holder,
+            snapshot_only=self.snapshot_only,
         )
+
+    def poll(self, admin: Any, store: Any) -> Poll:
+        return poll_barrier(admin, store, self.wait(), deadline=self.deadline)
 
     def event(self, poll: Poll) -> dict[str, Any]:
         return {"status": "holds", "result": poll.result}

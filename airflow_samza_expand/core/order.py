@@ -37,23 +37,23 @@ def decide_snapshot(
     expanded_at: float,
     grace_ends: float,
     deadline: float | None,
-    quiet_s: float = DEFAULT_STALE_QUIET_S,
+    stale_quiet_s: float = DEFAULT_STALE_QUIET_S,
     last_stale_at: float | None,
     stale_records: int,
     caught_up: bool,
     backlog: int = 0,
 ) -> BarrierDecision:
-    """Snapshot after the grace and ``quiet_s`` without a stale placement, scan caught up.
+    """Snapshot after the grace and ``stale_quiet_s`` without a stale placement, scan caught up.
 
     Times are epoch seconds. The quiet window runs from the expansion (when the scan started)
     or from the last stale placement, whichever is later. ``last_stale_at``: when the scan last
     found a stale placement (None: never). ``deadline``: the barrier's timeout (None: none);
     past it the barrier gives up with ``timeout`` unless it may snapshot right now.
     """
-    if quiet_s < 0:
-        raise ValueError(f"stale_quiet_s must be >= 0, got {quiet_s}")
+    if stale_quiet_s < 0:
+        raise ValueError(f"stale_quiet_s must be >= 0, got {stale_quiet_s}")
     quiet_from = max(expanded_at, last_stale_at if last_stale_at is not None else expanded_at)
-    quiet_ends = quiet_from + quiet_s
+    quiet_ends = quiet_from + stale_quiet_s
     if now >= grace_ends and now >= quiet_ends and caught_up:
         held = (
             f"; {stale_records} stale placement(s) before it, held by the barrier"
@@ -61,7 +61,7 @@ def decide_snapshot(
             else ""
         )
         return BarrierDecision(
-            "snapshot", f"grace over and no stale placement for {quiet_s:g} s{held}"
+            "snapshot", f"grace over and no stale placement for {stale_quiet_s:g} s{held}"
         )
     if now < grace_ends:
         why = f"producer refresh grace: {grace_ends - now:.0f} s left"
@@ -71,7 +71,7 @@ def decide_snapshot(
         wait = 0.0
     elif last_stale_at is None:
         why = (
-            f"watching the old partitions for stale placements for {quiet_s:g} s after the "
+            f"watching the old partitions for stale placements for {stale_quiet_s:g} s after the "
             f"expansion ({quiet_ends - now:.0f} s left, none so far)"
         )
         wait = quiet_ends - now
@@ -79,7 +79,7 @@ def decide_snapshot(
         why = (
             f"stale placements still arriving ({stale_records} so far, the last "
             f"{now - (last_stale_at or now):.0f} s ago): producers with old metadata write to "
-            f"the old partitions; waiting for {quiet_s:g} s without one "
+            f"the old partitions; waiting for {stale_quiet_s:g} s without one "
             f"({quiet_ends - now:.0f} s left)"
         )
         wait = quiet_ends - now

@@ -40,10 +40,10 @@ def last_stale_s(record: Any) -> float | None:
     return parse_iso(evidence["last_stale_at"]).timestamp() - parse_iso(expand.ended_at).timestamp()
 
 
-def snapshot_bound_s(grace_s: float, quiet_s: float, last_stale: float | None) -> float:
+def snapshot_bound_s(grace_s: float, stale_quiet_s: float, last_stale: float | None) -> float:
     """Seconds after the expansion at which the barrier may snapshot (rule 1.5): the end of
     the grace, or of the quiet window after the last stale placement when that is later."""
-    return max(grace_s, max(last_stale or 0.0, 0.0) + quiet_s)
+    return max(grace_s, max(last_stale or 0.0, 0.0) + stale_quiet_s)
 
 
 def build_report(

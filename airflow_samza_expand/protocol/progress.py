@@ -1,6 +1,6 @@
 """What an expansion under way records for the people watching it (the UI reads it from the
 record): the producer refresh grace's length and end, and a bounded history of the barrier lag
-per old partition. Written by the barrier step (`protocol.steps.barrier`); nothing decides on it."""
+per old partition. Written by the barrier step (`protocol.barrier.step`); nothing decides on it."""
 
 from __future__ import annotations
 

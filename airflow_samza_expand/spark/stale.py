@@ -219,14 +219,14 @@ def order_check_from_args(
     """The job's check, or None without ``--barrier-offsets``; ValueError on bad input.
 
     The counts also go into the record of the expansion that made the job model
-    (``protocol.order.job_publisher``) through ``store``, by default a typed store of its own
-    on ``--coordinator`` (the job's other store is shared between threads). ``report_dir``:
+    (``protocol.barrier.evidence.job_publisher``) through ``store``, by default a typed store of
+    its own on ``--coordinator`` (the job's other store is shared between threads). ``report_dir``:
     where the provider's reader reports the counts of the job's batches (the check's `rule`).
     """
     if not getattr(args, "barrier_offsets", None):
         return None
     from airflow_samza_expand.kafka.stale_scan import StaleScanner
-    from airflow_samza_expand.protocol.order import job_publisher
+    from airflow_samza_expand.protocol.barrier.evidence import job_publisher
 
     owned = None
     if store is None:
@@ -315,7 +315,7 @@ def order_check_after_switch(
 
 def _from_record(store: Any, model: JobModel, partitioner: str | None) -> tuple[Any, Any]:
     """(barrier, partitioner) of the expansion that made ``model`` (None, None: none has)."""
-    from airflow_samza_expand.protocol.order import detected_partitioners
+    from airflow_samza_expand.protocol.barrier.evidence import detected_partitioners
 
     made = [
         r

@@ -16,7 +16,7 @@ the expansion's old partitions with the provider's reader, `BeforeSnapshotCount`
   ``stale-count``, key: the expansion id): checked positions, counts, when it last found one.
 
 A restarted processor resumes from the published count. The barrier takes it when the job's
-live active processor advertises ``counts-stale`` (`protocol.steps.barrier_order`).
+live active processor advertises ``counts-stale`` (`protocol.barrier.before_snapshot`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,11 @@ from airflow_samza_expand.core.clock import now_iso
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.order import JobStaleCount
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.protocol.order import detected_partitioners, evidence_of, growths
+from airflow_samza_expand.protocol.barrier.evidence import (
+    detected_partitioners,
+    evidence_of,
+    growths,
+)
 from airflow_samza_expand.spark.stale_batch import StaleRule, committed_until, count_range
 from airflow_samza_expand.spark.switch import write_atomically
 

@@ -29,7 +29,7 @@ from airflow_samza_expand.airflow.triggers import OrderingBarrierTrigger
 from airflow_samza_expand.dags import build_expansion_dag
 from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION
 from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.steps import barrier
+from airflow_samza_expand.protocol.barrier import step as barrier
 
 ARGS = ["--job-name", "j", "--trigger", "processing-time=5s"]
 

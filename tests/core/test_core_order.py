@@ -24,7 +24,7 @@ def decide(now, *, grace=60.0, quiet=30.0, last=None, caught_up=True, deadline=N
         expanded_at=T0,
         grace_ends=T0 + grace,
         deadline=None if deadline is None else T0 + deadline,
-        quiet_s=quiet,
+        stale_quiet_s=quiet,
         last_stale_at=None if last is None else T0 + last,
         stale_records=n,
         caught_up=caught_up,

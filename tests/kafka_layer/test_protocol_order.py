@@ -20,14 +20,16 @@ from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import snapshot_barrier
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.order import (
+from airflow_samza_expand.protocol.barrier.evidence import (
     job_order_args,
     job_publisher,
     order_summary,
     record_scan_start,
 )
-from airflow_samza_expand.protocol.steps.barrier import order_poll
+from airflow_samza_expand.protocol.barrier.step import order_poll
 from airflow_samza_expand.store.files import FileCoordinatorStore
+
+EVIDENCE_LOG = "airflow_samza_expand.protocol.barrier.evidence"
 
 T0 = 1_900_000_000.0  # the expansion, in the poll's clock
 GRACE, QUIET = 60.0, 30.0
@@ -76,7 +78,7 @@ def setup(config, admin, unique_topic, tmp_path):
 
 def _snapshot_look(admin, store, expansion_id: str, quiet_s: float):
     """One barrier snapshot poll with the grace already over."""
-    from airflow_samza_expand.protocol.steps import barrier
+    from airflow_samza_expand.protocol.barrier import step as barrier
 
     return barrier.snapshot_poll(
         admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
@@ -98,7 +100,7 @@ def poll(admin, config, store, expansion_id, now):
         expanded_at=T0,
         grace_ends=T0 + GRACE,
         deadline=T0 + 600,
-        quiet_s=QUIET,
+        stale_quiet_s=QUIET,
         now=T0 + now,
     )
 
@@ -169,7 +171,7 @@ def test_timeout_while_a_producer_never_refreshes(config, admin, setup):
     produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in _moved(1, "x")])
     result = order_poll(
         admin, store, config, expansion_id=expansion_id, expanded_at=T0,
-        grace_ends=T0 + GRACE, deadline=T0 + GRACE, quiet_s=QUIET, now=T0 + GRACE,
+        grace_ends=T0 + GRACE, deadline=T0 + GRACE, stale_quiet_s=QUIET, now=T0 + GRACE,
     )  # fmt: skip
     assert result.decision.action == "timeout"
     assert "stale placements still arriving (1 so far" in result.decision.reason
@@ -243,7 +245,7 @@ def two_streams(config, admin, unique_topic, tmp_path):
 def test_a_stream_that_stays_is_outside_the_barrier_and_the_order_check(config, admin, two_streams):
     """Issue: growing one of two streams failed the barrier ('growth 2 -> 2 is not a
     power-of-two multiple'). Only the grown stream is scanned, snapshot and checked."""
-    from airflow_samza_expand.protocol.order import scan_after_snapshot
+    from airflow_samza_expand.protocol.barrier.evidence import scan_after_snapshot
     from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
 
     orders, payments, store, expansion_id = two_streams
@@ -276,10 +278,10 @@ def test_held_stale_placements_are_one_info_line_per_poll(config, admin, setup, 
     admin.create_partitions(topic, 4)
     held = _moved(25, "held")
     produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in held])
-    caplog.set_level(logging.INFO, logger="airflow_samza_expand.protocol.order")
+    caplog.set_level(logging.INFO, logger=EVIDENCE_LOG)
     first = poll(admin, config, store, expansion_id, now=50)
     assert len(first.found) == 25
-    lines = [r for r in caplog.records if r.name == "airflow_samza_expand.protocol.order"]
+    lines = [r for r in caplog.records if r.name == EVIDENCE_LOG]
     assert [r.levelno for r in lines] == [logging.INFO]
     line = lines[0].getMessage()
     assert "25 stale placement(s) of 25 key(s) held by the barrier" in line
@@ -289,7 +291,7 @@ def test_held_stale_placements_are_one_info_line_per_poll(config, admin, setup, 
     caplog.clear()
     produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in held[:2]])
     poll(admin, config, store, expansion_id, now=55)
-    (second,) = [r for r in caplog.records if r.name == "airflow_samza_expand.protocol.order"]
+    (second,) = [r for r in caplog.records if r.name == EVIDENCE_LOG]
     assert "2 stale placement(s) of 2 key(s)" in second.getMessage()
     assert "27 so far" in second.getMessage()
 
@@ -297,8 +299,8 @@ def test_held_stale_placements_are_one_info_line_per_poll(config, admin, setup, 
 def test_stale_placements_after_the_snapshot_stay_one_warning_each(config, admin, setup, caplog):
     """Unlike the held ones, a stale placement beyond the barrier puts its key's order at risk:
     the report's scan logs each one as a warning."""
-    from airflow_samza_expand.protocol.order import scan_after_snapshot
-    from airflow_samza_expand.protocol.steps import barrier
+    from airflow_samza_expand.protocol.barrier import step as barrier
+    from airflow_samza_expand.protocol.barrier.evidence import scan_after_snapshot
     from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
 
     topic, store, expansion_id = setup
@@ -310,7 +312,7 @@ def test_stale_placements_after_the_snapshot_stay_one_warning_each(config, admin
     assert done.done
     late = _moved(3, "late")
     produce(config, topic, [(k, b"{}", crc32_partition(k, 2)) for k in late])
-    caplog.set_level(logging.INFO, logger="airflow_samza_expand.protocol.order")
+    caplog.set_level(logging.INFO, logger=EVIDENCE_LOG)
     scanned = scan_after_snapshot(admin, store.get_expansion(expansion_id))
     assert scanned is not None and scanned.records == 3
     warned = [r for r in caplog.records if "after the snapshot: order at risk" in r.getMessage()]
@@ -322,7 +324,7 @@ def test_in_place_barrier_passes_at_the_snapshot_without_the_drain(config, admin
     """Rule 1.9: under the switch in place the job itself reads a child only once it passed its
     parent's snapshot, so the barrier holds at the snapshot; a restart waits for the drain (the
     group ``g`` committed nothing of the 30 records). The report names the restart."""
-    from airflow_samza_expand.protocol.steps import barrier
+    from airflow_samza_expand.protocol.barrier import step as barrier
     from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
     from airflow_samza_expand.protocol.steps.report import build_summary, render_summary
 

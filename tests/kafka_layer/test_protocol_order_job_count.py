@@ -16,8 +16,8 @@ from airflow_samza_expand.kafka.barrier import snapshot_barrier
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.kafka.partitioners import crc32_partition
 from airflow_samza_expand.kafka.stale_scan import StaleScanner
-from airflow_samza_expand.protocol.order import evidence_of, record_scan_start
-from airflow_samza_expand.protocol.steps.barrier_order import order_poll
+from airflow_samza_expand.protocol.barrier.before_snapshot import order_poll
+from airflow_samza_expand.protocol.barrier.evidence import evidence_of, record_scan_start
 from airflow_samza_expand.store.files import FileCoordinatorStore
 
 
@@ -43,7 +43,7 @@ def test_the_barrier_takes_the_jobs_count_waits_for_it_and_scans_without_it(
     def look(now: float):
         return order_poll(
             admin, store, config, expansion_id=eid, expanded_at=T0, grace_ends=T0 + GRACE,
-            deadline=None, quiet_s=QUIET, scanner=scanner, now=T0 + now,
+            deadline=None, stale_quiet_s=QUIET, scanner=scanner, now=T0 + now,
         )  # fmt: skip
 
     try:

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.kafka
 def test_protocol_imports_no_airflow():
     probe = (
         "import sys, airflow_samza_expand.protocol.steps.plan, "
-        "airflow_samza_expand.protocol.steps.expand, airflow_samza_expand.protocol.steps.barrier, "
+        "airflow_samza_expand.protocol.steps.expand, airflow_samza_expand.protocol.barrier.step, "
         "airflow_samza_expand.protocol.steps.stop, airflow_samza_expand.protocol.steps.standby, "
         "airflow_samza_expand.protocol.steps.write_model, "
         "airflow_samza_expand.protocol.steps.submit, airflow_samza_expand.protocol.steps.ack, "
@@ -135,7 +135,7 @@ def test_dry_run_plan_writes_nothing_and_takes_no_lease(job):
 def test_a_topic_named_like_a_secret_is_no_secret(kafka_bootstrap, unique_topic, name):
     """Topic names are keys of the record's maps (counts, barrier offsets, scan positions):
     a topic called ``password-resets`` is expanded like any other, its counts kept."""
-    from airflow_samza_expand.protocol.steps import barrier
+    from airflow_samza_expand.protocol.barrier import step as barrier
 
     config = client_config(kafka_bootstrap)
     job_name = f"job-{uuid.uuid4().hex[:10]}"
@@ -191,8 +191,8 @@ def _ui_shows_every_step_timed(store, record, tmp_path) -> None:
 def test_a_completed_expansion_has_a_start_and_an_end_for_every_step(job, tmp_path):
     """Each step's first call records its start (`records.begin`), its last its end: the UI's
     expansion table shows start, end and duration of every step of a completed expansion."""
+    from airflow_samza_expand.protocol.barrier import step as barrier_step
     from airflow_samza_expand.protocol.steps import ack as ack_step
-    from airflow_samza_expand.protocol.steps import barrier as barrier_step
     from airflow_samza_expand.protocol.steps import report as report_step
     from airflow_samza_expand.protocol.steps import stop as stop_step
     from airflow_samza_expand.protocol.steps import submit as submit_step

@@ -25,12 +25,12 @@ from airflow_samza_expand.demo.producer import KeyedProducer
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import snapshot_barrier
 from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.order import (
+from airflow_samza_expand.protocol.barrier.evidence import (
     job_order_args,
     order_summary,
     record_scan_start,
 )
-from airflow_samza_expand.protocol.steps.barrier import order_poll
+from airflow_samza_expand.protocol.barrier.step import order_poll
 from airflow_samza_expand.store.files import FileCoordinatorStore
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
@@ -85,7 +85,7 @@ def _barrier_loop(admin, store, config, expansion_id, expanded_at):
     while True:
         poll = order_poll(
             admin, store, config, expansion_id=expansion_id, expanded_at=expanded_at,
-            grace_ends=expanded_at + GRACE_S, deadline=deadline, quiet_s=QUIET_S,
+            grace_ends=expanded_at + GRACE_S, deadline=deadline, stale_quiet_s=QUIET_S,
         )  # fmt: skip
         reasons.append(poll.decision.reason)
         if poll.decision.action != "wait":

@@ -24,8 +24,8 @@ from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import snapshot_barrier
 from airflow_samza_expand.kafka.partitioners import crc32_partition
 from airflow_samza_expand.kafka.stale_scan import StaleScanner
-from airflow_samza_expand.protocol.order import evidence_of, record_scan_start
-from airflow_samza_expand.protocol.steps.barrier_order import order_poll
+from airflow_samza_expand.protocol.barrier.before_snapshot import order_poll
+from airflow_samza_expand.protocol.barrier.evidence import evidence_of, record_scan_start
 from airflow_samza_expand.spark.source import SOURCE_SCHEMA, SamzaKafkaStreamReader
 from airflow_samza_expand.spark.stale_batch import RuleFile
 from airflow_samza_expand.spark.stale_before import BeforeSnapshotCount
@@ -117,7 +117,7 @@ def test_the_barrier_takes_the_running_jobs_count_and_scans_without_it(
         spy = SpyScanner(config, {job.topic: (2, 4)}, "crc32", admin=admin)
         poll = order_poll(
             admin, typed, config, expansion_id=expansion_id, expanded_at=expanded_at,
-            grace_ends=expanded_at, deadline=None, quiet_s=0.0, scanner=spy,
+            grace_ends=expanded_at, deadline=None, stale_quiet_s=0.0, scanner=spy,
         )  # fmt: skip
         assert spy.read == 0 and poll.records_read == 0  # the barrier read nothing itself
         assert poll.counted_by.startswith(JOB_SOURCE) and "proc-1" in poll.counted_by
@@ -136,7 +136,7 @@ def test_the_barrier_takes_the_running_jobs_count_and_scans_without_it(
         produce_raw(kafka_bootstrap, job.topic, late)
         poll = order_poll(
             admin, typed, config, expansion_id=expansion_id, expanded_at=expanded_at,
-            grace_ends=expanded_at, deadline=None, quiet_s=0.0, scanner=spy,
+            grace_ends=expanded_at, deadline=None, stale_quiet_s=0.0, scanner=spy,
         )  # fmt: skip
         assert spy.read == len(late) == poll.records_read  # from the job's count on, only
         assert len(poll.found) == len(late)

@@ -4,8 +4,8 @@ and its typed result as kept in ``ExpansionRecord.results[<record step>]``.
 
 * `plan` - validate, take the expansion lease, record the intent once (`PlanResult`).
 * `expand` - grow each topic at most once per expansion (`ExpandResult`).
-* `barrier` - producer refresh grace, stale placements, snapshot, lag drained (rule 1.5;
-  `GraceResult`, `SnapshotResult`).
+* `barrier` - its home is `protocol.barrier` (`protocol.barrier.step`: grace, stale
+  placements, snapshot, lag drained, rule 1.5; `GraceResult`, `SnapshotResult`).
 * `standby` - the warm handover's vN+1 processor waiting for the lease (`StandbyResult`).
 * `stop` - request the stop of vN and wait for it (`StopResult`).
 * `write_model` - write job model vN+1 (`ModelSummary`).

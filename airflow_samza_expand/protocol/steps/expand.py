@@ -1,7 +1,7 @@
 """The expand step: grow one topic to its planned count, at most once per expansion intent.
 
 Right before CreatePartitions it stores where the barrier's stale-placement scan starts
-(`order.record_scan_start`, rule 1.5). Its result in the record is `ExpandResult`: each grown
+(`evidence.record_scan_start`, rule 1.5). Its result in the record is `ExpandResult`: each grown
 topic's count, when, and whether this step applied it."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from airflow_samza_expand.core.expansion import validate_growth
 from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
-from airflow_samza_expand.protocol import order, records
+from airflow_samza_expand.protocol import records
+from airflow_samza_expand.protocol.barrier import evidence
 from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
@@ -153,7 +154,7 @@ def expand(
     log.info("Growing topic %s from %d to %d partitions.", topic, current, target)
     _begin(store, expansion_id, lease)
     if store is not None and expansion_id:  # rule 1.5: where the stale-placement scan starts
-        order.record_scan_start(admin, store, expansion_id, lease=lease)
+        evidence.record_scan_start(admin, store, expansion_id, lease=lease)
     _grow(admin, topic, target)
     _record(store, expansion_id, topic, target, applied=True, lease=lease)
     result["changed"] = True

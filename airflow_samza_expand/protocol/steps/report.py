@@ -1,7 +1,7 @@
 """The report step: the expansion summary built from the record (its step times, iterated in
 `STEPS` order) and the steps' typed results, rendered as log lines (pure: no Airflow, no
 Kafka), and `complete`, the step's end (the record's ``completed``). Its own scan for stale
-placements beyond the barrier is `protocol.order.scan_after_snapshot`."""
+placements beyond the barrier is `protocol.barrier.evidence.scan_after_snapshot`."""
 
 from __future__ import annotations
 

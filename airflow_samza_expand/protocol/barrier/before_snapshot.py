@@ -1,9 +1,9 @@
 """The barrier's look before its snapshot (DESIGN rule 1.5): stale placements in the old
 partitions since the growth, and whether the barrier may snapshot now.
 
-* `order_poll` - one look: the counts (`protocol.order.scan_before_snapshot`) and the decision
+* `order_poll` - one look: the counts (`evidence.scan_before_snapshot`) and the decision
   (`core.order.decide_snapshot`: wait, snapshot or timeout).
-* `order_wait` - the barrier step's use of it (`protocol.steps.barrier.snapshot_poll`): None
+* `order_wait` - the barrier step's use of it (`protocol.barrier.step.snapshot_poll`): None
   when it may snapshot, a waiting `Poll` otherwise, `BarrierTimeoutError` past its deadline.
 """
 
@@ -30,7 +30,7 @@ from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.core.stale import StalePlacement
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.stale_scan import StaleScanner
-from airflow_samza_expand.protocol import order
+from airflow_samza_expand.protocol.barrier import evidence
 from airflow_samza_expand.protocol.poll import Poll
 from airflow_samza_expand.store import CoordinatorStore
 
@@ -77,7 +77,7 @@ def order_poll(
     expanded_at: float,
     grace_ends: float,
     deadline: float | None,
-    quiet_s: float = DEFAULT_STALE_QUIET_S,
+    stale_quiet_s: float = DEFAULT_STALE_QUIET_S,
     lease: Lease | None = None,
     scanner: StaleScanner | None = None,
     now: float | None = None,
@@ -86,21 +86,21 @@ def order_poll(
     counts, then decide whether the barrier may snapshot (`core.order.decide_snapshot`: wait,
     snapshot or timeout). Only while there is no snapshot.
 
-    The look: the count of the job's own processor (`job_count`, `order.take_job_count`) when
-    it has one, else a scan of its own (bounded, `order.scan_before_snapshot`)."""
+    The look: the count of the job's own processor (`job_count`, `evidence.take_job_count`) when
+    it has one, else a scan of its own (bounded, `evidence.scan_before_snapshot`)."""
     now = datetime.now(UTC).timestamp() if now is None else now
     stamp = to_iso(datetime.fromtimestamp(now, UTC))
     record = store.get_expansion(expansion_id)
     # without a scan start the scan records it first (the job counts from it on)
-    ready = record is not None and order.evidence_of(record).scan_start
+    ready = record is not None and evidence.evidence_of(record).scan_start
     count = job_count(store, record) if ready else None  # type: ignore[arg-type]
     found: tuple[StalePlacement, ...] = ()
     read = 0
     if count is not None:
-        stored, coverage = order.take_job_count(admin, store, expansion_id, count, lease=lease)
+        stored, coverage = evidence.take_job_count(admin, store, expansion_id, count, lease=lease)
         caught_up, backlog = coverage.caught_up, coverage.backlog
     else:
-        stored, result = order.scan_before_snapshot(
+        stored, result = evidence.scan_before_snapshot(
             admin, store, kafka_config, expansion_id, stamp, lease=lease, scanner=scanner
         )
         caught_up, backlog = result.caught_up, result.backlog()
@@ -111,7 +111,7 @@ def order_poll(
         expanded_at=expanded_at,
         grace_ends=grace_ends,
         deadline=deadline,
-        quiet_s=quiet_s,
+        stale_quiet_s=stale_quiet_s,
         last_stale_at=parse_iso(last).timestamp() if last else None,
         stale_records=stored.before_snapshot.records,
         caught_up=caught_up,
@@ -128,17 +128,17 @@ def order_wait(
     grace_ends: float,
     *,
     lease: Lease | None,
-    quiet_s: float | None,
+    stale_quiet_s: float | None,
     deadline: float | None,
 ) -> Poll | None:
     """The pre-snapshot look of rule 1.5: None when the barrier may snapshot now (the step's
     `snapshot_poll` then takes the snapshot); else the `Poll` to wait with.
     ``expanded_at``: when the grace started (epoch s)."""
-    if quiet_s is None:
-        quiet_s = min(DEFAULT_STALE_QUIET_S, max(grace_ends - expanded_at, 0.0))
+    if stale_quiet_s is None:
+        stale_quiet_s = min(DEFAULT_STALE_QUIET_S, max(grace_ends - expanded_at, 0.0))
     check = order_poll(
         admin, store, admin.config, expansion_id=record.expansion_id, expanded_at=expanded_at,
-        grace_ends=grace_ends, deadline=deadline, quiet_s=quiet_s, lease=lease,
+        grace_ends=grace_ends, deadline=deadline, stale_quiet_s=stale_quiet_s, lease=lease,
     )  # fmt: skip
     decision = check.decision
     if decision.action == "snapshot":

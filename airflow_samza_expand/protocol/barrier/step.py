@@ -5,7 +5,7 @@ barrier snapshot (the old partitions' end offsets) is taken once, and the step w
 job's committed offsets reach it (the lag at the snapshot is drained).
 
 * `grace_until` - when the grace ends (the expand step's end, else a stored start, + grace).
-* `snapshot_poll` - grace, quiet window (`protocol.steps.barrier_order`: `order_poll` +
+* `snapshot_poll` - grace, quiet window (`protocol.barrier.before_snapshot`: `order_poll` +
   `core.order.decide_snapshot`), snapshot.
 * `barrier_poll` - snapshot, then committed offsets >= snapshot: the wait's one implementation
   (the trigger loops over it, the sensor's poke mode calls it once per poke).
@@ -13,7 +13,7 @@ job's committed offsets reach it (the lag at the snapshot is drained).
 Results kept in the record: ``grace`` (`GraceResult`), ``barrier_snapshot``
 (`SnapshotResult`); the poll's own result is `BarrierResult`. The pure rules are in
 `core.order` (decide), `core.stale` (what is stale); the Kafka reads in `kafka.barrier` and
-`kafka.stale_scan`; the scan's evidence in the record in `protocol.order`.
+`kafka.stale_scan`; the scan's evidence in the record in `protocol.barrier.evidence`.
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ from airflow_samza_expand.core.order import SCAN_SOURCE
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.barrier import barrier_status, barrier_to_dict, snapshot_barrier
-from airflow_samza_expand.protocol import order, progress, records
+from airflow_samza_expand.protocol import progress, records
+from airflow_samza_expand.protocol.barrier import evidence
+from airflow_samza_expand.protocol.barrier.before_snapshot import OrderPoll, order_poll, order_wait
 from airflow_samza_expand.protocol.handover import waits_for_drain
 from airflow_samza_expand.protocol.poll import Poll, describe_lag
-from airflow_samza_expand.protocol.steps.barrier_order import OrderPoll, order_poll, order_wait
 from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
@@ -162,7 +163,7 @@ def snapshot_poll(
         started = grace_start(record)
         waiting = order_wait(
             admin, store, record, parse_iso(started).timestamp() if started else grace_ends,
-            grace_ends, lease=lease, quiet_s=stale_quiet_s, deadline=deadline,
+            grace_ends, lease=lease, stale_quiet_s=stale_quiet_s, deadline=deadline,
         )  # fmt: skip
         if waiting is not None:
             return waiting
@@ -170,11 +171,11 @@ def snapshot_poll(
     barrier = {t: dict(ps) for t, ps in (record.barrier or {}).items()}
     lag = SnapshotResult.of(record).lag_at_snapshot
     offsets = barrier_to_dict(barrier)
-    held = order.stale_counts(record)["stale_before_snapshot"]
+    held = evidence.stale_counts(record)["stale_before_snapshot"]
     return Poll(
         True,
         f"barrier snapshot of {expansion_id}: {offsets} (lag {lag}; {held} stale placements "
-        f"before it, held; counted by {order.evidence_of(record).counted_by or SCAN_SOURCE}, "
+        f"before it, held; counted by {evidence.evidence_of(record).counted_by or SCAN_SOURCE}, "
         "those after it by the job's batches)",
         {
             "expansion_id": expansion_id,
@@ -195,7 +196,7 @@ def _take_snapshot(
 ) -> ExpansionRecord:
     """Snapshot the grown streams' old partitions and the group's lag; the first one stored
     wins."""
-    barrier = snapshot_barrier(admin, order.old_counts(record))  # the grown streams only
+    barrier = snapshot_barrier(admin, evidence.old_counts(record))  # the grown streams only
     lag = barrier_status(admin, group, barrier).total_lag
 
     def snap(current: ExpansionRecord) -> ExpansionRecord | None:

@@ -4,7 +4,7 @@ restarted job and the report step. No Airflow import.
 
 * `record_scan_start` - the expand step, right **before** CreatePartitions: the old partitions'
   end offsets, where the barrier's stale-placement scan starts.
-* `scan_before_snapshot` - the barrier poll (`protocol.steps.barrier_order.order_poll`), while
+* `scan_before_snapshot` - the barrier poll (`protocol.barrier.before_snapshot.order_poll`), while
   it has no snapshot: scan what was appended to the old partitions since the last poll
   (bounded), log the held stale placements in one INFO line, keep the counts in
   ``stale_placements``; `take_job_count` instead takes the count the job's own processor
@@ -113,7 +113,7 @@ def record_scan_start(
     return evidence_of(update_record(store, expansion_id, change, lease))
 
 
-# -- the barrier's scan before the snapshot (the decision: `protocol.steps.barrier`) -------------
+# -- the barrier's scan before the snapshot (the decision: `protocol.barrier.step`) -------------
 
 
 def scan_before_snapshot(
