@@ -126,6 +126,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         if latest is not None and latest.version >= version:
             return None
         started = time.monotonic()
+        waits = WaitLog(self.log)  # one line per change of what it waits for, not per poll
         while True:
             progress = standby_step.standby_poll(store, version)
             waited = time.monotonic() - started
@@ -141,5 +142,5 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
                     waited,
                 )
                 return round(waited, 3)
-            self.log.info("%s (%.0f s so far).", progress.message, waited)
+            waits.info(progress.message, f" ({waited:.1f} s so far)")
             time.sleep(min(self.poll_interval_s, 1.0))
