@@ -187,6 +187,8 @@ def test_the_factory_gives_a_trigger_form_whose_defaults_are_the_dags_values():
         param = params.get_param(name)
         assert param.schema["title"] and param.description, name  # explained in the form
     assert params.get_param("factor").schema["enum"] == [2, 4, 8, 16]
+    grace_hint = params.get_param("producer_refresh_grace_s").description
+    assert "s by default" in grace_hint and ".ms" not in grace_hint  # the field is in seconds
     plan, barrier = dag.get_task("plan"), dag.get_task("barrier")
     assert (plan.factor, plan.dry_run) == ("{{ params.factor }}", "{{ params.dry_run }}")
     assert barrier.producer_refresh_grace_s == "{{ params.producer_refresh_grace_s }}"

@@ -51,9 +51,9 @@ def _fields(s: ExpansionSettings) -> dict[str, Param]:
             type="number",
             minimum=0,
             title="Producer refresh grace (s)",
-            description="How long producers may keep the old partition count after the growth: "
-            "at least their metadata.max.age.ms / topic.metadata.refresh.interval.ms (Kafka's "
-            "default: 300 s).",
+            description="Seconds the producers may keep the old partition count after the "
+            "growth: at least how often they refresh the topic's metadata, in seconds (a Kafka "
+            "producer refreshes every 300 s by default).",
         )
     if _number(s.barrier_timeout_s):
         form["barrier_timeout_s"] = Param(

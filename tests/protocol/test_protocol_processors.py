@@ -63,3 +63,13 @@ def test_standby_poll_waits_while_the_new_version_warms_up(store):
     store.heartbeat("warming", 2, "standby", role="standby", ttl_s=30)
     poll = standby.standby_poll(store, 2)
     assert poll.done and poll.result == {"warm": ["warming"]}
+
+
+def test_submit_logs_why_it_launches_or_not(store, caplog):
+    """Issue 41 item 8: the submit step's log says why it launched or did not."""
+    caplog.set_level("INFO", logger="airflow_samza_expand.protocol.steps.submit")
+    assert before_submit(store, None, continuous=True).launch
+    assert f"launching job {JOB} on job model v1" in caplog.text
+    store.heartbeat("live", 1, "running", role="active", ttl_s=30)
+    assert not before_submit(store, None, continuous=True).launch
+    assert "already runs job model v1 (live): not launching it twice" in caplog.text

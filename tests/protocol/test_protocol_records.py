@@ -238,3 +238,12 @@ def test_a_completed_expansion_has_a_start_and_an_end_for_every_step(job, tmp_pa
     before = record.steps["expand"]
     expand(admin, store, ExpandRequest(topic=topic, target=4), expansion_id=eid, lease=lease)
     assert store.get_expansion(eid).steps["expand"].started_at == before.started_at
+
+
+def test_the_report_formats_offsets_for_people():
+    """Issue 41 item 8: offsets as ``topic pN offset``, partitions in number order, no dict."""
+    from airflow_samza_expand.protocol.steps.report import offsets_text
+
+    offsets = {"orders": {"10": 5, "2": 4723, "0": 1}, "a": {"0": 9}}
+    assert offsets_text(offsets) == "a p0 9; orders p0 1, p2 4723, p10 5"
+    assert offsets_text({}) == "none"

@@ -16,6 +16,7 @@ from airflow_samza_expand.airflow.shell import (
     holder_of,
     protocol_outcomes,
 )
+from airflow_samza_expand.airflow.waitlog import WaitLog
 from airflow_samza_expand.protocol import records
 from airflow_samza_expand.protocol.ownership import take
 from airflow_samza_expand.protocol.restart import RestartChoice
@@ -89,10 +90,11 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         result = stop_step.StopResult(decision.version, standby_waited_s=standby_waited)
         if decision.requested:
             started = time.monotonic()
+            waits = WaitLog(self.log)  # one line per change of what it waits for, not per poll
             while True:
                 progress = stop_step.stop_poll(store, decision.version)
                 waited = time.monotonic() - started
-                self.log.info("%s (%.0f s so far).", progress.message, waited)
+                waits.info(progress.message, f" ({waited:.1f} s since the stop request)")
                 if progress.done:
                     result = dataclasses.replace(
                         result,
@@ -124,6 +126,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         if latest is not None and latest.version >= version:
             return None
         started = time.monotonic()
+        waits = WaitLog(self.log)  # one line per change of what it waits for, not per poll
         while True:
             progress = standby_step.standby_poll(store, version)
             waited = time.monotonic() - started
@@ -139,5 +142,5 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
                     waited,
                 )
                 return round(waited, 3)
-            self.log.info("%s (%.0f s so far).", progress.message, waited)
+            waits.info(progress.message, f" ({waited:.1f} s so far)")
             time.sleep(min(self.poll_interval_s, 1.0))

@@ -118,6 +118,17 @@ def _order(record: ExpansionRecord | None) -> dict[str, Any] | None:
     return order_report(evidence.before_snapshot, evidence.after_snapshot)
 
 
+def offsets_text(offsets: Mapping[str, Mapping[str, Any]] | None) -> str:
+    """Offsets per topic and partition for people: ``orders p0 4723, p1 4701; payments p0 9``."""
+    if not offsets:
+        return "none"
+    return "; ".join(
+        f"{topic} "
+        + ", ".join(f"p{p} {n}" for p, n in sorted(parts.items(), key=lambda i: int(i[0])))
+        for topic, parts in sorted(offsets.items())
+    )
+
+
 def render_summary(summary: Mapping[str, Any]) -> str:
     """Log lines of a summary."""
     before, after = summary["counts_before"], summary["counts_after"]
@@ -148,7 +159,7 @@ def render_summary(summary: Mapping[str, Any]) -> str:
         lines.append("Growth policy: " + "; ".join(decision["reasons"]))
     for warning in (summary.get("readers") or {}).get("warnings") or []:
         lines.append("WARNING: " + warning)
-    lines.append(f"Barrier offsets: {summary['barrier_offsets']}")
+    lines.append(f"Barrier offsets: {offsets_text(summary['barrier_offsets'])}")
     steps = ", ".join(
         f"{k} {'-' if v is None else f'{v:.1f}s'}" for k, v in summary["seconds_per_step"].items()
     )
@@ -184,6 +195,7 @@ __all__ = [
     "build_summary",
     "complete",
     "mapping_diff",
+    "offsets_text",
     "render_summary",
     "seconds_per_step",
 ]

@@ -57,7 +57,19 @@ def before_submit(
     """Whether to launch: a continuous job that already runs the newest model (a fresh
     heartbeat, a live standby of it, or the launch of an earlier try or of the handover's
     standby still alive per ``is_running(handle)``) is not launched twice. Clears a stop
-    request left for the version about to start."""
+    request left for the version about to start. Logs why it launches or not."""
+    decision = _decide(store, expansion_id, continuous=continuous, is_running=is_running)
+    log.info("%s", decision.message)
+    return decision
+
+
+def _decide(
+    store: CoordinatorStore,
+    expansion_id: str | None,
+    *,
+    continuous: bool,
+    is_running: Any = None,
+) -> SubmitDecision:
     latest = store.latest_job_model()
     version = latest.version if latest is not None else None
     processors = store.processors()
