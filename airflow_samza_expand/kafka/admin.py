@@ -266,8 +266,11 @@ class KafkaAdmin:
     def _list_offsets(
         self, topic_partitions: Mapping[str, Iterable[int]], spec: OffsetSpec, what: str
     ) -> dict[str, dict[int, int]]:
-        """Offsets of many partitions. A partition whose leader is being elected, or that this
-        client does not know yet (added since its metadata was cached), is asked again."""
+        """Offsets of many partitions, each from its partition leader. A partition whose leader
+        is being elected, that this client does not know yet (added since its metadata was
+        cached), or whose answer is no offset (negative: -1001 right after its leader died, the
+        client asked a broker that no longer leads it) is asked again after a metadata refresh,
+        until `timeout_s`: a barrier must never snapshot an unknown high watermark."""
         pending = {
             TopicPartition(topic, int(p)): spec
             for topic, partitions in topic_partitions.items()
@@ -279,6 +282,7 @@ class KafkaAdmin:
         while pending:
             futures = self._client.list_offsets(pending, request_timeout=self.timeout_s)
             again: dict[TopicPartition, OffsetSpec] = {}
+            unknown: list[str] = []
             for tp, future in futures.items():
                 try:
                     info = self._result(future, what, passthrough=LEADER_ELECTION_CODES)
@@ -286,7 +290,17 @@ class KafkaAdmin:
                     self._raise_unless_transient(tp, exc, deadline, what)
                     again[tp] = spec
                     continue
+                if int(info.offset) < 0:
+                    unknown.append(f"{tp.topic}-{tp.partition}")
+                    again[tp] = spec
+                    continue
                 result[tp.topic][tp.partition] = int(info.offset)
+            if unknown:
+                if time.monotonic() >= deadline:
+                    raise unavailable(what, self.config, f"no offset for {', '.join(unknown)}")
+                log.info("%s: no offset yet for %s (its leader is moving); refreshing metadata and "
+                         "asking the new leader", what, ", ".join(unknown))  # fmt: skip
+                self._metadata("listing topics")
             if again:
                 log.debug("%s: %d partition(s) not ready yet, asking again", what, len(again))
                 time.sleep(pause)

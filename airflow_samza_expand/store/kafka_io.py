@@ -19,11 +19,17 @@ from airflow_samza_expand.kafka.admin import (
 from airflow_samza_expand.kafka.auth import AuthWatch, watched
 from airflow_samza_expand.kafka.authz import raise_if_denied
 from airflow_samza_expand.kafka.clients import Consumer, Producer
-from airflow_samza_expand.kafka.errors import ignored_by_assign_only
+from airflow_samza_expand.kafka.errors import (
+    LEADER_ELECTION_CODES,
+    UNKNOWN_TOPIC_CODES,
+    ignored_by_assign_only,
+)
 
 log = logging.getLogger(__name__)
 
 COORDINATOR_TOPIC_CONFIG = {"cleanup.policy": "compact"}
+# transient while the partition's leader moves (a broker died or stopped): asked again
+LEADER_MOVING_CODES = LEADER_ELECTION_CODES | UNKNOWN_TOPIC_CODES
 Apply = Callable[[int, bytes | None, bytes | None], None]
 
 
@@ -154,18 +160,13 @@ class TopicIO:
         if not self.topic_exists():
             return
         consumer = self.consumer()
-        tp = TopicPartition(self.topic, 0)
         what = f"reading coordinator topic {self.topic!r}"
-        try:
-            low, high = consumer.get_watermark_offsets(tp, timeout=self.timeout_s, cached=False)
-        except Exception as exc:
-            error = kafka_error_of(exc)
-            raise unavailable(what, self.config, error.str() if error else exc) from None
+        deadline = time.monotonic() + self.timeout_s
+        low, high = self._watermarks(consumer, what, deadline)
         self.position = max(self.position, low)
         if self.position >= high:
             return
         consumer.assign([TopicPartition(self.topic, 0, self.position)])
-        deadline = time.monotonic() + self.timeout_s
         try:
             while self.position < high:
                 remaining = deadline - time.monotonic()
@@ -181,8 +182,8 @@ class TopicIO:
                         if error.code() == KafkaError._PARTITION_EOF:
                             self.position = max(self.position, message.offset())
                             continue
-                        if ignored_by_assign_only(error):
-                            continue
+                        if ignored_by_assign_only(error) or error.code() in LEADER_MOVING_CODES:
+                            continue  # the consumer refreshes its metadata and fetches again
                         self._raise_if_denied(error, "READ", what)
                         if is_unavailable(error):
                             raise unavailable(what, self.config, error.str())
@@ -193,6 +194,29 @@ class TopicIO:
                     self.position = offset + 1
         finally:
             consumer.unassign()
+
+    def _watermarks(self, consumer: Consumer, what: str, deadline: float) -> tuple[int, int]:
+        """(low, high) of partition 0 from its leader. While the leader moves (a broker died)
+        the answer is an error of `LEADER_MOVING_CODES` or a negative offset: asked again until
+        `deadline`, never taken as the end of the log."""
+        tp = TopicPartition(self.topic, 0)
+        pause = 0.05
+        while True:
+            try:
+                low, high = consumer.get_watermark_offsets(tp, timeout=self.timeout_s, cached=False)
+                detail: object = f"no offset (low {low}, high {high})"
+                if low >= 0 and high >= 0:
+                    return low, high
+            except KafkaException as exc:
+                error = kafka_error_of(exc)
+                if error is None or error.code() not in LEADER_MOVING_CODES:
+                    raise unavailable(what, self.config, error.str() if error else exc) from None
+                detail = error.str()
+            if time.monotonic() >= deadline:
+                raise unavailable(what, self.config, detail)
+            log.info("%s: the partition's leader is moving (%s); asking again", what, detail)
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
 
     def produce(self, records: Sequence[tuple[bytes, bytes | None]]) -> list[int]:
         """Append records in order (acks=all, idempotent); return their offsets."""

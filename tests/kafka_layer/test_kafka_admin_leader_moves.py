@@ -40,6 +40,30 @@ def test_end_offsets_give_up_retryably_when_no_leader_comes(dev_broker, admin, u
     assert admin.high_watermarks({topic: [0, 1]}) == {topic: {0: 0, 1: 0}}
 
 
+def test_end_offsets_are_never_an_unknown_offset(dev_broker, admin, unique_topic, caplog):
+    """A broker that no longer leads a partition (its leader was just killed) can answer
+    ListOffsets with no error and offset -1 / -1001; a barrier snapshot of it would pass at
+    once. The development broker answers so (error code 0, offset -1) on demand."""
+    topic = unique_topic("orders")
+    admin.ensure_topic(topic, 2)
+    dev_broker.faults.inject("ListOffsets", "error", error=0, times=2)
+    with caplog.at_level("INFO", logger="airflow_samza_expand.kafka.admin"):
+        assert admin.high_watermarks({topic: [0, 1]}) == {topic: {0: 0, 1: 0}}
+    assert dev_broker.faults.hits("ListOffsets") == 2
+    assert "no offset yet" in caplog.text  # the wait says why
+
+
+def test_end_offsets_give_up_retryably_when_no_offset_comes(dev_broker, admin, unique_topic):
+    topic = unique_topic("orders")
+    admin.ensure_topic(topic, 1)
+    dev_broker.faults.inject("ListOffsets", "error", error=0, times=None)
+    try:
+        with pytest.raises(KafkaUnavailableError, match=r"no offset for .*-0"):
+            admin.high_watermarks({topic: [0]})
+    finally:
+        dev_broker.faults.clear()
+
+
 def test_a_long_lived_admin_sees_partitions_added_by_someone_else(kafka_bootstrap, unique_topic):
     """The sensors keep one admin for hours; a growth done by another client must not make
     its offset reads fail until something refreshes its metadata."""

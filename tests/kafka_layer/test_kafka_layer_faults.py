@@ -73,3 +73,21 @@ def test_group_coordinator_errors_are_retryable_not_a_crash(
         barrier_status(admin, "job", barrier)
     assert barrier_status(admin, "job", barrier).holds  # the next poll works
     admin.close()
+
+
+@pytest.mark.parametrize(
+    "error", ["NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PARTITION", 0]
+)
+def test_store_reads_wait_while_the_coordinator_leader_moves(
+    dev_broker, config, unique_topic, error
+):
+    """While the coordinator topic's leader moves, its end offset is answered with these
+    errors (or, error 0, with no offset): the read asks again instead of failing or taking
+    -1 as the end of the log."""
+    job = unique_topic("job")
+    with KafkaCoordinatorStore(config, job, timeout_s=15) as store:
+        store.write_job_model(model(job, 1))
+    dev_broker.faults.inject("ListOffsets", "error", error=error, times=2)
+    with KafkaCoordinatorStore(config, job, timeout_s=15) as reader:
+        assert reader.job_model(1) == model(job, 1)
+    assert dev_broker.faults.hits("ListOffsets") == 2
