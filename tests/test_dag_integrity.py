@@ -281,3 +281,13 @@ def test_continuous_submit_never_waits_for_app_completion() -> None:
     others = [k for k in WAIT_APP_COMPLETION_CONFS if k != "spark.yarn.submit.waitAppCompletion"]
     assert others and all(conf[k] == "false" for k in others)
     assert detached_conf(None) == dict.fromkeys(WAIT_APP_COMPLETION_CONFS, "false")
+
+
+def test_stream_job_args_leave_the_output_topic_out_for_a_job_writing_elsewhere() -> None:
+    from airflow_samza_expand.dags import stream_job_args
+
+    table_job = stream_job_args(job_name="j", checkpoint_dir="/c", bootstrap_servers="b:9092")
+    assert "--output-topic" not in table_job
+    assert table_job[:4] == ["--job-name", "j", "--coordinator", "kafka"]
+    shipped = stream_job_args(job_name="j", checkpoint_dir="/c", output_topic="out")
+    assert shipped[shipped.index("--output-topic") + 1] == "out"

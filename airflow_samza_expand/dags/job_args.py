@@ -11,20 +11,25 @@ def stream_job_args(
     *,
     job_name: str,
     checkpoint_dir: str,
-    output_topic: str,
+    output_topic: str | None = None,
     bootstrap_servers: str | None = None,
     kafka_config_file: str | None = None,
     coordinator: str = "kafka",
     trigger: str = "processing-time=5s",
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """``application_args`` of the shipped PySpark job (``airflow_samza_expand/spark/job.py``)."""
+    """``application_args`` of the shipped PySpark job (``airflow_samza_expand/spark/job.py``)
+    or of a job of your own on the runtime (the same flags). ``output_topic``: the shipped job
+    needs one (it refuses to start without); a job of yours that writes to a table leaves it
+    out."""
     args = ["--job-name", job_name, "--coordinator", coordinator]
     if bootstrap_servers:
         args += ["--bootstrap-servers", bootstrap_servers]
     if kafka_config_file:
         args += ["--kafka-config", kafka_config_file]
-    args += ["--checkpoint-dir", checkpoint_dir, "--output-topic", output_topic]
+    args += ["--checkpoint-dir", checkpoint_dir]
+    if output_topic:
+        args += ["--output-topic", output_topic]
     args += ["--trigger", trigger, *extra]
     return args
 
