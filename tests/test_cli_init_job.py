@@ -72,3 +72,40 @@ def test_refuses_a_differing_v1(kafka_bootstrap, admin, unique_topic, capsys):
     with KafkaCoordinatorStore(client_config(kafka_bootstrap), job) as store:
         (model,) = store.job_model_history()
     assert model.partition_counts() == {a: 2}
+
+
+def test_from_group_copies_an_existing_jobs_position_into_the_jobs_group(
+    kafka_bootstrap, admin, unique_topic, capsys
+):
+    """Moving a job onto the runtime: the position of the group it used is copied into the
+    job's own group (where its first run starts); a rerun is idempotent."""
+    topic, job, legacy = unique_topic("orders"), unique_topic("job"), unique_topic("legacy")
+    admin.ensure_topic(topic, 2)
+    admin.commit_group_offsets(legacy, {topic: {0: 7, 1: 3}})
+    argv = ["--job-name", job, "--topic", topic, "--from-group", legacy]
+    code, out, err = init(capsys, kafka_bootstrap, *argv)
+    assert (code, err) == (0, "")
+    assert f"position of group {legacy} copied into group {job}: {topic}[0] 7, {topic}[1] 3" in out
+    assert admin.group_offsets(job, {topic: [0, 1]}) == {topic: {0: 7, 1: 3}}
+    code, out, err = init(capsys, kafka_bootstrap, *argv)  # a rerun: the same position is held
+    assert (code, err) == (0, "") and "already there, same content" in out
+
+
+def test_from_group_refusals_write_nothing(kafka_bootstrap, admin, unique_topic, capsys):
+    topic, job, legacy = unique_topic("orders"), unique_topic("job"), unique_topic("legacy")
+    admin.ensure_topic(topic, 2)
+    # a group that committed nothing on the topic (a mistyped name): nothing written
+    code, out, err = init(capsys, kafka_bootstrap, "--job-name", job, "--topic", topic,
+                          "--from-group", legacy + "-typo")  # fmt: skip
+    assert (code, out) == (2, "")
+    assert "has committed no offset" in err and "nothing written" in err
+    assert coordinator_topic(job) not in admin.topic_names()
+    # the job's group already holds another position (the job ran): refused, nothing written
+    admin.commit_group_offsets(legacy, {topic: {0: 7, 1: 3}})
+    admin.commit_group_offsets(job, {topic: {0: 1, 1: 1}})
+    code, out, err = init(capsys, kafka_bootstrap, "--job-name", job, "--topic", topic,
+                          "--from-group", legacy)  # fmt: skip
+    assert (code, out) == (2, "")
+    assert f"consumer group {job!r} already holds a position" in err
+    assert coordinator_topic(job) not in admin.topic_names()
+    assert admin.group_offsets(job, {topic: [0, 1]}) == {topic: {0: 1, 1: 1}}

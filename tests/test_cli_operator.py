@@ -48,7 +48,8 @@ def test_status_shows_model_processors_leases_expansions_and_next(kafka_bootstra
     with KafkaCoordinatorStore(client_config(kafka_bootstrap), name) as store:
         model = store.latest_job_model()
         store.heartbeat(
-            "proc-a", 1, "running", role="active", ttl_s=30, capabilities=["in-place", "standby"]
+            "proc-a", 1, "running", role="active", ttl_s=30, capabilities=["in-place", "standby"],
+            consumer_group="orders-app",
         )
         store.heartbeat("proc-b", 1, "standby", role="standby", ttl_s=30, capabilities=["standby"])
         stamp = now_iso()
@@ -75,6 +76,7 @@ def test_status_shows_model_processors_leases_expansions_and_next(kafka_bootstra
     assert "job model: v1 (of 1 stored), grouper GroupByPartitionFixedTasks, 2 tasks" in out
     assert f"  {topic}: 2 partitions (on Kafka: 2)" in out
     assert "proc-a: active running v1" in out and "can: in-place, standby" in out
+    assert "can: in-place, standby; commits to group orders-app" in out
     assert "proc-b: standby standby v1" in out and "can: standby" in out
     assert "  active: proc-a" in out
     assert "  expansion: held by run-1 (epoch 1, expires in" in out

@@ -291,3 +291,15 @@ def test_stream_job_args_leave_the_output_topic_out_for_a_job_writing_elsewhere(
     assert table_job[:4] == ["--job-name", "j", "--coordinator", "kafka"]
     shipped = stream_job_args(job_name="j", checkpoint_dir="/c", output_topic="out")
     assert shipped[shipped.index("--output-topic") + 1] == "out"
+
+
+def test_stream_job_args_pass_the_jobs_consumer_group_to_the_job() -> None:
+    """A job moved onto the runtime keeps committing to the group it used (``--consumer-group``:
+    the runtime's flag; without it the job name)."""
+    from airflow_samza_expand.dags import stream_job_args
+    from airflow_samza_expand.spark.args import parse_args
+
+    args = stream_job_args(job_name="j", checkpoint_dir="/c", consumer_group="orders-app")
+    assert args[args.index("--consumer-group") + 1] == "orders-app"
+    assert parse_args(args, {})[0].consumer_group == "orders-app"
+    assert "--consumer-group" not in stream_job_args(job_name="j", checkpoint_dir="/c")

@@ -29,6 +29,7 @@ from airflow_samza_expand.airflow.triggers import (
     PollingTrigger,
 )
 from airflow_samza_expand.core.errors import BarrierTimeoutError
+from airflow_samza_expand.core.liveness import job_consumer_group
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
 from airflow_samza_expand.protocol.barrier.wait import (
     DEFAULT_PRODUCER_REFRESH_GRACE_S,
@@ -172,7 +173,7 @@ class OrderingBarrierSensor(_WaitSensor):
     def trigger(self, context: Any) -> OrderingBarrierTrigger:
         wait = BarrierWait(
             expansion_id=self.expansion_id,
-            group=self.consumer_group or self.job_name,
+            group=self._group(),
             grace_s=float(self.producer_refresh_grace_s),
             stale_quiet_s=self._stale_quiet_s(),
             timeout_s=float(self.barrier_timeout_s),
@@ -208,6 +209,11 @@ class OrderingBarrierSensor(_WaitSensor):
         self.log.info("%s", progress.message)
         return PokeReturnValue(True, progress.result) if progress.done else False
 
+    def _group(self) -> str:
+        """The job's consumer group: ``consumer_group``, else the one its processors advertise,
+        else the job name."""
+        return job_consumer_group(self.job_name, self.store.processors(), self.consumer_group)
+
     def _stale_quiet_s(self) -> float | None:
         """``stale_quiet_s`` rendered: None (or "None", "") = the barrier's default."""
         if self.stale_quiet_s in (None, "", "None"):
@@ -221,7 +227,7 @@ class OrderingBarrierSensor(_WaitSensor):
         event = super().on_event(context, event)
         if event.get("status") == "timeout":
             error = BarrierTimeoutError(
-                f"group {self.consumer_group or self.job_name!r} did not commit past the barrier "
+                f"group {self._group()!r} did not commit past the barrier "
                 f"of expansion {self.expansion_id!r} within {float(self.barrier_timeout_s):.0f} "
                 f"s; lag left: {event.get('lag', 'unknown')} - check that the job runs and keeps "
                 "up, then clear the task (the same barrier is reused)"

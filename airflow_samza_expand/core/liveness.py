@@ -53,12 +53,14 @@ class ProcessorStatus:
     role: str | None = None
     ttl_s: float = DEFAULT_TTL_S
     capabilities: tuple[str, ...] = ()
+    consumer_group: str | None = None  # the group it commits its processed offsets to
 
     @classmethod
     def from_record(cls, processor_id: str, record: Mapping[str, Any]) -> ProcessorStatus:
         version = record.get("job_model_version")
         ttl = record.get("ttl")
         capabilities = record.get("capabilities")
+        group = record.get("consumer_group")
         return cls(
             processor_id=processor_id,
             job_model_version=version if isinstance(version, int) else None,
@@ -69,6 +71,7 @@ class ProcessorStatus:
             capabilities=tuple(sorted(str(c) for c in capabilities))
             if isinstance(capabilities, list)
             else (),
+            consumer_group=group if isinstance(group, str) and group else None,
         )
 
     def can(self, capability: str) -> bool:
@@ -106,6 +109,23 @@ class ProcessorStatus:
 def statuses(processors: Mapping[str, Mapping[str, Any]]) -> dict[str, ProcessorStatus]:
     """The typed view of a store's ``processors()``."""
     return {pid: ProcessorStatus.from_record(pid, rec) for pid, rec in processors.items()}
+
+
+def job_consumer_group(
+    job_name: str, processors: Mapping[str, Mapping[str, Any]], given: str | None = None
+) -> str:
+    """The consumer group holding the job's processed offsets (what the barrier, the growth
+    policy and the job page read): ``given`` when set, else the group the job's processors
+    advertise in their heartbeats (``--consumer-group``; the newest heartbeat wins), else the
+    job name (the runtime's default)."""
+    if given:
+        return given
+    advertised = [
+        (str(s.heartbeat_at or ""), s.consumer_group)
+        for s in statuses(processors).values()
+        if s.consumer_group
+    ]
+    return max(advertised)[1] if advertised else job_name  # type: ignore[return-value]
 
 
 def is_alive(record: Mapping[str, Any], now: datetime | None = None) -> bool:
@@ -172,6 +192,7 @@ __all__ = [
     "ROLE_STANDBY",
     "WORKING_STATES",
     "ProcessorStatus",
+    "job_consumer_group",
     "acknowledging",
     "blocking_stop",
     "dead_processors",

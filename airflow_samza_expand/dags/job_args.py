@@ -16,12 +16,13 @@ def stream_job_args(
     kafka_config_file: str | None = None,
     coordinator: str = "kafka",
     trigger: str = "processing-time=5s",
+    consumer_group: str | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
     """``application_args`` of the shipped PySpark job (``airflow_samza_expand/spark/job.py``)
     or of a job of your own on the runtime (the same flags). ``output_topic``: the shipped job
     needs one (it refuses to start without); a job of yours that writes to a table leaves it
-    out."""
+    out. ``consumer_group``: the group the job commits to (default the job name)."""
     args = ["--job-name", job_name, "--coordinator", coordinator]
     if bootstrap_servers:
         args += ["--bootstrap-servers", bootstrap_servers]
@@ -30,7 +31,10 @@ def stream_job_args(
     args += ["--checkpoint-dir", checkpoint_dir]
     if output_topic:
         args += ["--output-topic", output_topic]
-    args += ["--trigger", trigger, *extra]
+    args += ["--trigger", trigger]
+    if consumer_group:
+        args += ["--consumer-group", consumer_group]
+    args += [*extra]
     return args
 
 

@@ -360,6 +360,10 @@ class KafkaAdmin:
         (kafka.group_offsets: read through a consumer of the group, never the admin call)."""
         return self._groups.read(group, topic_partitions)
 
+    def commit_group_offsets(self, group: str, offsets: Mapping[str, Mapping[int, int]]) -> None:
+        """Commit ``offsets`` for ``group`` from outside it (the group must have no members)."""
+        self._groups.commit(group, offsets)
+
     def consumer_group_ids(self) -> list[str]:
         """Ids of the consumer groups the brokers know (ListGroups), sorted."""
         future = self._client.list_consumer_groups(request_timeout=self.timeout_s)

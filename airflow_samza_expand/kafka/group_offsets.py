@@ -114,6 +114,32 @@ class GroupOffsetReader:
                 result[topic].setdefault(int(p), None)
         return result
 
+    def commit(self, group: str, offsets: Mapping[str, Mapping[int, int]]) -> None:
+        """Commit ``offsets`` (next offset to read per partition) for ``group`` without joining
+        it (generation -1: Kafka refuses it while the group has members)."""
+        partitions = [
+            TopicPartition(topic, int(p), int(o))
+            for topic, ps in sorted(offsets.items())
+            for p, o in sorted(ps.items())
+        ]
+        if not partitions:
+            return
+        what = f"committing offsets of group {group!r}"
+        with self._lock:
+            try:
+                answer = self._reader(group).commit(offsets=partitions, asynchronous=False)
+            except KafkaException as exc:
+                error = kafka_error_of(exc)
+                if error is not None and is_unavailable(error):
+                    raise unavailable(what, self.config, error.str()) from None
+                raise ExpansionError(
+                    f"{what}: {exc} - stop the group's consumers first (Kafka takes a commit "
+                    "from outside the group only while it has no members)"
+                ) from None
+        for tp in answer or []:
+            if tp.error is not None:
+                raise ExpansionError(f"{what} on {tp.topic}[{tp.partition}]: {tp.error.str()}")
+
     def close(self) -> None:
         """Close the readers (a later read opens new ones)."""
         with self._lock:

@@ -8,6 +8,13 @@ grouper: one task per partition, for good) to the job's coordinator store on Kaf
 an identical v1 already there is success. Refused (exit 2, nothing written, no topic created):
 an input topic that does not exist, or an existing v1 that differs. `--create-output-topic`
 also creates the job's output topic (kept as it is if it exists).
+
+Moving an existing job onto the runtime: `--from-group GROUP` (the consumer group the job used
+before; stop it first) copies that group's committed offsets on the input topics into the
+job's own group (`--consumer-group`, default the job name), so the job's first run on the
+runtime starts where the old one stopped instead of at the log start. Refused, with nothing
+written: a group with no committed offset on the topics, or a job group that already holds a
+different position.
 """
 
 from __future__ import annotations
@@ -42,6 +49,10 @@ class InitResult:
     output_topic: str | None = None
     output_created: bool = False
     warning: str | None = None  # e.g. a coordinator topic with 1 replica on a cluster
+    # --from-group: the position copied into the job's group ({topic: {partition: offset}})
+    adopted_from: str | None = None
+    position: Mapping[str, Mapping[int, int]] | None = None
+    consumer_group: str | None = None
 
     def describe(self) -> str:
         tasks = "; ".join(
@@ -53,6 +64,16 @@ class InitResult:
         if self.output_topic:
             state = "created" if self.output_created else "exists, kept"
             line += f"\noutput topic {self.output_topic}: {state}"
+        if self.adopted_from and self.position is not None:
+            where = ", ".join(
+                f"{t}[{p}] {o}"
+                for t, ps in sorted(self.position.items())
+                for p, o in sorted(ps.items())
+            )
+            line += (
+                f"\nposition of group {self.adopted_from} copied into group "
+                f"{self.consumer_group}: {where} (the job's first run starts there)"
+            )
         if self.warning:
             line += f"\nwarning: {self.warning}"
         return line
@@ -70,10 +91,13 @@ def init_job(
     timeout_s: float = 30.0,
     coordinator: str | None = None,
     admin: KafkaAdmin | None = None,
+    from_group: str | None = None,
+    consumer_group: str | None = None,
 ) -> InitResult:
     """Write job model v1 of `job_name` over the existing `topics` (see the module docstring).
     `coordinator`: the store URI ('kafka', 'kafka://TOPIC', a path; default 'kafka', or
     'kafka://<coordinator_topic>' when that is given). `admin`: a client to use (kept open).
+    `from_group`: copy that group's position into `consumer_group` (default the job name).
 
     InitJobRefused (nothing written) for a missing topic or a differing v1.
     """
@@ -86,8 +110,9 @@ def init_job(
     owned = admin is None
     admin = KafkaAdmin(config, timeout_s=timeout_s) if admin is None else admin
     try:
+        group = consumer_group or job_name
         return _init(admin, config, job_name, topics, uri, grouper, output_topic,
-                     output_partitions, timeout_s)  # fmt: skip
+                     output_partitions, timeout_s, from_group, group)  # fmt: skip
     finally:
         if owned:
             admin.close()
@@ -103,6 +128,8 @@ def _init(
     output_topic: str | None,
     output_partitions: int,
     timeout_s: float,
+    from_group: str | None = None,
+    group: str = "",
 ) -> InitResult:
     try:
         counts = admin.partition_counts(topics)
@@ -112,6 +139,9 @@ def _init(
             "no input topic: create it with the partition count you want (e.g. "
             "kafka-topics.sh --create --topic NAME --partitions 2) and rerun; nothing written"
         ) from None
+    position, copy = ({}, False)
+    if from_group:
+        position, copy = _position_to_adopt(admin, from_group, group, counts)
     model = JobModel.initial(job_name, counts, grouper=grouper, created_by=CREATED_BY)
     with open_store(uri, job_name, config, timeout_s=timeout_s) as st:
         where = getattr(st, "topic", uri)  # a file store has no topic
@@ -129,10 +159,49 @@ def _init(
         written = existing is None
         model = st.write_job_model(model) if existing is None else existing
         warning = getattr(st, "replication_warning", None)
+    if copy:
+        admin.commit_group_offsets(group, position)
     created = False
     if output_topic:
         created = admin.ensure_topic(output_topic, output_partitions)
-    return InitResult(model, written, where, output_topic, created, warning)
+    return InitResult(
+        model, written, where, output_topic, created, warning, from_group, position or None, group
+    )
+
+
+def _position_to_adopt(
+    admin: KafkaAdmin, from_group: str, group: str, counts: Mapping[str, int]
+) -> tuple[dict[str, dict[int, int]], bool]:
+    """`from_group`'s committed offsets and whether to copy them into `group` (not when it is
+    the same group or holds them already: a rerun). InitJobRefused when there is nothing to
+    copy or `group` holds another position."""
+    wanted = {topic: list(range(count)) for topic, count in counts.items()}
+    theirs = admin.group_offsets(from_group, wanted)
+    position = {
+        t: {p: o for p, o in ps.items() if o is not None} for t, ps in sorted(theirs.items())
+    }
+    position = {t: ps for t, ps in position.items() if ps}
+    if not position:
+        raise InitJobRefused(
+            f"consumer group {from_group!r} has committed no offset on {sorted(counts)} - "
+            "nothing written. Give the group the existing job commits to (kafka-consumer-groups.sh "
+            "--list; a Spark job on its own Kafka source commits none: start it from its log "
+            "start, or commit its position with kafka-consumer-groups.sh --reset-offsets)"
+        )
+    if from_group == group:
+        return position, False  # the job goes on committing to the group it used
+    ours = admin.group_offsets(group, wanted)
+    held = {t: {p: o for p, o in ps.items() if o is not None} for t, ps in ours.items()}
+    held = {t: ps for t, ps in held.items() if ps}
+    if held == position:
+        return position, False
+    if held:
+        raise InitJobRefused(
+            f"the job's consumer group {group!r} already holds a position ({held}), not "
+            f"{from_group!r}'s ({position}) - nothing written. The job has run already: keep "
+            "its position, or reset the group (kafka-consumer-groups.sh --reset-offsets) first"
+        )
+    return position, True
 
 
 def register(subparsers: Any) -> None:
@@ -153,6 +222,13 @@ def register(subparsers: Any) -> None:
                    help="also create the job's output topic (kept if it exists)")  # fmt: skip
     p.add_argument("--output-partitions", type=int, default=1,
                    help="partitions of a created output topic (default 1)")  # fmt: skip
+    p.add_argument("--from-group", metavar="GROUP", default=None,
+                   help="move an existing job: copy the committed offsets of the consumer "
+                   "group it used (stop it first) into the job's group, where its first run "
+                   "starts")  # fmt: skip
+    p.add_argument("--consumer-group", metavar="GROUP", default=None,
+                   help="the job's consumer group, as the job's --consumer-group (default: the "
+                   "job name)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -176,6 +252,8 @@ def run(args: argparse.Namespace) -> int:
                 output_partitions=args.output_partitions,
                 timeout_s=args.timeout,
                 admin=admin,
+                from_group=args.from_group,
+                consumer_group=args.consumer_group,
             )
     except KafkaUnavailableError as exc:
         print(f"error: {exc}", file=sys.stderr)

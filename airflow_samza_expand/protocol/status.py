@@ -59,6 +59,7 @@ class JobStatus:
                     "state": p.state,
                     "job_model_version": p.job_model_version,
                     "capabilities": list(p.capabilities),
+                    "consumer_group": p.consumer_group,
                     "heartbeat_at": p.heartbeat_at,
                     "alive": p.alive(now),
                     "dead": p.dead(now),
@@ -147,6 +148,7 @@ def render(status: JobStatus, now: datetime | None = None) -> list[str]:
         lines.append(
             f"  {p.processor_id}: {p.role or '-'} {p.state} v{p.job_model_version}, heartbeat "
             f"{_ago(p.heartbeat_at, now)} (ttl {p.ttl_s:g} s, {alive}); can: {can}"
+            + (f"; commits to group {p.consumer_group}" if p.consumer_group else "")
         )
     active = [p.processor_id for p in status.processors if p.role == ROLE_ACTIVE and p.alive(now)]
     lines.append("leases:")

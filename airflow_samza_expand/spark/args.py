@@ -22,7 +22,16 @@ class UsageError(Exception):
 
 def add_runtime_arguments(p: argparse.ArgumentParser) -> None:
     """The options of every job on the runtime (``spark.runtime``): what the DAG passes."""
-    p.add_argument("--job-name", required=True, help="job name (also the consumer group)")
+    p.add_argument("--job-name", required=True, help="job name (the default consumer group)")
+    p.add_argument(
+        "--consumer-group",
+        default=None,
+        metavar="GROUP",
+        help="the Kafka consumer group the job commits its processed offsets to (the barrier "
+        "reads it) and, on a fresh checkpoint, starts each partition from (its log start where "
+        "the group has committed nothing); default: the job name. Give the group an existing "
+        "job used to move it onto the runtime without reading again what it processed",
+    )
     p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers host:port[,...]")
     p.add_argument("--kafka-config", metavar="FILE", help="librdkafka key=value config file")
     p.add_argument(
@@ -172,6 +181,20 @@ def validate_runtime_args(args: argparse.Namespace) -> None:
         raise UsageError("--job-model-version must be >= 0 (0 means the newest)")
     if args.standby and args.no_lease:
         raise UsageError("--standby needs the active lease - drop --no-lease")
+    group = getattr(args, "consumer_group", None)
+    if group is not None and (not group.strip() or group != group.strip()):
+        raise UsageError(
+            f"--consumer-group {group!r} is not a group name - give the name without spaces "
+            "around it, or leave it out (the job name)"
+        )
+    from airflow_samza_expand.kafka.membership import lease_group
+
+    if group is not None and group == lease_group(args.job_name):
+        raise UsageError(
+            f"--consumer-group {group!r} is the job's lease group (its members hold the active "
+            "lease; offsets cannot be committed into it) - give the group the job's offsets "
+            "belong to, or leave it out"
+        )
     parse_trigger(args.trigger)
 
 

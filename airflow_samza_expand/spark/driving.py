@@ -47,6 +47,7 @@ class QueryDriver:
     order_check: Any
     before_count: Any  # spark.stale_before.BeforeSnapshotCount (rule 1.5 before a snapshot)
     processor_id: str
+    consumer_group: str  # the group the processed offsets are committed to
     _commit_consumer: Any
     _starting: Any
     # in-app (rule 1.10): when a restart of the query on a newer job model was decided
@@ -80,7 +81,7 @@ class QueryDriver:
             raise
 
     def commit_offsets(self, end: Mapping[str, Mapping[Any, int]]) -> None:
-        """Commit a finished batch's end offsets for the consumer group ``<job>`` (fenced)."""
+        """Commit a finished batch's end offsets for the job's consumer group (fenced)."""
         from airflow_samza_expand.kafka.clients import Consumer
         from airflow_samza_expand.spark.source import commit_group_offsets
 
@@ -90,11 +91,11 @@ class QueryDriver:
         self.lifecycle.guard(f"committing offsets {json.dumps(offsets, sort_keys=True)}")
         if self._commit_consumer is None:
             config = self.kafka_config()
-            config.update({"group.id": self.args.job_name, "enable.auto.commit": "false"})
+            config.update({"group.id": self.consumer_group, "enable.auto.commit": "false"})
             self._commit_consumer = Consumer(config)
         commit_group_offsets(self._commit_consumer, offsets)
         self.committed = offsets
-        log.info("committed group %r offsets %s", self.args.job_name, json.dumps(offsets))
+        log.info("committed group %r offsets %s", self.consumer_group, json.dumps(offsets))
         if self.order_check is not None:  # stale placements beyond the barrier (rule 1.5)
             self.order_check.after_commit(offsets)
         if self.before_count is not None:  # ... and before an expansion's snapshot
@@ -214,9 +215,7 @@ class QueryDriver:
                 if in_flight is None:
                     in_flight = self.last_batch_reported + 1
                 idle = not query.status["isTriggerActive"]
-                if (idle and now - seen > STOP_SETTLE_S) or (
-                    self.last_batch_reported >= in_flight
-                ):
+                if (idle and now - seen > STOP_SETTLE_S) or (self.last_batch_reported >= in_flight):
                     log.info(
                         "%s: %s, stopping the query",
                         "stop" if life.stop_event.is_set() else "in-app restart",
@@ -231,7 +230,6 @@ class QueryDriver:
             if now >= next_heartbeat:
                 life.heartbeat("running")
                 next_heartbeat = now + interval
-
 
     def poll_store(self) -> None:
         """The switch (rule 1.9) and the stop request, from the coordinator store. A store the

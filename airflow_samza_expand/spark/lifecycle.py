@@ -91,6 +91,7 @@ class Lifecycle:
         # the runtime holds the function starting the query, read with Spark's own Kafka
         # source: it restarts the query on a newer job model itself (rule 1.10)
         self.in_app = False
+        self.consumer_group: str | None = None  # advertised in the heartbeat (the barrier reads it)
         self.counts_stale = False  # ... and counts stale placements before a snapshot (1.5)
         self.epoch = 0
         self.version = 0
@@ -120,6 +121,7 @@ class Lifecycle:
                 uncovered=uncovered or None,
                 stale_placements=summary.counts() if summary and summary.records else None,
                 capabilities=self.capabilities(),
+                consumer_group=self.consumer_group,
             )
 
     def capabilities(self) -> list[str]:

@@ -80,6 +80,7 @@ class Job(QueryDriver):
         self.spark = spark
         self.extra_args: list[str] = []  # the job's own options (`attach`)
         self.processor_id = args.processor_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.consumer_group = getattr(args, "consumer_group", None) or args.job_name
         self.kafka_options = {
             "bootstrap_servers": args.bootstrap_servers or "",
             "kafka_config_file": os.path.abspath(args.kafka_config) if args.kafka_config else "",
@@ -154,6 +155,7 @@ class Job(QueryDriver):
             ttl_s=args.ttl,
             use_lease=not args.no_lease,
         )
+        self.life.consumer_group = self.consumer_group
         newest = store.latest_job_model()
         if newest is None and not args.job_model_version:
             raise UsageError(
@@ -250,9 +252,11 @@ class Job(QueryDriver):
         settings = {
             **self.spark_kafka_options(),
             "assign": json.dumps(assignment(model), sort_keys=True),
-            # a fresh checkpoint reads the job model's partitions from their log start; a
-            # restarted query reads a partition new to its checkpoint from its log start too
-            "startingOffsets": "earliest",
+            # a fresh checkpoint reads the job model's partitions from the group's committed
+            # offsets, from their log start where it has none; a restarted query reads a
+            # partition new to its checkpoint from its log start (Spark ignores startingOffsets
+            # once the checkpoint has offsets)
+            "startingOffsets": self.starting_offsets(model),
             "failOnDataLoss": "true",
             **({"maxOffsetsPerTrigger": str(cap)} if cap else {}),
             **options,
@@ -265,6 +269,25 @@ class Job(QueryDriver):
         pairs = [F.lit(x) for key, task in sorted(task_of(model).items()) for x in (key, task)]
         where = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
         return frame.withColumn("task", F.element_at(F.create_map(*pairs), where))
+
+    def starting_offsets(self, model: JobModel) -> str:
+        """Spark's ``startingOffsets`` for a fresh checkpoint: ``earliest``, or where the job's
+        consumer group has committed offsets, the JSON of every SSP's start (-2: log start)."""
+        from airflow_samza_expand.spark.start_position import group_start_offsets
+
+        starts = group_start_offsets(
+            self.kafka_config(), self.consumer_group, model.partition_counts()
+        )
+        if not any(o is not None for parts in starts.values() for o in parts.values()):
+            return "earliest"
+        log.info("job %r: a fresh checkpoint starts from group %r's committed offsets %s",
+                 self.args.job_name, self.consumer_group, starts)  # fmt: skip
+        return json.dumps(
+            {
+                t: {str(p): (-2 if o is None else o) for p, o in sorted(ps.items())}
+                for t, ps in sorted(starts.items())
+            }  # fmt: skip
+        )
 
     def python_source_options(self, model: JobModel) -> dict[str, str]:
         from airflow_samza_expand.spark.stale import switch_rule
@@ -289,7 +312,7 @@ class Job(QueryDriver):
             "snapshots": json.dumps(snapshots, sort_keys=True),
             "switch_path": switch_path,
             "job_model": model.to_json(),
-            "group_id": self.args.job_name,
+            "group_id": self.consumer_group,
             "max_records_per_batch": str(self.args.max_records_per_batch),
             "stop_gate": self.lifecycle.gate_path,
             "order_check": check.rule.to_json() if check and check.rule else "",
@@ -328,7 +351,9 @@ class Job(QueryDriver):
             self._application_id(),
             "in-app restart: it restarts its query on a newer job model"
             if self.lifecycle.in_app
-            else "it can only be restarted" if not self.lifecycle.in_place else "in place",
+            else "it can only be restarted"
+            if not self.lifecycle.in_place
+            else "in place",
         )
         return super().run(query)
 

@@ -10,7 +10,8 @@
 * SSPs absent from the start offsets (partitions added by an expansion) start at their log
   start.
 * ``commit(end)`` commits ``end`` (the next offset to read of every SSP) for the consumer group
-  named after the job.
+  ``group_id``; a fresh checkpoint starts at that group's committed offsets (log start where
+  it has none, `spark.start_position`).
 * Admission control: ``max_records_per_batch`` caps a micro-batch, split fairly across SSPs.
 
 Options (all strings): ``job_model`` (JSON), ``bootstrap_servers`` and/or ``kafka_config_file``,
@@ -220,8 +221,21 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return marks
 
     def initialOffset(self) -> dict:
+        """A fresh checkpoint's start: the group's committed offsets, else the log start
+        (`spark.start_position`)."""
+        from airflow_samza_expand.spark.start_position import group_start_offsets
+
         marks = self._watermarks()
-        return offsets_json(_nest({ssp: low for ssp, (low, _high) in marks.items()}))
+        starts = group_start_offsets(
+            kafka_client_config(self.options), self.group_id, self.model.partition_counts()
+        )
+        first = {
+            ssp: max(low, starts.get(ssp[0], {}).get(ssp[1]) or 0)
+            for ssp, (low, _high) in marks.items()
+        }
+        if first != {ssp: low for ssp, (low, _high) in marks.items()}:
+            log.info("a fresh checkpoint starts from group %r's committed offsets", self.group_id)
+        return offsets_json(_nest(first))
 
     def prepareForTriggerAvailableNow(self) -> None:
         marks = self._watermarks()

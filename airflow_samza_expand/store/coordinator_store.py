@@ -284,15 +284,18 @@ class CoordinatorStore:
         uncovered: Mapping[str, Sequence[int]] | None = None,
         stale_placements: Mapping[str, Any] | None = None,
         capabilities: Sequence[str] | None = None,
+        consumer_group: str | None = None,
     ) -> None:
         """Record that processor `processor_id` is alive (state: kinds.PROCESSOR_STATES; role
         ``active``/``standby`` and its liveness TTL in seconds, and the input partitions its job
         model does not cover, {topic: [partition]}, and its order check's stale-placement
         counts (core.stale.StaleSummary.counts), and what it can do (rule 1.8,
-        core.liveness.CAPABILITIES): each stored only when given)."""
+        core.liveness.CAPABILITIES), and the consumer group it commits to: each stored only
+        when given)."""
         value = heartbeat_value(
-            job_model_version, state, role, ttl_s, uncovered, stale_placements, capabilities
-        )
+            job_model_version, state, role, ttl_s, uncovered, stale_placements, capabilities,
+            consumer_group,
+        )  # fmt: skip
         self._put(PROCESSOR, check_id("processor_id", processor_id), value)
 
     def remove_processor(self, processor_id: str) -> None:

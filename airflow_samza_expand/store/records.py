@@ -108,10 +108,12 @@ def heartbeat_value(
     uncovered: Mapping[str, Sequence[int]] | None = None,
     stale_placements: Mapping[str, Any] | None = None,
     capabilities: Sequence[str] | None = None,
+    consumer_group: str | None = None,
 ) -> bytes:
     """The processor record; ``role`` and ``ttl`` (seconds, rule 1.7), ``uncovered``
-    ({topic: [partition]}, spark.coverage) and ``stale_placements`` (the order check's
-    counts, core.stale.StaleSummary.counts, rule 1.5) only when given."""
+    ({topic: [partition]}, spark.coverage), ``stale_placements`` (the order check's
+    counts, core.stale.StaleSummary.counts, rule 1.5) and ``consumer_group`` (the group it
+    commits its processed offsets to) only when given."""
     if state not in PROCESSOR_STATES:
         raise ValueError(
             f"processor state {state!r} is not one of {sorted(PROCESSOR_STATES)} - use one of them"
@@ -142,6 +144,11 @@ def heartbeat_value(
                 f"processor capabilities {unknown} are not known - use {sorted(CAPABILITIES)}"
             )
         doc["capabilities"] = sorted(set(capabilities))
+    if consumer_group is not None:
+        if not isinstance(consumer_group, str) or not consumer_group:
+            raise ValueError(f"processor consumer_group must be a non-empty string, got "
+                             f"{consumer_group!r}")  # fmt: skip
+        doc["consumer_group"] = consumer_group
     return encode_json("heartbeat", doc)
 
 

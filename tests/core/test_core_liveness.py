@@ -12,6 +12,7 @@ from airflow_samza_expand.core.liveness import (
     blocking_stop,
     dead_processors,
     is_alive,
+    job_consumer_group,
     standbys,
 )
 
@@ -67,3 +68,17 @@ def test_status_describes_itself():
     status = ProcessorStatus.from_record("p-1", beat(12, ttl=30.0, role="standby"))
     text = status.describe(NOW)
     assert "p-1" in text and "standby" in text and "12 s ago" in text and "ttl 30 s" in text
+
+
+def test_the_jobs_consumer_group_is_the_given_then_the_advertised_then_the_job_name():
+    """The barrier, the growth policy and the job page read the group the job commits to."""
+    assert job_consumer_group("orders", {}) == "orders"
+    assert job_consumer_group("orders", {"p": beat(1)}) == "orders"  # an older runtime
+    procs = {
+        "old": beat(50, state="stopped", consumer_group="legacy-a"),
+        "new": beat(1, consumer_group="legacy-b"),
+    }
+    assert job_consumer_group("orders", procs) == "legacy-b"  # the newest heartbeat
+    assert job_consumer_group("orders", procs, "given") == "given"
+    assert ProcessorStatus.from_record("p", beat(1, consumer_group="g")).consumer_group == "g"
+    assert ProcessorStatus.from_record("p", beat(1, consumer_group="")).consumer_group is None

@@ -56,13 +56,13 @@ class UserJob:
         self.checkpoint = str(tmp_path / "checkpoint")
         self.store = open_store(self.coordinator, self.name, {"bootstrap.servers": bootstrap})
 
-    def run(self) -> int:
+    def run(self, *extra: str) -> int:
         argv = [
             "--job-name", self.name, "--bootstrap-servers", self.bootstrap,
             "--coordinator", self.coordinator, "--checkpoint-dir", self.checkpoint,
             "--output-topic", self.output, "--trigger", "available-now",
             "--processor-id", "user-1", "--max-records-per-batch", "700",
-            "--source", self.source, "--shuffle-partitions", "2",
+            "--source", self.source, "--shuffle-partitions", "2", *extra,
         ]  # fmt: skip
         return _user_job().main(argv)
 
@@ -99,6 +99,44 @@ def test_user_job_keeps_counts_across_growth_and_reads_new_partitions_from_start
     in_place = [CAPABILITY_IN_PLACE, CAPABILITY_COUNTS_STALE] if source == "python" else []
     in_app = [CAPABILITY_IN_APP] if source == "kafka" else []
     assert proc.get("capabilities") == sorted([CAPABILITY_STANDBY, *in_place, *in_app])
+
+
+@pytest.mark.parametrize("source", ["kafka", "python"])
+def test_an_existing_job_moved_onto_the_runtime_starts_where_its_group_stopped(
+    spark, kafka_bootstrap, unique_topic, tmp_path, source
+) -> None:
+    """A job moved onto the runtime does not read again what it processed before: its first
+    run (a fresh checkpoint) starts each partition at its consumer group's committed offset -
+    the position `init-job --from-group` copied in (Spark's source), or the group the job used,
+    kept with ``--consumer-group`` (the provider's reader)."""
+    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.kafka.config import client_config
+    from airflow_samza_expand.protocol.init_job import init_job
+
+    if source == "kafka":
+        _spark_kafka(spark)
+    job = UserJob(spark, kafka_bootstrap, unique_topic, tmp_path, source)
+    keys = [f"key-{i}" for i in range(20)]
+    seqs = produce_sequenced(kafka_bootstrap, job.topic, keys, 5)  # what the old job processed
+    legacy = "legacy-" + job.topic
+    config = client_config(kafka_bootstrap)
+    with KafkaAdmin(config, timeout_s=15) as admin:  # the old job's position: all of it
+        ends = admin.high_watermarks({job.topic: [0, 1]})[job.topic]
+        admin.commit_group_offsets(legacy, {job.topic: ends})
+    produce_sequenced(kafka_bootstrap, job.topic, keys, 4, first_seq=seqs)  # arrived since
+    if source == "kafka":
+        init_job(config, job.name, [job.topic], coordinator=job.coordinator, from_group=legacy)
+        group, extra = job.name, ()
+    else:
+        job.store.write_job_model(JobModel.initial(job.name, {job.topic: 2}))
+        group, extra = legacy, ("--consumer-group", legacy)
+    assert job.run(*extra) == 0
+    outputs = read_latest_outputs(kafka_bootstrap, job.output)
+    assert set(outputs) == set(keys)
+    for key, out in outputs.items():  # only the 4 new records of each key, seq 5..8
+        assert (out["count"], out["last_seq"]) == (4, 8), (key, out)
+    assert sum(committed(kafka_bootstrap, group, job.topic, 2).values()) == 20 * 9
+    assert job.store.processors()["user-1"].get("consumer_group") == group
 
 
 def test_attach_refuses_a_job_without_a_job_model(spark, kafka_bootstrap, unique_topic, tmp_path):

@@ -250,3 +250,18 @@ def test_job_bad_input_exits_2_with_a_clear_message_and_changes_nothing(tmp_path
         assert main(base + extra) == 2
         assert message in capsys.readouterr().err
     assert not (tmp_path / "ckpt").exists()
+
+
+@pytest.mark.parametrize(
+    ("group", "problem"),
+    [(" ", "is not a group name"), ("j.active", "is the job's lease group")],
+)
+def test_a_consumer_group_that_cannot_hold_the_jobs_offsets_is_refused(group, problem) -> None:
+    from airflow_samza_expand.kafka.membership import lease_group
+    from airflow_samza_expand.spark.args import parse_args, validate_runtime_args
+
+    assert lease_group("j") == "j.active"
+    argv = ["--job-name", "j", "--checkpoint-dir", "/c", "--bootstrap-servers", "b:9092"]
+    validate_runtime_args(parse_args([*argv, "--consumer-group", "orders-app"], {})[0])
+    with pytest.raises(UsageError, match=problem):
+        validate_runtime_args(parse_args([*argv, "--consumer-group", group], {})[0])

@@ -235,7 +235,7 @@ def read_job(settings: UiSettings, job: str) -> JobSnapshot:
             lambda: _expansions(store, job, history, snapshot.live_counts),
             [],
         )
-        _barrier(snapshot, admin, job)
+        _barrier(snapshot, admin, snapshot.consumer_group)
         snapshot.log = _part(
             snapshot, "reading the job log", lambda: _log(snapshot, settings), None
         )
@@ -280,6 +280,7 @@ def _processors(store: Any, settings: UiSettings) -> list[Processor]:
                 alive=age is not None and age <= ttl and state not in DEAD_STATES,
                 uncovered=dict(record.get("uncovered") or {}),
                 stale_placements=record.get("stale_placements") or None,
+                consumer_group=record.get("consumer_group") or None,
             )
         )
     # the live ones first, the newest job model first, then by id in natural order

@@ -179,8 +179,8 @@ def _barrier_section(snap: JobSnapshot) -> str:
     )
     return (
         f"<h2>Ordering barrier of <code>{_e(snap.barrier_of)}</code>: {state}</h2>"
-        f"<p class='muted'>Consumer group <code>{_e(snap.job)}</code> against the high watermarks "
-        "snapshot after the producer refresh grace.</p>"
+        f"<p class='muted'>Consumer group <code>{_e(snap.consumer_group)}</code> against the "
+        "high watermarks snapshot after the producer refresh grace.</p>"
         + table(["topic", "partition", "barrier offset", "committed", "lag"], rows)
     )
 

@@ -85,6 +85,7 @@ class Processor:
     # the stale placements its order check counted (core.stale.StaleSummary.counts)
     uncovered: Mapping[str, Sequence[int]] = field(default_factory=dict)
     stale_placements: Mapping[str, Any] | None = None
+    consumer_group: str | None = None  # the group it commits its processed offsets to
 
     def warnings(self) -> list[str]:
         """What an operator must look at: partitions not read, keys whose order is at risk."""
@@ -140,6 +141,12 @@ class JobSnapshot:
     stop_request: Mapping[str, Any] | None = None
     log: LogTail | None = None
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def consumer_group(self) -> str:
+        """The group holding the job's processed offsets: the one its processors advertise
+        (live ones first, as `processors` is sorted), else the job name (the default)."""
+        return next((p.consumer_group for p in self.processors if p.consumer_group), self.job)
 
     @property
     def latest(self) -> JobModel | None:

@@ -17,6 +17,7 @@ from typing import Any
 from airflow_samza_expand.core.clock import now_iso
 from airflow_samza_expand.core.errors import ExpansionError, StaleRevisionError
 from airflow_samza_expand.core.lease import Lease
+from airflow_samza_expand.core.liveness import job_consumer_group
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import (
     DEFAULT_MAX_PARTITIONS,
@@ -148,9 +149,7 @@ def _decide(run: _Run, joined_holder: str | None) -> PlanOutcome:
         )
     # A record an earlier version left open although its expansion is done on the cluster is
     # completed here, never resumed: the new intent is planned (a dry run only looks)
-    finished = close_finished(
-        run.store, run.admin, model, run.lease, write=run.lease is not None
-    )
+    finished = close_finished(run.store, run.admin, model, run.lease, write=run.lease is not None)
     decisions: list[GrowthDecision] = []
     if run.request.policy is not None and not run.request.targets:
         settled, decisions, wanted = _by_policy(run, model, finished)
@@ -225,7 +224,7 @@ def _by_policy(
     request = run.request
     wanted, decisions = policy_targets(
         run.store, run.admin, request.policy, list(request.topics),  # type: ignore[arg-type]
-        model.partition_counts(), request.consumer_group or request.job_name,
+        model.partition_counts(), consumer_group(run, request),
     )  # fmt: skip
     if wanted:
         return None, list(decisions), wanted
@@ -306,7 +305,7 @@ def _record_new(
         sample_per_partition=request.sample_per_partition,
         request_timeout_s=request.request_timeout_s,
     )  # fmt: skip
-    lag = plan_checks.group_lag(run.admin, the_plan, request.consumer_group or request.job_name)
+    lag = plan_checks.group_lag(run.admin, the_plan, consumer_group(run, request))
     policy = plan_checks.policy_doc(decisions)
     if request.dry_run:
         message = f"dry run: expansion {expansion_id} validated, nothing recorded"
@@ -332,6 +331,11 @@ def _record_new(
         results={"plan": result.to_dict()},
     )
     return _store_new(run, record, the_plan)
+
+
+def consumer_group(run: _Run, request: PlanRequest) -> str:
+    """The group holding the job's processed offsets (`core.liveness.job_consumer_group`)."""
+    return job_consumer_group(request.job_name, run.store.processors(), request.consumer_group)
 
 
 def _store_new(run: _Run, record: ExpansionRecord, the_plan: ExpansionPlan) -> PlanOutcome:
