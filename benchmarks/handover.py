@@ -15,6 +15,11 @@ separate processes (`testing.processors.JobProcess`, local[2], own JVM each):
   is not downtime; `demo.latency.switch_downtime_s`, shared with ``samza-expand demo``).
 * failover (x3): an active and a hot standby (``--standby``) of the same version; SIGKILL the
   active's process group; the standby takes over when the lease (session) expires.
+* in-app (x3, rule 1.10), a second job: the example user job (`examples/user_job.py`) on
+  Spark's own Kafka source, handing ``job.run`` the function that starts its query. vN+1 is
+  written and the running application restarts its query on it (same process, checkpoint and
+  lease). Downtime by the in-place rule above; its baseline is a cold restart of that same
+  user job (x3, same run): ``ratio_in_app`` = in-app / that cold restart.
 
 Downtime = last committed batch of the old processor -> first committed batch of the new one
 (both from the processes' log lines, one clock). Failover = the SIGKILL -> the first committed
@@ -23,10 +28,11 @@ CI size). At the end the outputs are checked exact (each key's count = records p
 it, no order violations).
 
 Uses KAFKA_BOOTSTRAP_SERVERS if set, else starts the development broker. Starts Spark: run it
-under ``flock /tmp/spark.lock``. Figures only - no pass/fail. Last line:
+under ``flock /tmp/spark.lock``. Figures only, but a run whose outputs are not exact fails. Last
+line:
 
     handover_downtime_s=<x> cold_restart_s=<y> ratio=<x/y> failover_s=<z>
-    in_place_downtime_s=<w> ratio_in_place=<w/y>
+    in_place_downtime_s=<w> ratio_in_place=<w/y> in_app_downtime_s=<a> ratio_in_app=<a/c>
 """
 
 from __future__ import annotations
@@ -53,7 +59,8 @@ from airflow_samza_expand.demo.latency import switch_downtime_s
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.store import open_store
-from airflow_samza_expand.testing.processors import JobProcess
+from airflow_samza_expand.testing.processors import USER_JOB_PY, JobProcess
+from airflow_samza_expand.testing.spark_kafka import connector_jars
 
 KEYS = [f"key-{i}" for i in range(40)]
 WAIT_S = 600.0
@@ -89,9 +96,12 @@ class Traffic(threading.Thread):
 
 
 class Bench:
-    def __init__(self, bootstrap: str, work: Path, ttl_s: float, rate: float) -> None:
+    def __init__(
+        self, bootstrap: str, work: Path, ttl_s: float, rate: float, user_job: bool = False
+    ) -> None:
         self.bootstrap, self.work, self.ttl_s = bootstrap, work, ttl_s
-        stamp = time.strftime("%H%M%S")
+        self.user_job = user_job  # the example user job on Spark's source (in-app), not ours
+        stamp = time.strftime("%H%M%S") + ("-user" if user_job else "")
         self.topic, self.output = f"handover-in-{stamp}", f"handover-out-{stamp}"
         self.name = f"handover-{stamp}"
         admin = KafkaAdmin(client_config(bootstrap))
@@ -109,6 +119,8 @@ class Bench:
     def start(self, *extra: str) -> JobProcess:
         self.count += 1
         pid = f"p{self.count}"
+        if self.user_job:
+            return self._start_user_job(pid)
         args = [
             "--master", "local[2]", "--job-name", self.name,
             "--bootstrap-servers", self.bootstrap, "--coordinator", self.coordinator,
@@ -118,6 +130,24 @@ class Bench:
             "--spark-conf", "spark.driver.memory=768m", *extra,
         ]  # fmt: skip
         proc = JobProcess(pid, args, self.work / f"{pid}.log")
+        self.procs.append(proc)
+        return proc
+
+    def _start_user_job(self, pid: str) -> JobProcess:
+        """The example user job: it builds its own session (master, jars by spark-submit's
+        environment variable, as a deployment's launcher would give them)."""
+        args = [
+            "--job-name", self.name, "--bootstrap-servers", self.bootstrap,
+            "--coordinator", self.coordinator, "--checkpoint-dir", str(self.work / "checkpoint"),
+            "--output-topic", self.output, "--processor-id", pid, "--ttl", str(self.ttl_s),
+            "--trigger", "processing-time=500ms", "--shuffle-partitions", "2",
+        ]  # fmt: skip
+        submit = (
+            f"--master local[2] --jars {','.join(connector_jars())} --conf spark.ui.enabled=false "
+            "--driver-memory 768m pyspark-shell"
+        )
+        env = {"PYSPARK_SUBMIT_ARGS": submit}
+        proc = JobProcess(pid, args, self.work / f"{pid}.log", USER_JOB_PY, env)
         self.procs.append(proc)
         return proc
 
@@ -184,6 +214,8 @@ class Bench:
         wait_for(f"{active.name} commits on", lambda: downtime() is not None)
         return downtime() or 0.0, active
 
+    in_app = in_place  # the same steps and rule: the application restarts its query itself
+
     def failover(self, active: JobProcess) -> tuple[float, JobProcess]:
         standby = self.start("--standby")
         wait_for(f"{standby.name} warmed up", lambda: "warmed up" in standby.log_text())
@@ -226,14 +258,22 @@ def check_exact(bench: Bench) -> bool:
 
 
 def run(
-    bootstrap: str, work: Path, ttl_s: float, rate: float, rounds: int, lead: int = 10
+    bootstrap: str,
+    work: Path,
+    ttl_s: float,
+    rate: float,
+    rounds: int,
+    lead: int = 10,
+    kinds: tuple[str, ...] = ("in_place", "handover", "cold", "failover"),
+    user_job: bool = False,
 ) -> dict[str, float]:
-    bench = Bench(bootstrap, work, ttl_s, rate)
+    """Median seconds of each kind of restart of one job (``user_job``: the example user job)."""
+    work.mkdir(parents=True, exist_ok=True)
+    bench = Bench(bootstrap, work, ttl_s, rate, user_job)
     bench.traffic.start()
     try:
         active = bench.start()
         wait_for("the first processor commits", lambda: bench.committing(active))
-        kinds = ("in_place", "handover", "cold", "failover")
         figures: dict[str, list[float]] = {kind: [] for kind in kinds}
         wait_for(f"{lead} committed batches", lambda: bench.committing(active, lead + 1))
         for kind in kinds:
@@ -258,6 +298,8 @@ def run(
         bench.check_exits()
         exact = check_exact(bench)
         say(f"outputs exact: {exact} ({sum(bench.traffic.seqs.values())} records)")
+        if not exact:
+            raise RuntimeError(f"the outputs of job {bench.name} are not exact")
         say(f"all figures: {json.dumps(figures)}")
         return {k: statistics.median(v) for k, v in figures.items()}
     finally:
@@ -289,13 +331,18 @@ def main(argv: list[str] | None = None) -> int:
 
             bootstrap = stack.enter_context(DevBrokerProcess(log_level="WARNING")).bootstrap
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="handover-")))
-        med = run(bootstrap, work, args.ttl, args.rate, args.rounds, lead)
+        med = run(bootstrap, work / "job", args.ttl, args.rate, args.rounds, lead)
+        say("the example user job on Spark's own Kafka source: in-app, then cold restarts")
+        user = run(bootstrap, work / "user", args.ttl, args.rate, args.rounds, lead,
+                   ("in_app", "cold"), user_job=True)  # fmt: skip
     ratio = med["handover"] / med["cold"] if med["cold"] else float("nan")
+    in_app = user["in_app"] / user["cold"] if user["cold"] else float("nan")
     print(
         f"handover_downtime_s={med['handover']:.2f} cold_restart_s={med['cold']:.2f} "
         f"ratio={ratio:.2f} failover_s={med['failover']:.2f} "
         f"in_place_downtime_s={med['in_place']:.2f} "
-        f"ratio_in_place={med['in_place'] / med['cold'] if med['cold'] else float('nan'):.3f}"
+        f"ratio_in_place={med['in_place'] / med['cold'] if med['cold'] else float('nan'):.3f} "
+        f"in_app_downtime_s={user['in_app']:.2f} ratio_in_app={in_app:.3f}"
     )
     return 0
 

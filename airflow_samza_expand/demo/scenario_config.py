@@ -39,6 +39,9 @@ class ScenarioConfig:
     application_args: tuple[str, ...] = ()
     # the DAG's restart (protocol.handover); "auto" picks in-place for the shipped job
     handover: str = "warm"
+    # the user's "start vN+1" task (the factory's restart_task=: an operator, or a callable
+    # job name -> operator) in place of spark-submit
+    restart_task: Any = None
     name: str = field(default_factory=lambda: f"demo-{uuid.uuid4().hex[:8]}")
 
 
@@ -72,6 +75,7 @@ def dag_fields(cfg: ScenarioConfig) -> dict[str, Any]:
         "on_stale_placement": cfg.on_stale_placement,  # rule 1.5
         "stale_quiet_s": cfg.stale_quiet_s,
         "handover": cfg.handover,
+        **({"restart_task": cfg.restart_task} if cfg.restart_task is not None else {}),
         **(
             {"application": cfg.application, "application_on_runtime": True}
             if cfg.application

@@ -12,26 +12,40 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
 JOB_PY = str(Path(__file__).resolve().parent.parent / "spark" / "job.py")
+USER_JOB_PY = str(Path(__file__).resolve().parent.parent / "examples" / "user_job.py")
 _COMMIT_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*committed group ", re.M)
 
 
 class JobProcess:
-    """One launch of the job, logging to ``log_path``."""
+    """One launch of the job (``script``: the shipped job, or e.g. the example user job
+    `USER_JOB_PY`, with ``env`` added), logging to ``log_path``."""
 
-    def __init__(self, name: str, args: Sequence[str], log_path: Path | str) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: Sequence[str],
+        log_path: Path | str,
+        script: str = JOB_PY,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.name = name
         self.log_path = Path(log_path)
         self.expect_running = True
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+        env = dict(
+            os.environ,
+            PYSPARK_PYTHON=sys.executable,
+            PYSPARK_DRIVER_PYTHON=sys.executable,
+            **(env or {}),
+        )
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.popen = subprocess.Popen(
-            [sys.executable, JOB_PY, *args],
+            [sys.executable, script, *args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=env,
@@ -71,4 +85,4 @@ class JobProcess:
         self._log.close()
 
 
-__all__ = ["JOB_PY", "JobProcess"]
+__all__ = ["JOB_PY", "USER_JOB_PY", "JobProcess"]
