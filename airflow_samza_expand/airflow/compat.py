@@ -109,6 +109,49 @@ def task_xcom(
         return XComModel.deserialize_value(row) if row is not None else None
 
 
+def website_access() -> Any:
+    """The FastAPI dependency that lets in a user who may see Airflow's website (the plugin's
+    pages): ``requires_access_view(AccessView.WEBSITE)`` of Airflow's core API."""
+    try:
+        from airflow.api_fastapi.auth.managers.models.resource_details import AccessView
+        from airflow.api_fastapi.core_api.security import requires_access_view
+    except ImportError:
+        raise _missing(
+            "airflow.api_fastapi.core_api.security.requires_access_view", "apache-airflow",
+            ">=3.1,<4",
+        ) from None  # fmt: skip
+    return requires_access_view(AccessView.WEBSITE)
+
+
+def openlineage_injection(operator: Any) -> tuple[bool, bool]:
+    """(parent job, transport): whether a ``SparkSubmitOperator`` (apache-spark provider >= 5.1,
+    its private ``_openlineage_inject_*`` attributes) injects OpenLineage's parent job and
+    transport settings; (False, False) where the provider has no such attributes."""
+    return (
+        bool(getattr(operator, "_openlineage_inject_parent_job_info", False)),
+        bool(getattr(operator, "_openlineage_inject_transport_info", False)),
+    )
+
+
+def register_dag(dag: Any, bundle_name: str) -> None:
+    """Register ``dag`` in the metadata database as the DAG processor would (the bundles, then
+    the DAG's parsing result): what ``dag.test()`` needs for a DAG built in code."""
+    try:
+        from airflow.dag_processing.bundles.manager import DagBundlesManager
+        from airflow.dag_processing.collection import update_dag_parsing_results_in_db
+        from airflow.serialization.serialized_objects import LazyDeserializedDAG
+        from airflow.utils.session import create_session
+    except ImportError:
+        raise _missing("airflow.dag_processing (DAG registration)", "apache-airflow",
+                       ">=3.1,<4") from None  # fmt: skip
+    with create_session() as session:
+        DagBundlesManager().sync_bundles_to_db(session=session)
+        session.commit()
+        update_dag_parsing_results_in_db(
+            bundle_name, None, [LazyDeserializedDAG.from_dag(dag)], {}, None, set(), session=session
+        )
+
+
 __all__ = [
     "KAFKA_PROVIDER",
     "TESTED_KAFKA_PROVIDER",
@@ -117,6 +160,9 @@ __all__ = [
     "airflow_hides_key",
     "is_mapped_argument",
     "kafka_connection_config",
+    "openlineage_injection",
+    "register_dag",
     "resolve_kafka_callbacks",
     "task_xcom",
+    "website_access",
 ]

@@ -47,17 +47,9 @@ def migrate() -> None:
 
 def run_dag(dag: Any, **kwargs: Any) -> Any:
     """Register ``dag`` as the DAG processor would, then run it once with ``dag.test()``."""
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
-    from airflow.serialization.serialized_objects import LazyDeserializedDAG
-    from airflow.utils.session import create_session
+    from airflow_samza_expand.airflow.compat import register_dag
 
-    with create_session() as session:
-        DagBundlesManager().sync_bundles_to_db(session=session)
-        session.commit()
-        update_dag_parsing_results_in_db(
-            BUNDLE_NAME, None, [LazyDeserializedDAG.from_dag(dag)], {}, None, set(), session=session
-        )
+    register_dag(dag, BUNDLE_NAME)
     return dag.test(**kwargs)
 
 

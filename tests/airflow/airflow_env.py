@@ -95,24 +95,10 @@ def serialize_dag_to_db(dag: Any) -> None:
     ``dag.test()`` in Airflow 3.3 only creates a run for a DAG that has a ``DagVersion``; a DAG
     defined inside a test module is not in any bundle, so it has to be written explicitly.
     """
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
-    from airflow.serialization.serialized_objects import LazyDeserializedDAG
-    from airflow.utils.session import create_session
+    from airflow_samza_expand.airflow.compat import register_dag
 
     migrate_airflow_db()
-    with create_session() as session:
-        DagBundlesManager().sync_bundles_to_db(session=session)
-        session.commit()
-        update_dag_parsing_results_in_db(
-            BUNDLE_NAME,
-            None,
-            [LazyDeserializedDAG.from_dag(dag)],
-            {},
-            None,
-            set(),
-            session=session,
-        )
+    register_dag(dag, BUNDLE_NAME)
 
 
 def run_dag_test(dag: Any, **kwargs: Any) -> Any:

@@ -58,7 +58,9 @@ def test_secrets_masker_and_mapped_argument():
 def test_no_module_outside_compat_uses_a_private_airflow_api():
     package = Path(compat.__file__).resolve().parents[1]
     private = ("._build_config", "._resolve_callbacks", "._maybe_add_msk_iam_oauth",
-               "sdk._shared", "._internal", "XComModel")  # fmt: skip
+               "sdk._shared", "._internal", "XComModel", "requires_access_view",
+               "_openlineage_inject", "update_dag_parsing_results_in_db",
+               "LazyDeserializedDAG", "DagBundlesManager")  # fmt: skip
     offenders = [
         f"{path.relative_to(package)}: {needle}"
         for path in package.rglob("*.py")
@@ -67,3 +69,11 @@ def test_no_module_outside_compat_uses_a_private_airflow_api():
         if needle in path.read_text()
     ]
     assert offenders == []
+
+
+def test_openlineage_injection_reads_the_spark_operators_flags():
+    assert compat.openlineage_injection(SimpleNamespace()) == (False, False)
+    operator = SimpleNamespace(
+        _openlineage_inject_parent_job_info=True, _openlineage_inject_transport_info=False
+    )
+    assert compat.openlineage_injection(operator) == (True, False)

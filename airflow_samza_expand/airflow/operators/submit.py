@@ -38,7 +38,7 @@ from airflow.sdk import BaseHook, BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from airflow_samza_expand.airflow import lineage
-from airflow_samza_expand.airflow.compat import airflow_hides_key
+from airflow_samza_expand.airflow.compat import airflow_hides_key, openlineage_injection
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.order import with_order_check
 from airflow_samza_expand.airflow.shell import KafkaClients, holder_of, protocol_outcomes
@@ -218,12 +218,9 @@ class SubmitStreamJobOperator(lineage.ReportsLineage, SparkSubmitOperator):
             self.application_args = with_order_check(
                 self.application_args or [], self.on_stale_placement
             )
+        parent_job, transport = openlineage_injection(self)  # SparkSubmitOperator's, >= 5.1
         conf = lineage.spark_conf_with_parent_job(
-            self.conf,
-            context,
-            # SparkSubmitOperator's arguments (apache-spark provider >= 5.1)
-            parent_job=getattr(self, "_openlineage_inject_parent_job_info", False),
-            transport=getattr(self, "_openlineage_inject_transport_info", False),
+            self.conf, context, parent_job=parent_job, transport=transport
         )
         conf = detached_conf(conf) if mode == "continuous" else conf
         secret_keys = [k for k in conf if is_secret_conf_key(str(k))]

@@ -42,10 +42,9 @@ VIEW_ROUTE = "expansions"
 
 
 def _auth_dependency() -> Any:
-    from airflow.api_fastapi.auth.managers.models.resource_details import AccessView
-    from airflow.api_fastapi.core_api.security import requires_access_view
+    from airflow_samza_expand.airflow.compat import website_access
 
-    return Depends(requires_access_view(AccessView.WEBSITE))
+    return Depends(website_access())
 
 
 def _root(request: Request) -> str:
