@@ -28,6 +28,7 @@ from airflow_samza_expand.airflow.triggers import (
     PartitionCountChangeTrigger,
     PollingTrigger,
 )
+from airflow_samza_expand.airflow.waitlog import WaitLog
 from airflow_samza_expand.core.errors import BarrierTimeoutError
 from airflow_samza_expand.core.liveness import job_consumer_group
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
@@ -57,6 +58,7 @@ class _WaitSensor(KafkaClients, BaseSensorOperator):
 
     def execute(self, context: Any) -> Any:
         self._reconnect = Reconnect()
+        self._waits = WaitLog(self.log)  # one line per change of what it waits for
         self._trigger = self.trigger(context)
         try:
             first = self.poke(context)
@@ -87,7 +89,7 @@ class _WaitSensor(KafkaClients, BaseSensorOperator):
             self.log.info("%s", progress.message)
             return PokeReturnValue(True, self.on_event(context, self._trigger.event(progress)))
         if progress is not None:
-            self.log.info("%s", progress.message)
+            self._waits.info(progress.message, key=progress.log_key)
         deadline = self._trigger.deadline
         if deadline is not None and polled_at >= deadline:
             self.on_event(context, self._trigger.timeout_event(progress))
@@ -206,7 +208,10 @@ class OrderingBarrierSensor(_WaitSensor):
             return super().poke(context)
         with protocol_outcomes():  # the wait ends at the snapshot; its own deadline refuses
             progress = self._trigger.poll(self.admin, self.store)
-        self.log.info("%s", progress.message)
+        if progress.done:
+            self.log.info("%s", progress.message)
+        else:
+            self._waits.info(progress.message, key=progress.log_key)
         return PokeReturnValue(True, progress.result) if progress.done else False
 
     def _group(self) -> str:

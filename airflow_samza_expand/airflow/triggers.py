@@ -17,6 +17,7 @@ from typing import Any
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, SamzaExpandKafkaHook
+from airflow_samza_expand.airflow.waitlog import WaitLog
 from airflow_samza_expand.core.errors import ConflictError, ExpansionError
 from airflow_samza_expand.kafka.admin import KafkaUnavailableError
 from airflow_samza_expand.protocol import watch
@@ -84,6 +85,7 @@ class PollingTrigger(BaseTrigger):
         try:
             admin, store = await self._open()
             reconnect = Reconnect()
+            waits = WaitLog(self.log)  # one line per change of what it waits for
             while True:
                 progress: Poll | None = None
                 polled_at = time.time()  # time out only after a poll that began past the deadline
@@ -104,7 +106,7 @@ class PollingTrigger(BaseTrigger):
                     if not self.rearm(progress):
                         return
                 elif progress is not None:
-                    self.log.info("%s", progress.message)
+                    waits.info(progress.message, key=progress.log_key)
                 if self.deadline is not None and polled_at >= self.deadline:
                     yield TriggerEvent(self.timeout_event(progress))
                     return

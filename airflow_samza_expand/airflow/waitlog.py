@@ -12,12 +12,13 @@ class WaitLog:
         self.log = log
         self.last: str | None = None
 
-    def info(self, message: str, since: str = "") -> bool:
-        """Log `message` (and `since`, e.g. the time waited so far) unless `message` repeats
-        the last one; whether it was logged."""
-        if message == self.last:
+    def info(self, message: str, since: str = "", key: str | None = None) -> bool:
+        """Log `message` (and `since`, e.g. the time waited so far) unless its `key` (what it
+        waits for; default the message itself) repeats the last one; whether it was logged."""
+        key = message if key is None else key
+        if key == self.last:
             return False
-        self.last = message
+        self.last = key
         self.log.info("%s%s", message, since)
         return True
 

@@ -25,6 +25,13 @@ class Poll:
     result: dict[str, Any] | None = None
     sleep_s: float | None = None  # wake up earlier than the poll interval (end of a grace)
     detail: Mapping[str, Any] = field(default_factory=dict)
+    # what it waits for, without the figures that change every poll (a countdown, a lag): the
+    # trigger and the sensor log a poll's message only when this changes ("": the message)
+    waiting_for: str = ""
+
+    @property
+    def log_key(self) -> str:
+        return self.waiting_for or self.message
 
 
 class Reconnect:

@@ -279,3 +279,45 @@ def test_a_trigger_times_out_only_after_a_poll_begun_past_its_deadline(monkeypat
     event = asyncio.run(first_event(trigger, 20))
     assert event.payload.get("status") != "timeout", event.payload
     assert len(polls) == 2 and polls[1] >= deadline
+
+
+def test_a_trigger_logs_one_line_per_change_of_what_it_waits_for(monkeypatch):
+    """The grace's countdown and the drain's lag change every poll: the log gets a line when
+    what the barrier waits for changes (grace, then the drain of p0 and p1, then of p1 only),
+    not one per poll. The poll is scripted (the figures of a real barrier vary with timing)."""
+    from airflow_samza_expand.protocol.poll import Poll
+
+    script = [
+        Poll(False, "grace: 3 s left", sleep_s=0.0, waiting_for="grace"),
+        Poll(False, "grace: 2 s left", sleep_s=0.0, waiting_for="grace"),
+        Poll(False, "lag 40 (p0 20, p1 20)", sleep_s=0.0, waiting_for="drain of p0, p1"),
+        Poll(False, "lag 12 (p0 2, p1 10)", sleep_s=0.0, waiting_for="drain of p0, p1"),
+        Poll(False, "lag 5 (p1 5)", sleep_s=0.0, waiting_for="drain of p1"),
+        Poll(False, "lag 1 (p1 1)", sleep_s=0.0, waiting_for="drain of p1"),
+        Poll(True, "holds", result={"status": "holds"}),
+    ]
+
+    def poll(self, admin, store):
+        return script.pop(0)
+
+    async def no_clients(self):
+        return None, None
+
+    monkeypatch.setattr(OrderingBarrierTrigger, "poll", poll)
+    monkeypatch.setattr(OrderingBarrierTrigger, "_open", no_clients)
+    trigger = OrderingBarrierTrigger(
+        job_name="job", expansion_id="job~orders.2-4", deadline=time.time() + 60,
+        poll_interval_s=0.01,
+    )  # fmt: skip
+    logged: list[str] = []
+
+    class Lines:  # the trigger's logger (Airflow's is structlog's, bound at the trigger)
+        def info(self, fmt: str, *args: object) -> None:
+            logged.append(fmt % args)
+
+        warning = info
+
+    monkeypatch.setattr(OrderingBarrierTrigger, "log", property(lambda self: Lines()))
+    event = asyncio.run(first_event(trigger, 20))
+    assert event.payload.get("status") != "timeout", event.payload
+    assert logged == ["grace: 3 s left", "lag 40 (p0 20, p1 20)", "lag 5 (p1 5)", "holds"]

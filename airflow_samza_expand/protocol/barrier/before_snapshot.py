@@ -158,6 +158,7 @@ def order_wait(
         else f"expansion {record.expansion_id}: {decision.reason}"
     )
     counted = f"counted by {check.counted_by}"
+    phase = "the producer refresh grace" if left > 0 else "stale placements to stop arriving"
     return Poll(
         False,
         f"{message} ({held} stale placements so far, {counted})"
@@ -165,6 +166,8 @@ def order_wait(
         else f"{message} ({counted})",
         sleep_s=decision.wait_s or None,
         detail={"stale_before_snapshot": held, "counted_by": check.counted_by},
+        waiting_for=f"{phase} of expansion {record.expansion_id} ({held} stale placements, "
+        f"{counted})",
     )
 
 

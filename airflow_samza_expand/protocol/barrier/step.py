@@ -247,6 +247,13 @@ def barrier_poll(
             f"waiting for group {group} to commit past barrier {expansion_id}: total lag "
             f"{status.total_lag} ({describe_lag(status.lag)})",
             detail={"lag": describe_lag(status.lag), "total_lag": status.total_lag},
+            waiting_for=f"group {group} to commit past barrier {expansion_id} on "
+            + ", ".join(
+                f"{t}[{p}]"
+                for t, ps in sorted(status.lag.items())
+                for p, n in sorted(ps.items())
+                if n > 0
+            ),
         )
     if not records.reached(record, ExpansionStatus.BARRIER_PASSED):
         record = records.update(
