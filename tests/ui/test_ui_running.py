@@ -158,3 +158,18 @@ def test_the_barrier_says_what_it_waits_for():
     assert "on 1 old partition: orders 1 (7); lag 7 in all" in _barrier_wait(rows)
     done = [{**r, "lag": 0} for r in rows]
     assert "the barrier step sees it at its next poll" in _barrier_wait(done)
+    assert "at its next poll, in about 3 s, then" in _barrier_wait(done, 3.2)
+
+
+def test_the_barrier_section_knows_when_its_step_polls_next():
+    """Issue 41: "barrier (running)" seconds after the lag showed 0 says it waits for the next
+    poll, and when: the last lag sample plus the median gap between samples."""
+    from datetime import UTC, datetime, timedelta
+
+    from airflow_samza_expand.airflow.ui.running import next_poll_in_s
+
+    t0 = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
+    samples = [{"at": (t0 + timedelta(seconds=s)).isoformat(), "total": 1} for s in (0, 10, 20)]
+    assert next_poll_in_s(samples, t0 + timedelta(seconds=24)) == 6.0
+    assert next_poll_in_s(samples, t0 + timedelta(seconds=40)) == 0.0  # due: any moment now
+    assert next_poll_in_s(samples[:1], t0) is None

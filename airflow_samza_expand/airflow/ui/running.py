@@ -3,7 +3,7 @@ refresh grace, the barrier lag per old partition. Pure (no store, no Kafka)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -95,9 +95,21 @@ def running_view(snapshot: JobSnapshot, now: datetime | None = None) -> dict[str
         "grace": grace,
         "barrier": barrier if expansion.status == "barrier-snapshot" else [],
         "lag_history": [dict(x) for x in expansion.lag_history],
+        "next_poll_in_s": next_poll_in_s(expansion.lag_history, now),
         "launches": [_launch(h, now) for h in expansion.launches],
         "log": _log(snapshot, expansion),
     }
+
+
+def next_poll_in_s(samples: Sequence[Mapping[str, Any]], now: datetime) -> float | None:
+    """When the barrier step polls next, in seconds from ``now``: its last lag sample plus the
+    median gap between its samples (each poll records one); None before two samples."""
+    times = sorted(t for t in (parse_time(s.get("at")) for s in samples) if t is not None)
+    if len(times) < 2:
+        return None
+    gaps = sorted((b - a).total_seconds() for a, b in zip(times, times[1:], strict=False))
+    due = times[-1].timestamp() + gaps[len(gaps) // 2]
+    return round(max(due - now.timestamp(), 0.0), 1)
 
 
 def _launch(handle: Mapping[str, Any], now: datetime) -> dict[str, Any]:

@@ -59,7 +59,7 @@ def running_fragment(snap: JobSnapshot, now: datetime | None = None) -> str:
             f"{_e(p['state'])} - {_e(doing)}</p>"
         )
     if run["barrier"]:
-        out.append(_barrier_wait(run["barrier"]))
+        out.append(_barrier_wait(run["barrier"], run.get("next_poll_in_s")))
         out.append(
             table(
                 ["old partition", "barrier offset", "committed", "lag"],
@@ -80,16 +80,17 @@ def running_fragment(snap: JobSnapshot, now: datetime | None = None) -> str:
     return "".join(out)
 
 
-def _barrier_wait(rows: Sequence[Mapping[str, Any]]) -> str:
-    """What the barrier waits for now, in words."""
+def _barrier_wait(rows: Sequence[Mapping[str, Any]], next_poll_in_s: float | None = None) -> str:
+    """What the barrier waits for now, in words (with when its step polls next)."""
     lags = [r["lag"] for r in rows if r["lag"] is not None]
     if not lags:
         return "<p>Barrier: waiting for the job's committed offsets to be read.</p>"
     behind = [r for r in rows if r["lag"]]
     if not behind:
+        when = "" if next_poll_in_s is None else f", in about {next_poll_in_s:.0f} s"
         return (
             "<p>Barrier: every old partition is committed up to its barrier offset - the "
-            "barrier step sees it at its next poll, then the stop step begins.</p>"
+            f"barrier step sees it at its next poll{when}, then the stop step begins.</p>"
         )
     names = ", ".join(f"{r['topic']} {r['partition']} ({r['lag']})" for r in behind)
     return (
