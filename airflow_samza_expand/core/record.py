@@ -93,6 +93,15 @@ class StepTimes:
     def to_dict(self) -> dict[str, str | None]:
         return {"ended_at": self.ended_at, "started_at": self.started_at}
 
+    @property
+    def seconds(self) -> float | None:
+        """How long the step ran (start to end, ms precision); None until both are known.
+        The one duration of a step: the report prints it, the job page shows it."""
+        if self.started_at is None or self.ended_at is None:
+            return None
+        took = parse_iso(self.ended_at) - parse_iso(self.started_at)
+        return round(max(took.total_seconds(), 0.0), 3)
+
 
 def _copy(doc: Mapping[str, Any] | None) -> dict[str, Any]:
     """A JSON-ready copy (plain dicts and lists): the record shares nothing with the caller and

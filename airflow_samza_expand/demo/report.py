@@ -10,6 +10,10 @@ from airflow_samza_expand.core.clock import parse_iso
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.order import DEFAULT_STALE_QUIET_S
 from airflow_samza_expand.core.render import render_diagram, render_mapping_table
+from airflow_samza_expand.protocol.steps import step_title
+
+# the barrier task's two timed phases, as the report names them (`protocol.steps.STEPS`)
+BARRIER_GRACE, BARRIER_DRAIN = step_title("barrier_snapshot"), step_title("barrier")
 
 DOWNTIME_TARGET_RATIO = 1.5  # a cold restart (stop, then start)
 HANDOVER_TARGET_RATIO = 0.3  # the handover to a warm standby (issue 14)
@@ -72,11 +76,9 @@ def build_report(
         stale_s = last_stale_s(record)
         snapshot_s = snapshot_bound_s(grace, quiet, stale_s)
         barrier_wait = None
-        if (
-            steps.get("producer_refresh_grace") is not None
-            and steps.get("barrier_drain") is not None
-        ):
-            barrier_wait = round(steps["producer_refresh_grace"] + steps["barrier_drain"], 3)
+        grace_step, drain_step = steps.get(BARRIER_GRACE), steps.get(BARRIER_DRAIN)
+        if grace_step is not None and drain_step is not None:
+            barrier_wait = round(grace_step + drain_step, 3)
         bound = None if drain is None else round(snapshot_s + drain + cfg.poll_s, 3)
         expansions.append(
             {
@@ -163,14 +165,15 @@ def render_text(report: dict[str, Any], models: Sequence[JobModel]) -> str:
         "",
         "== Per-step timings (s) ==",
     ]
-    columns = {
+    columns = {  # the report's step names (the DAG's task ids) -> a short column head
+        "plan": "plan",
         "expand": "expand",
-        "producer_refresh_grace": "grace",
-        "barrier_drain": "barrier",
+        BARRIER_GRACE: "grace",
+        BARRIER_DRAIN: "barrier",
         "stop_job": "stop",
         "write_job_model": "write",
         "submit": "submit",
-        "acknowledge": "ack",
+        "ack": "ack",
     }
     out.append(f"{'expansion':<10}" + "".join(f"{c:>9}" for c in columns.values()))
     for e in report["expansions"]:

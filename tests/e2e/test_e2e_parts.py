@@ -31,16 +31,24 @@ def test_verifier_flags_mismatch_violation_and_count_going_back() -> None:
 
 
 def test_seconds_per_step_from_expansion_record() -> None:
+    """One duration per step, named by the DAG's task ids: the record's start to end of each
+    step - the same number the job page shows for it (issue 41)."""
+    from airflow_samza_expand.airflow.ui.decode import expansion_of
     from airflow_samza_expand.core.record import ExpansionRecord
 
-    ended = {
-        "plan": "2026-11-22T01:00:00.000Z",
-        "expand": "2026-11-22T01:00:01.500Z",
-        "barrier_snapshot": "2026-11-22T01:00:06.500Z",
-        "barrier": "2026-11-22T01:00:08.000Z",
-        "stop": "2026-11-22T01:00:08.100Z",
-        "write": "2026-11-22T01:00:09.000Z",
+    times = {  # step: (started, ended) seconds after 01:00:00
+        "plan": (0.0, 0.2),
+        "expand": (0.3, 1.5),
+        "barrier_snapshot": (1.6, 6.5),
+        "barrier": (6.6, 8.0),
+        "stop": (8.1, 8.15),
+        "write": (8.2, 9.0),
+        "submit": (9.1, None),
     }
+
+    def at(seconds: float | None) -> str | None:
+        return None if seconds is None else f"2026-11-22T01:00:{seconds:06.3f}Z"
+
     record = ExpansionRecord(
         expansion_id="job~orders.2-4",
         job_name="job",
@@ -49,18 +57,26 @@ def test_seconds_per_step_from_expansion_record() -> None:
         plan={},
         status="job-model-written",
         owner="cli:host/1",
-        created_at=ended["plan"],
-        updated_at=ended["write"],
-        steps={step: {"ended_at": at} for step, at in ended.items()},
+        created_at=at(0.0),
+        updated_at=at(9.0),
+        steps={s: {"started_at": at(a), "ended_at": at(b)} for s, (a, b) in times.items()},
         results={"stop": {"requested": False}},
     )
     steps = seconds_per_step(record)
-    assert steps["expand"] == 1.5
-    assert steps["producer_refresh_grace"] == 5.0
-    assert steps["barrier_drain"] == 1.5
-    assert steps["stop_job"] is None  # nothing was running (available-now)
-    assert steps["write_job_model"] == 0.9  # from the stop step's end
-    assert steps["acknowledge"] is None
+    assert steps == {
+        "plan": 0.2,
+        "expand": 1.2,
+        "barrier (grace and snapshot)": 4.9,
+        "barrier (drain)": 1.4,
+        "stop_job": None,  # nothing was running (available-now)
+        "write_job_model": 0.8,
+        "submit": None,  # still running
+        "ack": None,
+    }
+    page = {s.name: s.duration_s for s in expansion_of(record.expansion_id, record).steps}
+    assert {k: v for k, v in page.items() if k != "stop_job"} == {
+        k: v for k, v in steps.items() if k in page and k != "stop_job"
+    }
 
 
 def test_demo_refuses_a_port_in_use_and_changes_nothing(tmp_path, capsys) -> None:
@@ -111,7 +127,7 @@ def test_demo_barrier_bound_includes_the_quiet_window_after_the_last_stale_place
             stale_placements={"last_stale_at": last_stale_at} if last_stale_at else {},
         )  # fmt: skip
 
-    steps = {"producer_refresh_grace": 5.4, "barrier_drain": 0.8}
+    steps = {"barrier (grace and snapshot)": 5.4, "barrier (drain)": 0.8}
     outcome = SimpleNamespace(
         counts=(2, 4), state="success", tasks={}, summary={"seconds_per_step": steps},
         probe={"drain_s": 0.9, "downtime_s": None}, wall_s=30.0,

@@ -216,6 +216,9 @@ def test_a_real_expansion_as_it_runs(
     run = SimpleNamespace(dag_id=spec["dag_id"], run_id=result["run_id"])
     seconds = airflow_env.task_instance_xcom(run, "report")["seconds_per_step"]
     assert None not in seconds.values(), seconds  # the report times every step too
+    for step, value in seconds.items():  # one duration per step: the report's is the page's
+        shown = float(rows[step].split("\t")[2].removesuffix(" s"))
+        assert abs(shown - value) <= 0.051, (step, shown, value)
     holder = f"airflow:{spec['dag_id']}/{result['run_id']}"
     assert re.search(rf"^expansion\t{re.escape(holder)}\t1\t[^\t]+\treleased$", text, re.M), text
     assert "expires in" not in text and "expired" not in text

@@ -64,13 +64,15 @@ def _steps(record: Mapping[str, Any]) -> tuple[Step, ...]:
     return tuple(out)
 
 
-def _step(record_step: str, start: Any, end: Any) -> Step:
-    """A step named by the DAG's task id (`protocol.steps.step_title`), timed as its record."""
+def _step(record_step: str, start: Any, end: Any, seconds: float | None = None) -> Step:
+    """A step named by the DAG's task id (`protocol.steps.step_title`), timed as its record
+    (``seconds``; a legacy document's from its start and end fields)."""
     from airflow_samza_expand.protocol.steps import step_title
 
-    t0, t1 = parse_time(start), parse_time(end)
-    duration = round(max((t1 - t0).total_seconds(), 0.0), 3) if t0 and t1 else None
-    return Step(step_title(record_step), start, end, duration, record_step)
+    if seconds is None:
+        t0, t1 = parse_time(start), parse_time(end)
+        seconds = round(max((t1 - t0).total_seconds(), 0.0), 3) if t0 and t1 else None
+    return Step(step_title(record_step), start, end, seconds, record_step)
 
 
 def current_log_path(results: Mapping[str, Any]) -> str | None:
@@ -161,8 +163,8 @@ def _typed_expansion(record: Any) -> Expansion:
         counts_after=after,
         owner=record.owner,
         updated_at=record.updated_at,
-        steps=tuple(
-            _step(n, t.started_at, t.ended_at)
+        steps=tuple(  # each step's one duration: the record's (`StepTimes.seconds`)
+            _step(n, t.started_at, t.ended_at, t.seconds)
             for n, t in sorted(record.steps.items(), key=lambda i: _when(i[1]))
         ),
         barrier_snapshot_at=barrier_times.started_at if barrier_times else None,

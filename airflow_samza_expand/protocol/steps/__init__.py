@@ -24,40 +24,35 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Step:
     """One step of the chain: its module (`protocol.steps.<name>`), the factory's task id, the
-    step name in the expansion record (``steps``/``results``) and, when the report times it,
-    its key in ``seconds_per_step`` with the record steps whose end starts it (first present)."""
+    step name in the expansion record (``steps``/``results``) and the record steps whose end
+    starts it (first present; for records that kept only step ends)."""
 
     name: str
     task_id: str
     record_step: str
-    figure: str | None = None
     starts_after: tuple[str, ...] = ()
     phase: str | None = None  # which part of its task, when one task records two steps
 
     @property
-    def label(self) -> str:
-        """The step's key in the report's ``seconds_per_step`` (kept for its readers)."""
-        return self.figure or self.record_step
-
-    @property
     def title(self) -> str:
-        """The step's name wherever people read it (the UI, the report's lines, logs): the
-        factory DAG's task id, with the phase when its task records two steps."""
+        """The step's name wherever people read it (the UI, the report's lines and
+        ``seconds_per_step``, logs): the factory DAG's task id, with the phase when its task
+        records two steps."""
         return f"{self.task_id} ({self.phase})" if self.phase else self.task_id
 
 
 GRACE = "grace and snapshot"  # the barrier task's first phase
 STEPS: tuple[Step, ...] = (
     Step("plan", "plan", "plan"),
-    Step("expand", "expand", "expand", "expand", ("plan",)),
-    Step("barrier", "barrier", "barrier_snapshot", "producer_refresh_grace", ("expand",), GRACE),
-    Step("barrier", "barrier", "barrier", "barrier_drain", ("barrier_snapshot",), "drain"),
+    Step("expand", "expand", "expand", ("plan",)),
+    Step("barrier", "barrier", "barrier_snapshot", ("expand",), GRACE),
+    Step("barrier", "barrier", "barrier", ("barrier_snapshot",), "drain"),
     Step("standby", "submit_standby", "standby"),
-    Step("stop", "stop_job", "stop", "stop_job", ("barrier",)),
-    Step("write_model", "write_job_model", "write", "write_job_model", ("stop", "barrier")),
-    Step("submit", "submit", "submit", "submit", ("write",)),
-    Step("ack", "ack", "ack", "acknowledge", ("submit",)),
-    Step("report", "report", "report", None, ("ack",)),
+    Step("stop", "stop_job", "stop", ("barrier",)),
+    Step("write_model", "write_job_model", "write", ("stop", "barrier")),
+    Step("submit", "submit", "submit", ("write",)),
+    Step("ack", "ack", "ack", ("submit",)),
+    Step("report", "report", "report", ("ack",)),
 )
 
 

@@ -30,19 +30,20 @@ def _ended(record: ExpansionRecord | None, step: str) -> float | None:
 
 
 def seconds_per_step(record: ExpansionRecord | None) -> dict[str, float | None]:
-    """Seconds of each timed step of `STEPS` from the record's step times (None where a step
-    left none; a stop that found nothing running is None too)."""
+    """Seconds of each step of the chain that ran, named by the factory DAG's task id
+    (`Step.title`: ``barrier (drain)`` ...), as the record keeps them (`StepTimes.seconds`,
+    start to end: what the job page shows). None for a step without both times; a stop that
+    found nothing running is None too."""
     stop = StopResult.of(record)
     out: dict[str, float | None] = {}
     for step in STEPS:
-        if step.figure is None:
-            continue
-        end = _ended(record, step.record_step)
-        starts = (_ended(record, s) for s in step.starts_after)
-        start = next((t for t in starts if t is not None), None)
+        times = record.steps.get(step.record_step) if record is not None else None
+        if step.record_step == "report" or (times is None and step.record_step == "standby"):
+            continue  # the report is this step; a chain without a standby step has none
+        seconds = times.seconds if times is not None else None
         if step.record_step == "stop" and not (stop is not None and stop.requested):
-            end = None
-        out[step.figure] = None if end is None or start is None else round(max(end - start, 0.0), 3)
+            seconds = None
+        out[step.title] = seconds
     return out
 
 
