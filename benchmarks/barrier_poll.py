@@ -55,10 +55,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import barrier_status, snapshot_barrier
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.kafka.stale_scan import StaleScanner
+from airflow_samza_expand.protocol.barrier.reads import barrier_status, snapshot_barrier
+from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
 from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 from airflow_samza_expand.store.kafka_log import encode_key
 from airflow_samza_expand.store.kinds import JOB_MODEL

@@ -360,7 +360,7 @@ def order_check_run(args: argparse.Namespace, bootstrap: str) -> str:
     """The job's rate with the order check on and off over the same records (a third stale
     placements beyond a barrier), alternating runs; the separate scan's rate over the same
     old partitions; the last line."""
-    from airflow_samza_expand.kafka.stale_scan import StaleScanner, scan_until_caught_up
+    from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner, scan_until_caught_up
 
     suffix = uuid.uuid4().hex[:8]
     topic, output = f"bench-order-{suffix}", f"bench-order-out-{suffix}"

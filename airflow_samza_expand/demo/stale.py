@@ -2,9 +2,9 @@
 
 One extra keyed producer (keys ``stale-*``) refreshes its metadata only every ``MS`` ms, so
 after each expansion it keeps placing moved keys in their old partitions for up to that long.
-After the run the old partitions are scanned (`kafka.stale_scan`) and every stale placement is
-counted: *before* the barrier snapshot (held by the barrier) and *after* it (order at risk).
-``report.json`` carries the counts and the ``order:`` line.
+After the run the old partitions are scanned (`protocol.barrier.stale_scan`) and every stale
+placement is counted: *before* the barrier snapshot (held by the barrier) and *after* it
+(order at risk). ``report.json`` carries the counts and the ``order:`` line.
 
 Ranges per expansion ``N -> 2N`` of the old partitions ``0..N-1``: before = from the first
 record written at or after the expansion (``expanded_at``; the broker's record timestamps) up to
@@ -137,7 +137,7 @@ def order_counts(
 
     ``records``: the expansion records, oldest first (default: those of the scenario's runs).
     """
-    from airflow_samza_expand.kafka.stale_scan import StaleScanner, scan_until_caught_up
+    from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner, scan_until_caught_up
 
     topic = scenario.topic
     spans = []

@@ -133,7 +133,7 @@ class OrderCheck:
 
     def __init__(
         self,
-        scanner: Any,  # kafka.stale_scan.StaleScanner
+        scanner: Any,  # protocol.barrier.stale_scan.StaleScanner
         barrier: Mapping[str, Mapping[int, int]],
         *,
         on_stale: str = "warn",
@@ -225,8 +225,8 @@ def order_check_from_args(
     """
     if not getattr(args, "barrier_offsets", None):
         return None
-    from airflow_samza_expand.kafka.stale_scan import StaleScanner
     from airflow_samza_expand.protocol.barrier.evidence import job_publisher
+    from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
 
     owned = None
     if store is None:

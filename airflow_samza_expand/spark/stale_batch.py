@@ -7,7 +7,7 @@ counts, per range it read, the stale placements at offsets ``>= H`` (`count_stal
 each distinct key of the range is hashed once, the result mapped back to the rows with numpy)
 and writes the range's summary to a report file in the rule's directory (`write_report`). After
 each committed batch the driver's `spark.stale.OrderCheck` takes the reports that chain from its
-positions (`take_reports`) and re-reads (`kafka.stale_scan`) only what no report covers:
+positions (`take_reports`) and re-reads (`protocol.barrier.stale_scan`) only what no report covers:
 Spark's own Kafka source, or executors that cannot write to the driver's directory (a cluster
 without a shared filesystem).
 """
@@ -85,7 +85,7 @@ class StaleRule:
 def _targets(rule: StaleRule, topic: str, partition: int, keys: Sequence[Any]) -> np.ndarray:
     """Per candidate partitioner, each distinct key's partition at the new count (a key
     without bytes gets ``partition``: never stale). Shape (candidates, len(keys))."""
-    from airflow_samza_expand.kafka.stale_scan import resolve_partitioners
+    from airflow_samza_expand.protocol.barrier.stale_scan import resolve_partitioners
 
     count = int(rule.new_counts[topic])
     rows = [
@@ -255,7 +255,7 @@ def count_range(
     scanner: Callable[[], Any],
 ) -> RangeCount:
     """Driver side, after a committed batch: take the reports that chain from ``positions``
-    (`take_reports`; none without ``rule``), then re-read (`kafka.stale_scan`, with the
+    (`take_reports`; none without ``rule``), then re-read (`protocol.barrier.stale_scan`, with the
     ``scanner()`` it returns) only what they did not cover, up to ``until``."""
     if rule is None:
         counted, reached, covered = StaleSummary(), {t: dict(ps) for t, ps in positions.items()}, 0
@@ -263,7 +263,7 @@ def count_range(
         counted, reached, covered = take_reports(rule, positions, until)
     if reached == until:
         return RangeCount(counted, (), reached, covered, 0)
-    from airflow_samza_expand.kafka.stale_scan import scan_until_caught_up
+    from airflow_samza_expand.protocol.barrier.stale_scan import scan_until_caught_up
 
     result = scan_until_caught_up(scanner(), reached, until=until)
     rescanned = sum(result.positions[t][p] - o for t, ps in reached.items() for p, o in ps.items())

@@ -101,7 +101,8 @@ class BeforeSnapshotCount:
         self.rule: StaleRule | None = None
         self.count: JobStaleCount | None = None
         self.growths: dict[str, tuple[int, int]] = {}
-        self._scanner: Any = None  # kafka.stale_scan.StaleScanner for ranges no report covers
+        # protocol.barrier.stale_scan.StaleScanner for ranges no report covers
+        self._scanner: Any = None
 
     def poll(self, model: JobModel, committed: Mapping[str, Mapping[Any, int]] | None) -> None:
         """Start counting an expansion of ``model`` in progress; stop once it has a snapshot."""
@@ -190,7 +191,7 @@ class BeforeSnapshotCount:
     def _scanner_of(self) -> Any:
         """The scanner (created on first use) for ranges no report covers."""
         if self._scanner is None:
-            from airflow_samza_expand.kafka.stale_scan import StaleScanner
+            from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
 
             assert self.rule is not None
             partitioners = list(self.rule.partitioners or ()) or None

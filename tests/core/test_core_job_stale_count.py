@@ -10,10 +10,9 @@ from airflow_samza_expand.core.order import (
     SCAN_SOURCE,
     JobStaleCount,
     OrderEvidence,
-    job_coverage,
-    next_target,
 )
 from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
+from airflow_samza_expand.protocol.barrier.rule import job_coverage, next_target
 
 START = {"orders": {0: 100, 1: 200}}
 

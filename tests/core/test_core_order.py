@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 from airflow_samza_expand.core.order import (
     OrderEvidence,
     check_on_stale_placement,
-    decide_snapshot,
     order_line,
     order_report,
 )
 from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
+from airflow_samza_expand.protocol.barrier.rule import decide_snapshot
 
 T0 = 1_000_000.0  # the expansion
 

@@ -9,7 +9,8 @@ from confluent_kafka import Consumer, TopicPartition
 from kafka_layer_helpers import produce
 
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import (
+from airflow_samza_expand.kafka.config import client_config
+from airflow_samza_expand.protocol.barrier.reads import (
     barrier_from_dict,
     barrier_status,
     barrier_status_async,
@@ -17,7 +18,6 @@ from airflow_samza_expand.kafka.barrier import (
     compute_status,
     snapshot_barrier,
 )
-from airflow_samza_expand.kafka.config import client_config
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ from kafka_layer_helpers import produce
 
 from airflow_samza_expand.demo.stale import Producers, order_counts
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import barrier_to_dict, snapshot_barrier
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.kafka.partitioners import crc32_partition
+from airflow_samza_expand.protocol.barrier.reads import barrier_to_dict, snapshot_barrier
 
 
 def _iso(epoch_s: float) -> str:

@@ -17,7 +17,6 @@ from airflow_samza_expand.core.order import OrderEvidence
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import snapshot_barrier
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.kafka.partitioners import crc32_partition
 from airflow_samza_expand.protocol.barrier.evidence import (
@@ -26,6 +25,7 @@ from airflow_samza_expand.protocol.barrier.evidence import (
     order_summary,
     record_scan_start,
 )
+from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
 from airflow_samza_expand.protocol.barrier.step import order_poll
 from airflow_samza_expand.store.files import FileCoordinatorStore
 

@@ -12,12 +12,12 @@ from airflow_samza_expand.core.clock import now_iso
 from airflow_samza_expand.core.order import JOB_SOURCE, SCAN_SOURCE, JobStaleCount
 from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import snapshot_barrier
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.kafka.stale_scan import StaleScanner
 from airflow_samza_expand.protocol.barrier.before_snapshot import order_poll
 from airflow_samza_expand.protocol.barrier.evidence import evidence_of, record_scan_start
+from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
 from airflow_samza_expand.store.files import FileCoordinatorStore
 
 

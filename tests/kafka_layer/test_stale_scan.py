@@ -7,10 +7,10 @@ import pytest
 from kafka_layer_helpers import produce
 
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import snapshot_barrier
 from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.kafka.partitioners import PARTITIONERS
-from airflow_samza_expand.kafka.stale_scan import (
+from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand.protocol.barrier.stale_scan import (
     StaleScanner,
     resolve_partitioners,
     scan_until_caught_up,

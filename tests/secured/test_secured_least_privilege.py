@@ -21,8 +21,8 @@ from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.demo.producer import KeyedProducer
 from airflow_samza_expand.kafka.acls import resolve
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import barrier_status, snapshot_barrier
 from airflow_samza_expand.kafka.conformance import check_conformance
+from airflow_samza_expand.protocol.barrier.reads import barrier_status, snapshot_barrier
 from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
 

@@ -7,6 +7,7 @@ committed, heartbeat written."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,8 +42,11 @@ def job_side_python(tmp_path_factory) -> Path:
     python = venv / "bin" / "python"
     pins = ["-c", str(REPO / "constraints.txt")]
     _uv("pip", "install", "--quiet", "--python", str(python), *pins, *IMAGE)
+    leftover = not (REPO / "build").exists()  # setuptools builds in the checkout's build/
     _uv("pip", "install", "--quiet", "--python", str(python), *pins, "--no-deps",
         str(REPO), "confluent-kafka")  # fmt: skip
+    if leftover:
+        shutil.rmtree(REPO / "build", ignore_errors=True)
     return python
 
 

@@ -11,9 +11,9 @@ from spark_helpers import create_topic, grow_topic, produce_raw, put_expansion_r
 
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import snapshot_barrier
 from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.kafka.stale_scan import StaleScanner
+from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
 from airflow_samza_expand.spark.job import build_parser
 from airflow_samza_expand.spark.stale import (
     OrderCheck,

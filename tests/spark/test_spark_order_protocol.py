@@ -23,13 +23,13 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import plan_expansion
 from airflow_samza_expand.demo.producer import KeyedProducer
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import snapshot_barrier
 from airflow_samza_expand.kafka.partitioners import crc32_partition
 from airflow_samza_expand.protocol.barrier.evidence import (
     job_order_args,
     order_summary,
     record_scan_start,
 )
+from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
 from airflow_samza_expand.protocol.barrier.step import order_poll
 from airflow_samza_expand.store.files import FileCoordinatorStore
 

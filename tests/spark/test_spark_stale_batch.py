@@ -14,9 +14,9 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import plan_expansion
 from airflow_samza_expand.core.stale import StaleSummary, stale_target
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import snapshot_barrier
 from airflow_samza_expand.kafka.partitioners import PARTITIONERS, crc32_partition
-from airflow_samza_expand.kafka.stale_scan import StaleScanner
+from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
 from airflow_samza_expand.spark.source import SOURCE_SCHEMA, SamzaKafkaStreamReader
 from airflow_samza_expand.spark.stale import BATCHES, SCAN, OrderCheck, stale_rule
 from airflow_samza_expand.spark.stale_batch import (

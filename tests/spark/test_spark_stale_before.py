@@ -21,11 +21,11 @@ from airflow_samza_expand.core.liveness import CAPABILITY_COUNTS_STALE, statuses
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.order import JOB_SOURCE, SCAN_SOURCE
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import snapshot_barrier
 from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.kafka.stale_scan import StaleScanner
 from airflow_samza_expand.protocol.barrier.before_snapshot import order_poll
 from airflow_samza_expand.protocol.barrier.evidence import evidence_of, record_scan_start
+from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
 from airflow_samza_expand.spark.source import SOURCE_SCHEMA, SamzaKafkaStreamReader
 from airflow_samza_expand.spark.stale_batch import RuleFile
 from airflow_samza_expand.spark.stale_before import BeforeSnapshotCount

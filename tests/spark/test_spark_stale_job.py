@@ -13,8 +13,8 @@ from test_spark_job import Job
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.plan import plan_expansion
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import barrier_to_dict, snapshot_barrier
 from airflow_samza_expand.kafka.partitioners import crc32_partition
+from airflow_samza_expand.protocol.barrier.reads import barrier_to_dict, snapshot_barrier
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 

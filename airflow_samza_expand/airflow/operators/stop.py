@@ -22,6 +22,7 @@ from airflow_samza_expand.protocol.ownership import take
 from airflow_samza_expand.protocol.restart import RestartChoice
 from airflow_samza_expand.protocol.steps import standby as standby_step
 from airflow_samza_expand.protocol.steps import stop as stop_step
+from airflow_samza_expand.protocol.steps.results import StopResult
 
 
 class StopTimeoutError(Exception):
@@ -87,7 +88,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         standby_waited = self._wait_for_warm_standby(store)
         decision = stop_step.request_stop(store, self.reason, expansion_id=self.expansion_id)
         self.log.info("%s.", decision.message)
-        result = stop_step.StopResult(decision.version, standby_waited_s=standby_waited)
+        result = StopResult(decision.version, standby_waited_s=standby_waited)
         if decision.requested:
             started = time.monotonic()
             waits = WaitLog(self.log)  # one line per change of what it waits for, not per poll

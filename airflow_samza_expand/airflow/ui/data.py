@@ -362,7 +362,7 @@ def _expansions(
 
 def _barrier(snapshot: JobSnapshot, admin: Any, group: str) -> None:
     """Lag per partition against the newest expansion's barrier (the job's consumer group)."""
-    from airflow_samza_expand.kafka.barrier import barrier_status
+    from airflow_samza_expand.protocol.barrier.reads import barrier_status
 
     current = next((e for e in snapshot.expansions if e.barrier), None)
     if current is None or admin is None:

@@ -107,7 +107,7 @@ def _counts(value: Any) -> dict[str, int]:
 
 def expansion_of(expansion_id: str, record: Any) -> Expansion:
     """An `Expansion` from a typed `ExpansionRecord` or a legacy dict document."""
-    from airflow_samza_expand.kafka.barrier import barrier_from_dict
+    from airflow_samza_expand.protocol.barrier.reads import barrier_from_dict
 
     if not isinstance(record, Mapping):
         return _typed_expansion(record)

@@ -1,6 +1,11 @@
 """The ordering barrier's one home (DESIGN rules 1.4, 1.5, 1.9).
 
-* `step` - the barrier step: grace, snapshot, lag drained, and its typed results.
-* `before_snapshot` - the look before the snapshot: stale placements counted, may it snapshot.
+* `rule` - the pure rule: when it may snapshot, whether the job's count may stand for the scan,
+  its next target (no Kafka, no store: an import contract).
+* `reads` - the Kafka reads: the high watermarks snapshot, the group's lag against it.
+* `stale_scan` - the scan of the old partitions for stale placements.
 * `evidence` - the proof of order kept in the expansion record (scans before and after).
+* `before_snapshot` - the look before the snapshot: stale placements counted, may it snapshot.
+* `step` - the barrier step: grace, snapshot, lag drained, and its typed results.
+* `wait` - the one entry point of the Airflow sensor and trigger (grace, deadline, polls).
 """

@@ -21,16 +21,15 @@ from airflow_samza_expand.core.liveness import CAPABILITY_COUNTS_STALE, acknowle
 from airflow_samza_expand.core.order import (
     DEFAULT_STALE_QUIET_S,
     SCAN_SOURCE,
-    BarrierDecision,
     JobStaleCount,
     OrderEvidence,
-    decide_snapshot,
 )
 from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.core.stale import StalePlacement
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.stale_scan import StaleScanner
 from airflow_samza_expand.protocol.barrier import evidence
+from airflow_samza_expand.protocol.barrier.rule import BarrierDecision, decide_snapshot
+from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
 from airflow_samza_expand.protocol.poll import Poll
 from airflow_samza_expand.store import CoordinatorStore
 

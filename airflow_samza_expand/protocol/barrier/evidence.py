@@ -27,20 +27,18 @@ from typing import Any
 
 from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.order import (
-    JobCoverage,
     JobStaleCount,
     OrderEvidence,
     check_on_stale_placement,
-    job_coverage,
-    next_target,
     order_report,
 )
 from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import barrier_to_dict, snapshot_barrier
-from airflow_samza_expand.kafka.stale_scan import ScanResult, StaleScanner
 from airflow_samza_expand.protocol import records
+from airflow_samza_expand.protocol.barrier.reads import barrier_to_dict, snapshot_barrier
+from airflow_samza_expand.protocol.barrier.rule import JobCoverage, job_coverage, next_target
+from airflow_samza_expand.protocol.barrier.stale_scan import ScanResult, StaleScanner
 from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)

@@ -12,8 +12,9 @@ job's committed offsets reach it (the lag at the snapshot is drained).
 
 Results kept in the record: ``grace`` (`GraceResult`), ``barrier_snapshot``
 (`SnapshotResult`); the poll's own result is `BarrierResult`. The pure rules are in
-`core.order` (decide), `core.stale` (what is stale); the Kafka reads in `kafka.barrier` and
-`kafka.stale_scan`; the scan's evidence in the record in `protocol.barrier.evidence`.
+`protocol.barrier.rule` (decide), `core.stale` (what is stale); the Kafka reads in
+`protocol.barrier.reads` and `protocol.barrier.stale_scan`; the scan's evidence in the record
+in `protocol.barrier.evidence`.
 """
 
 from __future__ import annotations
@@ -29,10 +30,14 @@ from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.order import SCAN_SOURCE
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.barrier import barrier_status, barrier_to_dict, snapshot_barrier
 from airflow_samza_expand.protocol import progress, records
 from airflow_samza_expand.protocol.barrier import evidence
 from airflow_samza_expand.protocol.barrier.before_snapshot import OrderPoll, order_poll, order_wait
+from airflow_samza_expand.protocol.barrier.reads import (
+    barrier_status,
+    barrier_to_dict,
+    snapshot_barrier,
+)
 from airflow_samza_expand.protocol.handover import waits_for_drain
 from airflow_samza_expand.protocol.poll import Poll, describe_lag
 from airflow_samza_expand.store import CoordinatorStore

@@ -15,8 +15,8 @@ from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.protocol import records
 from airflow_samza_expand.protocol.recovery import earlier_failures
 from airflow_samza_expand.protocol.steps import STEPS
-from airflow_samza_expand.protocol.steps.plan import PlanResult
-from airflow_samza_expand.protocol.steps.stop import StopResult
+from airflow_samza_expand.protocol.steps.plan_types import PlanResult
+from airflow_samza_expand.protocol.steps.results import StopResult
 from airflow_samza_expand.store import CoordinatorStore
 
 

@@ -16,26 +16,8 @@ from airflow_samza_expand.protocol import records
 from airflow_samza_expand.protocol.poll import Poll
 from airflow_samza_expand.protocol.processors import describe_processors
 from airflow_samza_expand.protocol.restart import LAUNCH_STEPS, RestartChoice
+from airflow_samza_expand.protocol.steps.results import StandbyResult
 from airflow_samza_expand.store import CoordinatorStore
-
-
-@dataclass(frozen=True)
-class StandbyResult:
-    """``results["standby"]`` (or ``["hot_standby"]``): the redacted handles of every launch."""
-
-    launches: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"launches": list(self.launches)}
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any] | None) -> StandbyResult:
-        launches = (doc or {}).get("launches") if isinstance(doc, Mapping) else None
-        return cls(list(launches or ()))
-
-    @classmethod
-    def of(cls, record: Any, step: str = "standby") -> StandbyResult:
-        return cls.from_dict(record.results.get(step))
 
 
 def standby_args(application_args: Sequence[Any], version: int) -> list[str]:
@@ -167,7 +149,6 @@ def standby_poll(store: CoordinatorStore, version: int) -> Poll:
 __all__ = [
     "WARM_STATES",
     "StandbyDecision",
-    "StandbyResult",
     "before_standby",
     "launch_handles",
     "live_processors",

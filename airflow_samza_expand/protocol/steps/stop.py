@@ -6,11 +6,11 @@ result in the record is `StopResult`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from airflow_samza_expand.core.lease import Lease
-from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
+from airflow_samza_expand.core.record import ExpansionStatus
 from airflow_samza_expand.protocol import records
 from airflow_samza_expand.protocol.poll import Poll
 from airflow_samza_expand.protocol.processors import (
@@ -19,48 +19,10 @@ from airflow_samza_expand.protocol.processors import (
     reap_dead,
 )
 from airflow_samza_expand.protocol.restart import RestartChoice
+from airflow_samza_expand.protocol.steps.results import StopResult
 from airflow_samza_expand.store import CoordinatorStore
 
 S = ExpansionStatus
-
-
-@dataclass(frozen=True)
-class StopResult:
-    """``results["stop"]`` and the stop task's XCom: the version stopped, who stopped, how long
-    it waited, whether a stop was requested (False: nothing ran), the wait for a warm standby."""
-
-    version: int | None = None
-    stopped: list[str] = field(default_factory=list)
-    waited_s: float = 0.0
-    requested: bool = False
-    standby_waited_s: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "stopped": list(self.stopped),
-            "waited_s": self.waited_s,
-            "requested": self.requested,
-            "standby_waited_s": self.standby_waited_s,
-        }
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any] | None) -> StopResult:
-        doc = doc or {}
-        return cls(
-            doc.get("version"),
-            list(doc.get("stopped") or ()),
-            float(doc.get("waited_s") or 0.0),
-            bool(doc.get("requested")),
-            doc.get("standby_waited_s"),
-        )
-
-    @classmethod
-    def of(cls, record: ExpansionRecord | None) -> StopResult | None:
-        """The record's stop result; None when the step left none."""
-        if record is None or "stop" not in record.results:
-            return None
-        return cls.from_dict(record.results.get("stop"))
 
 
 @dataclass(frozen=True)
@@ -152,4 +114,4 @@ def stop_poll(store: CoordinatorStore, version: int | None) -> Poll:
     )
 
 
-__all__ = ["StopDecision", "StopResult", "record_stopped", "request_stop", "stop_poll"]
+__all__ = ["StopDecision", "record_stopped", "request_stop", "stop_poll"]

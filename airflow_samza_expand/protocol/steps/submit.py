@@ -15,7 +15,7 @@ from airflow_samza_expand.core.liveness import is_alive, standbys
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.protocol import records
 from airflow_samza_expand.protocol.restart import RestartChoice
-from airflow_samza_expand.protocol.steps.standby import StandbyResult
+from airflow_samza_expand.protocol.steps.results import StandbyResult
 from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger(__name__)
