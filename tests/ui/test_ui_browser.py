@@ -220,7 +220,7 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expan
     from airflow_samza_expand.core.plan import plan_expansion
     from airflow_samza_expand.core.record import ExpansionStatus as S
     from airflow_samza_expand.kafka.admin import KafkaAdmin
-    from airflow_samza_expand.protocol import progress
+    from airflow_samza_expand.protocol.barrier import progress
     from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
 
     suffix = uuid.uuid4().hex[:8]

@@ -20,7 +20,7 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.record import ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.protocol import progress
+from airflow_samza_expand.protocol.barrier import progress
 from airflow_samza_expand.protocol.barrier import step as barrier
 from airflow_samza_expand.protocol.ownership import cli_holder, take
 from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand

@@ -194,7 +194,7 @@ def _order(record: Any) -> dict[str, Any]:
 
 def _progress(results: Mapping[str, Any]) -> dict[str, Any]:
     """The grace length and end, the barrier lag samples and the launches of an expansion under
-    way (`protocol.progress`, the launch steps), as `Expansion` fields."""
+    way (`protocol.barrier.progress`, the launch steps), as `Expansion` fields."""
     grace = results.get("grace")
     grace = grace if isinstance(grace, Mapping) else {}
     samples = results.get("barrier_lag")

@@ -7,5 +7,6 @@
 * `evidence` - the proof of order kept in the expansion record (scans before and after).
 * `before_snapshot` - the look before the snapshot: stale placements counted, may it snapshot.
 * `step` - the barrier step: grace, snapshot, lag drained, and its typed results.
+* `progress` - what the step records for people watching (grace length, lag samples).
 * `wait` - the one entry point of the Airflow sensor and trigger (grace, deadline, polls).
 """

@@ -30,8 +30,8 @@ from airflow_samza_expand.core.lease import Lease
 from airflow_samza_expand.core.order import SCAN_SOURCE
 from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.protocol import progress, records
-from airflow_samza_expand.protocol.barrier import evidence
+from airflow_samza_expand.protocol import records
+from airflow_samza_expand.protocol.barrier import evidence, progress
 from airflow_samza_expand.protocol.barrier.before_snapshot import OrderPoll, order_poll, order_wait
 from airflow_samza_expand.protocol.barrier.reads import (
     barrier_status,
