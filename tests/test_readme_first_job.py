@@ -134,9 +134,9 @@ def cli_lines() -> list[tuple[str, str]]:
     for page, block in blocks("bash"):
         for line in block.replace("\\\n", " ").splitlines():
             line = line.split(" #", 1)[0].strip()
-            if "samza-expand " in line and not line.startswith("#"):
-                command = line[line.index("samza-expand ") :]
-                out.append((page, command))
+            found = re.search(r"(?<![\w-])samza-expand ", line)  # not airflow-samza-expand
+            if found and not line.startswith("#"):
+                out.append((page, line[found.start() :]))
     return out
 
 
