@@ -13,8 +13,9 @@
 * `unique_topic`: factory `unique_topic(prefix="t") -> str` of collision-free topic names.
 
 Tests that use these fixtures are marked `kafka`; tests that use `dev_broker` also `dev_broker`;
-tests under tests/kafka_layer, tests/airflow, tests/e2e, tests/kafka also `apache_ci` (the
-part scripts/test.sh runs on Apache Kafka).
+tests under tests/kafka_layer, tests/airflow, tests/e2e, tests/kafka, tests/cluster also
+`apache_ci` (the part scripts/test.sh runs on Apache Kafka; tests/cluster starts its own
+three-node cluster, marker `kafka_cluster`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ KAFKA_FIXTURES = {
 KAFKA_CHOICES = ("dev", "apache")
 KAFKA_ENV = "SAMZA_EXPAND_TEST_KAFKA"
 # Run on Apache Kafka by scripts/test.sh (the rest runs on the development broker).
-APACHE_CI_DIRS = ("kafka_layer", "airflow", "e2e", "kafka")
+APACHE_CI_DIRS = ("kafka_layer", "airflow", "e2e", "kafka", "cluster")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

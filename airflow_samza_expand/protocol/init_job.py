@@ -20,6 +20,7 @@ different position.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ from airflow_samza_expand.core.model import DEFAULT_GROUPER, JobModel
 from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
 from airflow_samza_expand.protocol import cli_args
 from airflow_samza_expand.store import open_store
+
+log = logging.getLogger(__name__)
 
 CREATED_BY = "samza-expand init-job"
 
@@ -158,7 +161,9 @@ def _init(
             )
         written = existing is None
         model = st.write_job_model(model) if existing is None else existing
-        warning = getattr(st, "replication_warning", None)
+        warning = getattr(st, "replication_warning", None)  # a Kafka store on a cluster
+        if warning:
+            log.warning("%s", warning)
     if copy:
         admin.commit_group_offsets(group, position)
     created = False

@@ -187,7 +187,23 @@ class KafkaCoordinatorStore(CoordinatorStore):
 
     @property
     def replication_factor(self) -> int:
+        """Asked at creation (-1: the cluster's `default.replication.factor`)."""
         return self.backend.io.replication_factor
+
+    @property
+    def replication_warning(self) -> str | None:
+        """What to fix when the coordinator topic has one replica on a multi-broker cluster
+        (one broker lost loses the job's coordination); None otherwise or with no topic yet."""
+        shown = self.backend.io.replication()
+        if shown is None or shown[0] > 1 or shown[1] < 2:
+            return None
+        return (
+            f"coordinator topic {self.topic!r} has replication factor 1 on a cluster of "
+            f"{shown[1]} brokers: losing its broker stops every expansion of job "
+            f"{self.job_name!r} - raise it to 3 with kafka-reassign-partitions.sh (and "
+            "min.insync.replicas=2), and create coordinator topics with the cluster's "
+            "default.replication.factor (or replication_factor=3)"
+        )
 
 
 __all__ = ["KafkaCoordinatorStore", "KafkaLog"]

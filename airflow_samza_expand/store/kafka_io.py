@@ -132,6 +132,19 @@ class TopicIO:
         self._exists = True
         return True
 
+    def replication(self) -> tuple[int, int] | None:
+        """(replicas of partition 0, brokers the cluster lists); None while there is no topic."""
+        if not self.topic_exists():
+            return None
+        consumer = self.consumer()
+        try:
+            metadata = consumer.list_topics(self.topic, timeout=self.timeout_s)
+        except KafkaException as exc:
+            error = kafka_error_of(exc)
+            what = f"reading metadata of coordinator topic {self.topic!r}"
+            raise unavailable(what, self.config, error.str() if error else exc) from None
+        return len(metadata.topics[self.topic].partitions[0].replicas), len(metadata.brokers)
+
     def ensure_topic(self) -> None:
         if self.topic_exists():
             return

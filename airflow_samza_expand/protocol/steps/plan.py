@@ -81,6 +81,8 @@ def plan(
     A job without a job model is refused first (`NoJobModelError`, naming ``known_jobs()``):
     no lease taken, no coordinator topic created."""
     require_job_model(store, request.job_name, known_jobs)
+    if warning := getattr(store, "replication_warning", None):  # a Kafka store on a cluster
+        log.warning("%s", warning)
     own = owned_by(store, holder)
     if taken_over(own, holder):  # checked before the lease: a run that lost it writes nothing
         return outcome_from_record(

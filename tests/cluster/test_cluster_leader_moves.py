@@ -1,0 +1,121 @@
+"""The coordinator store and the barrier on a three-node cluster while partition leaders die.
+
+A killed broker is fenced after its session timeout (6 s here) and its leaderships move to the
+in-sync replicas; meanwhile clients that cached the old leader are answered with errors, or with
+no offset at all. Writes must complete exactly once and offsets come from the new leader."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand.protocol.init_job import init_job
+from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+
+TIMEOUT_S = 45.0
+
+
+def model(job: str, version: int) -> JobModel:
+    grouper = ("GroupByPartition", "AllSspToSingleTaskGrouper")[version % 2]
+    first = JobModel.initial(job, {"orders": 4}, grouper=grouper, created_by="tests")
+    return dataclasses.replace(first, version=version)
+
+
+@pytest.fixture
+def cluster(kafka_cluster: object) -> Iterator[object]:
+    """The module's cluster; a node a test killed is started again and caught up after it."""
+    yield kafka_cluster
+    stopped = set(kafka_cluster.nodes) - set(kafka_cluster.running_ids())  # type: ignore[attr-defined]
+    for node_id in sorted(stopped):
+        kafka_cluster.start_node(node_id)  # type: ignore[attr-defined]
+    if stopped:
+        kafka_cluster.wait_in_sync()  # type: ignore[attr-defined]
+
+
+def records_in(config: dict[str, str], topic: str) -> int:
+    """Every record of partition 0 of `topic`, compaction not run yet (a fresh topic)."""
+    consumer = Consumer({**config, "group.id": "count", "enable.partition.eof": "true",
+                         "auto.offset.reset": "earliest"})  # fmt: skip
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    count = 0
+    try:
+        while True:
+            message = consumer.poll(TIMEOUT_S)
+            assert message is not None, f"no end of {topic} within {TIMEOUT_S} s"
+            if message.error() is None:
+                count += 1
+            elif message.error().code() == KafkaError._PARTITION_EOF:
+                return count
+    finally:
+        consumer.close()
+
+
+def test_coordinator_writes_complete_once_when_its_leader_dies(cluster, unique_topic):
+    """The coordinator topic's leader is killed; the next job model write and lease renewal
+    (both conditional on the revision read) retry against the new leader and land once."""
+    config = cluster.client_config
+    job = unique_topic("job")
+    with KafkaCoordinatorStore(config, job, timeout_s=TIMEOUT_S) as store:
+        store.write_job_model(model(job, 1))
+        after_v1 = records_in(config, store.topic)
+        store.write_job_model(model(job, 2))
+        per_write = records_in(config, store.topic) - after_v1
+        lease = store.acquire_lease("expansion", "run-1", ttl_s=120)
+        before = records_in(config, store.topic)
+        leader = cluster.leader(store.topic)
+        cluster.kill(leader)  # the store's clients still know it as the leader
+        assert store.write_job_model(model(job, 3)) == model(job, 3)
+        renewed = store.renew_lease(lease)
+        assert renewed.revision == lease.revision + 1
+        assert cluster.leader(store.topic) != leader
+    assert records_in(config, store.topic) - before == per_write + 1  # v3 once, the renewal once
+    with KafkaCoordinatorStore(config, job, timeout_s=TIMEOUT_S) as reader:
+        assert [m.version for m in reader.job_model_history()] == [1, 2, 3]
+        assert reader.get_lease("expansion").revision == renewed.revision
+
+
+def test_barrier_snapshot_reads_the_new_leaders_high_watermark(cluster, unique_topic, caplog):
+    """The leader of an old partition is killed right before the snapshot: the snapshot is the
+    real high watermark from the new leader, never an unknown (negative) offset."""
+    config = cluster.client_config
+    topic = unique_topic("orders")
+    with KafkaAdmin(config, timeout_s=TIMEOUT_S) as admin:
+        admin.ensure_topic(topic, 2)
+        producer = Producer({**config, "acks": "all", "enable.idempotence": "true"})
+        for i in range(100):
+            producer.produce(topic, key=str(i).encode(), value=b"v", partition=i % 2)
+        assert producer.flush(TIMEOUT_S) == 0
+        assert snapshot_barrier(admin, {topic: 2}) == {topic: {0: 50, 1: 50}}
+        cluster.kill(cluster.leader(topic, 0))  # the admin's metadata still names it
+        with caplog.at_level(logging.INFO, logger="airflow_samza_expand.kafka.admin"):
+            assert snapshot_barrier(admin, {topic: 2}) == {topic: {0: 50, 1: 50}}
+
+
+def test_a_coordinator_topic_with_one_replica_on_a_cluster_is_warned(cluster, unique_topic):
+    """The provider's topics take the cluster's replication; one created with replication 1
+    (by hand, or an old setting) is named by init-job and the plan step with the fix."""
+    config = cluster.client_config
+    orders = unique_topic("orders")
+    with KafkaAdmin(config, timeout_s=TIMEOUT_S) as admin:
+        admin.ensure_topic(orders, 2)
+        replicated = unique_topic("job")
+        result = init_job(config, replicated, [orders], timeout_s=TIMEOUT_S)
+        assert result.written and result.warning is None
+        with KafkaCoordinatorStore(config, replicated, timeout_s=TIMEOUT_S) as store:
+            assert store.backend.io.replication() == (3, 3)  # the cluster's default
+        single = unique_topic("job")
+        with KafkaCoordinatorStore(
+            config, single, timeout_s=TIMEOUT_S, replication_factor=1
+        ) as store:
+            store.write_job_model(JobModel.initial(single, {orders: 2}, created_by="tests"))
+        result = init_job(config, single, [orders], timeout_s=TIMEOUT_S)
+    assert not result.written
+    assert "replication factor 1 on a cluster of 3 brokers" in (result.warning or "")
+    assert "kafka-reassign-partitions.sh" in result.describe()
