@@ -24,7 +24,7 @@ from airflow_samza_expand.core.errors import (
 )
 from airflow_samza_expand.kafka.auth import AuthWatch, watched
 from airflow_samza_expand.kafka.authz import raise_if_denied
-from airflow_samza_expand.kafka.clients import AdminClient, Consumer
+from airflow_samza_expand.kafka.clients import AdminClient
 from airflow_samza_expand.kafka.config import bootstrap_of
 from airflow_samza_expand.kafka.errors import (  # noqa: F401 - re-exported: the layer's names
     CONSUMER_ONLY_SETTINGS,
@@ -37,6 +37,7 @@ from airflow_samza_expand.kafka.errors import (  # noqa: F401 - re-exported: the
     without_consumer_settings,
 )
 from airflow_samza_expand.kafka.group_offsets import GroupOffsetReader
+from airflow_samza_expand.kafka.leader_offsets import LeaderOffsets
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class KafkaAdmin:
         self._auth = AuthWatch()  # names SASL/SSL failures at once (kafka.auth)
         self._client = AdminClient(self._auth.client_settings(without_consumer_settings(config)))
         self._groups = GroupOffsetReader(self.config, self._auth, self.timeout_s)
-        self._watermarks: Consumer | None = None  # asks partition leaders (`_leader_offset`)
+        self._leaders = LeaderOffsets(self.config, self._auth, self.timeout_s)
 
     def __repr__(self) -> str:  # never shows secrets
         return f"KafkaAdmin(bootstrap={bootstrap_of(self.config)!r}, timeout_s={self.timeout_s})"
@@ -303,7 +304,7 @@ class KafkaAdmin:
                          "asking the partition's leader", what, ", ".join(unknown))  # fmt: skip
                 self._metadata("listing topics")
                 for tp in list(again):  # librdkafka's admin may keep its old answer a while:
-                    offset = self._leader_offset(tp, spec)  # ask the leader as a consumer does
+                    offset = self._leaders.ask(tp, spec)  # ask the leader as a consumer does
                     if offset is not None:
                         result[tp.topic][tp.partition] = offset
                         del again[tp]
@@ -313,25 +314,6 @@ class KafkaAdmin:
                 pause = min(pause * 2, 1.0)
             pending = again
         return result
-
-    def _leader_offset(self, tp: TopicPartition, spec: OffsetSpec) -> int | None:
-        """The partition leader's log start or end offset, asked through a consumer that looks
-        the leader up afresh (``cached=False``); None when it has no answer yet."""
-        high = isinstance(spec, type(OffsetSpec.latest()))
-        try:
-            if self._watermarks is None:
-                settings = {k: v for k, v in self.config.items() if k not in CONSUMER_ONLY_SETTINGS}
-                settings.update({"group.id": "samza-expand-watermarks",
-                                 "enable.auto.commit": "false"})  # fmt: skip
-                self._watermarks = Consumer(self._auth.client_settings(settings))
-            low, end = self._watermarks.get_watermark_offsets(
-                tp, timeout=min(self.timeout_s, 5.0), cached=False
-            )
-        except KafkaException as exc:
-            log.debug("asking the leader of %s for its offsets: %s", tp, exc)
-            return None
-        offset = end if high else low
-        return int(offset) if offset is not None and int(offset) >= 0 else None
 
     def _raise_unless_transient(
         self, tp: TopicPartition, exc: KafkaException, deadline: float, what: str
@@ -406,9 +388,7 @@ class KafkaAdmin:
     def close(self) -> None:
         """Close the group-offset readers and drop the AdminClient (it has no close())."""
         self._groups.close()
-        if self._watermarks is not None:
-            self._watermarks.close()
-            self._watermarks = None
+        self._leaders.close()
         self._client = None  # type: ignore[assignment]
 
     def __enter__(self) -> KafkaAdmin:
