@@ -17,7 +17,7 @@ from airflow_samza_expand.airflow.shell import (
     protocol_outcomes,
 )
 from airflow_samza_expand.protocol import outcome, records
-from airflow_samza_expand.protocol.barrier import evidence
+from airflow_samza_expand.protocol.barrier.wait import order_verdict
 from airflow_samza_expand.protocol.ownership import give_up, take
 from airflow_samza_expand.protocol.steps.report import build_summary, complete, render_summary
 
@@ -99,8 +99,7 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
                     record, xcoms, run_mode=self.run_mode, history=history, dry_run=dry_run
                 )
                 if not dry_run and record is not None and record.barrier:
-                    scanned = evidence.scan_after_snapshot(self.admin, record)
-                    summary["order"] = evidence.order_summary(record, scanned)
+                    summary["order"] = order_verdict(self.admin, record)
                 if not dry_run and record is not None:
                     lease = take(store, holder)
                     times = {k: summary[k] for k in ("seconds_per_step", "downtime_s")}

@@ -6,13 +6,18 @@ ends at the snapshot). The deadline has one rule, `barrier_deadline`, for poke a
 * `BarrierWait` - what one barrier wait is: expansion, group, grace, quiet window, timeout.
 * `start_barrier` - the wait's start: lease, grace, and its deadline (epoch s).
 * `poll_barrier` - one look (the trigger loops over it, poke mode calls it once per poke).
+* `order_verdict` - after the run, the report's order verdict (the report operator's entry:
+  the scan beyond the snapshot, `evidence.scan_after_snapshot`, then `evidence.order_summary`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from airflow_samza_expand.core.record import ExpansionRecord
 from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand.protocol.barrier import evidence
 from airflow_samza_expand.protocol.barrier.step import (
     DEFAULT_PRODUCER_REFRESH_GRACE_S,
     barrier_poll,
@@ -74,10 +79,17 @@ def poll_barrier(
     )
 
 
+def order_verdict(admin: KafkaAdmin, record: ExpansionRecord) -> dict[str, Any]:
+    """The report's order verdict of an expansion past its snapshot (rule 1.5): scan the old
+    partitions beyond it, then the summary (`evidence.order_summary`)."""
+    return evidence.order_summary(record, evidence.scan_after_snapshot(admin, record))
+
+
 __all__ = [
     "DEFAULT_PRODUCER_REFRESH_GRACE_S",
     "BarrierWait",
     "barrier_deadline",
+    "order_verdict",
     "poll_barrier",
     "start_barrier",
 ]
