@@ -37,7 +37,6 @@ from airflow_samza_expand.kafka.errors import (  # noqa: F401 - re-exported: the
     without_consumer_settings,
 )
 from airflow_samza_expand.kafka.group_offsets import GroupOffsetReader
-from airflow_samza_expand.kafka.leader_offsets import LeaderOffsets
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +52,6 @@ class KafkaAdmin:
         self._auth = AuthWatch()  # names SASL/SSL failures at once (kafka.auth)
         self._client = AdminClient(self._auth.client_settings(without_consumer_settings(config)))
         self._groups = GroupOffsetReader(self.config, self._auth, self.timeout_s)
-        self._leaders = LeaderOffsets(self.config, self._auth, self.timeout_s)
 
     def __repr__(self) -> str:  # never shows secrets
         return f"KafkaAdmin(bootstrap={bootstrap_of(self.config)!r}, timeout_s={self.timeout_s})"
@@ -301,13 +299,8 @@ class KafkaAdmin:
                 if time.monotonic() >= deadline:
                     raise unavailable(what, self.config, f"no offset for {', '.join(unknown)}")
                 log.info("%s: no offset yet for %s (its leader is moving); refreshing metadata and "
-                         "asking the partition's leader", what, ", ".join(unknown))  # fmt: skip
+                         "asking the new leader", what, ", ".join(unknown))  # fmt: skip
                 self._metadata("listing topics")
-                for tp in list(again):  # librdkafka's admin may keep its old answer a while:
-                    offset = self._leaders.ask(tp, spec)  # ask the leader as a consumer does
-                    if offset is not None:
-                        result[tp.topic][tp.partition] = offset
-                        del again[tp]
             if again:
                 log.debug("%s: %d partition(s) not ready yet, asking again", what, len(again))
                 time.sleep(pause)
@@ -388,7 +381,6 @@ class KafkaAdmin:
     def close(self) -> None:
         """Close the group-offset readers and drop the AdminClient (it has no close())."""
         self._groups.close()
-        self._leaders.close()
         self._client = None  # type: ignore[assignment]
 
     def __enter__(self) -> KafkaAdmin:

@@ -59,6 +59,9 @@ group.initial.rebalance.delay.ms=0
 broker.session.timeout.ms=6000
 broker.heartbeat.interval.ms=1000
 controlled.shutdown.enable=true
+# the log cleaner's dedupe buffer (128 MB by default) does not fit a 256 MB heap: a node that
+# starts its cleaner (the compacted coordinator topics) would die of OutOfMemoryError
+log.cleaner.dedupe.buffer.size=16777216
 """
 
 
