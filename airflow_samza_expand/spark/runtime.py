@@ -80,7 +80,8 @@ class Job(QueryDriver):
         self.spark = spark
         self.extra_args: list[str] = []  # the job's own options (`attach`)
         self.processor_id = args.processor_id or f"{socket.gethostname()}-{os.getpid()}"
-        self.consumer_group = getattr(args, "consumer_group", None) or args.job_name
+        # the group its processed offsets go to (--consumer-group; default the job name)
+        self.consumer_group = getattr(args, "consumer_group", None) or getattr(args, "job_name", "")
         self.kafka_options = {
             "bootstrap_servers": args.bootstrap_servers or "",
             "kafka_config_file": os.path.abspath(args.kafka_config) if args.kafka_config else "",
