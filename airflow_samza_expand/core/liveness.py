@@ -14,7 +14,7 @@ Pure functions over the ``processors()`` mapping of a store; no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -118,14 +118,16 @@ def job_consumer_group(
     policy and the job page read): ``given`` when set, else the group the job's processors
     advertise in their heartbeats (``--consumer-group``; the newest heartbeat wins), else the
     job name (the runtime's default)."""
-    if given:
-        return given
+    return given or advertised_group(statuses(processors).values()) or job_name
+
+
+def advertised_group(processors: Iterable[Any]) -> str | None:
+    """The consumer group in the newest heartbeat that names one, of processors typed with
+    ``heartbeat_at`` and ``consumer_group`` (`ProcessorStatus`, the job page's rows); None."""
     advertised = [
-        (str(s.heartbeat_at or ""), s.consumer_group)
-        for s in statuses(processors).values()
-        if s.consumer_group
+        (str(p.heartbeat_at or ""), str(p.consumer_group)) for p in processors if p.consumer_group
     ]
-    return max(advertised)[1] if advertised else job_name  # type: ignore[return-value]
+    return max(advertised)[1] if advertised else None
 
 
 def is_alive(record: Mapping[str, Any], now: datetime | None = None) -> bool:
@@ -192,6 +194,7 @@ __all__ = [
     "ROLE_STANDBY",
     "WORKING_STATES",
     "ProcessorStatus",
+    "advertised_group",
     "job_consumer_group",
     "acknowledging",
     "blocking_stop",

@@ -174,6 +174,12 @@ def _init(
     )
 
 
+def _committed(offsets: Mapping[str, Mapping[int, int | None]]) -> dict[str, dict[int, int]]:
+    """The committed offsets only ({topic: {partition: offset}}, topics with none left out)."""
+    kept = {t: {p: o for p, o in ps.items() if o is not None} for t, ps in sorted(offsets.items())}
+    return {t: ps for t, ps in kept.items() if ps}
+
+
 def _position_to_adopt(
     admin: KafkaAdmin, from_group: str, group: str, counts: Mapping[str, int]
 ) -> tuple[dict[str, dict[int, int]], bool]:
@@ -181,11 +187,7 @@ def _position_to_adopt(
     the same group or holds them already: a rerun). InitJobRefused when there is nothing to
     copy or `group` holds another position."""
     wanted = {topic: list(range(count)) for topic, count in counts.items()}
-    theirs = admin.group_offsets(from_group, wanted)
-    position = {
-        t: {p: o for p, o in ps.items() if o is not None} for t, ps in sorted(theirs.items())
-    }
-    position = {t: ps for t, ps in position.items() if ps}
+    position = _committed(admin.group_offsets(from_group, wanted))
     if not position:
         raise InitJobRefused(
             f"consumer group {from_group!r} has committed no offset on {sorted(counts)} - "
@@ -195,9 +197,7 @@ def _position_to_adopt(
         )
     if from_group == group:
         return position, False  # the job goes on committing to the group it used
-    ours = admin.group_offsets(group, wanted)
-    held = {t: {p: o for p, o in ps.items() if o is not None} for t, ps in ours.items()}
-    held = {t: ps for t, ps in held.items() if ps}
+    held = _committed(admin.group_offsets(group, wanted))
     if held == position:
         return position, False
     if held:

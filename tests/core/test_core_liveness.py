@@ -82,3 +82,18 @@ def test_the_jobs_consumer_group_is_the_given_then_the_advertised_then_the_job_n
     assert job_consumer_group("orders", procs, "given") == "given"
     assert ProcessorStatus.from_record("p", beat(1, consumer_group="g")).consumer_group == "g"
     assert ProcessorStatus.from_record("p", beat(1, consumer_group="")).consumer_group is None
+
+
+def test_the_advertised_group_is_the_newest_heartbeats_for_any_typed_rows():
+    """One rule for the protocol (`ProcessorStatus`) and the job page (its own rows)."""
+    from types import SimpleNamespace
+
+    from airflow_samza_expand.core.liveness import advertised_group
+
+    rows = [
+        SimpleNamespace(heartbeat_at="2026-11-29T01:00:00Z", consumer_group="old"),
+        SimpleNamespace(heartbeat_at="2026-11-29T02:00:00Z", consumer_group="new"),
+        SimpleNamespace(heartbeat_at="2026-11-29T03:00:00Z", consumer_group=None),
+    ]
+    assert advertised_group(rows) == "new"
+    assert advertised_group(rows[2:]) is None

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_samza_expand.core.liveness import advertised_group
 from airflow_samza_expand.core.model import JobModel
 
 
@@ -145,8 +146,8 @@ class JobSnapshot:
     @property
     def consumer_group(self) -> str:
         """The group holding the job's processed offsets: the one its processors advertise
-        (live ones first, as `processors` is sorted), else the job name (the default)."""
-        return next((p.consumer_group for p in self.processors if p.consumer_group), self.job)
+        (the newest heartbeat, `core.liveness.advertised_group`), else the job name."""
+        return advertised_group(self.processors) or self.job
 
     @property
     def latest(self) -> JobModel | None:

@@ -9,6 +9,7 @@ named decision of `_decide`. Its result in the record is `PlanResult`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -133,6 +134,13 @@ class _Run:
     kafka_config: Mapping[str, Any] | None
     discover: Callable[[Sequence[str]], TopicReaders] | None
 
+    @functools.cached_property
+    def consumer_group(self) -> str:
+        """The group holding the job's processed offsets (`core.liveness.job_consumer_group`),
+        read once per plan call."""
+        request = self.request
+        return job_consumer_group(request.job_name, self.store.processors(), request.consumer_group)
+
     def give_up(self) -> None:
         """Hand the lease back at once: nothing to do."""
         if self.lease is not None:
@@ -226,7 +234,7 @@ def _by_policy(
     request = run.request
     wanted, decisions = policy_targets(
         run.store, run.admin, request.policy, list(request.topics),  # type: ignore[arg-type]
-        model.partition_counts(), consumer_group(run, request),
+        model.partition_counts(), run.consumer_group,
     )  # fmt: skip
     if wanted:
         return None, list(decisions), wanted
@@ -307,7 +315,7 @@ def _record_new(
         sample_per_partition=request.sample_per_partition,
         request_timeout_s=request.request_timeout_s,
     )  # fmt: skip
-    lag = plan_checks.group_lag(run.admin, the_plan, consumer_group(run, request))
+    lag = plan_checks.group_lag(run.admin, the_plan, run.consumer_group)
     policy = plan_checks.policy_doc(decisions)
     if request.dry_run:
         message = f"dry run: expansion {expansion_id} validated, nothing recorded"
@@ -333,11 +341,6 @@ def _record_new(
         results={"plan": result.to_dict()},
     )
     return _store_new(run, record, the_plan)
-
-
-def consumer_group(run: _Run, request: PlanRequest) -> str:
-    """The group holding the job's processed offsets (`core.liveness.job_consumer_group`)."""
-    return job_consumer_group(request.job_name, run.store.processors(), request.consumer_group)
 
 
 def _store_new(run: _Run, record: ExpansionRecord, the_plan: ExpansionPlan) -> PlanOutcome:
