@@ -71,6 +71,8 @@ KILL_STEPS = {
 }
 # --smoke: one kill of the default strategy (a Spark job, a DAG run killed and cleared)
 SMOKE_CASE = "kill/in-place/plan"
+# --cluster --smoke: the coordinator topic's leader killed during the write of job model v2
+CLUSTER_SMOKE_CASE = "cluster/in-place/coordinator-write"
 # processors the strategy itself runs over the expansion (v1 + launches of v2)
 PROCESSORS = {"in-place": 1, "warm": 2, "cold": 2}
 A_DATE = "2026-03-01T00:00:00+00:00"
@@ -139,7 +141,7 @@ def run_dag_main(spec_text: str) -> int:
     spec = json.loads(spec_text)
     dag = build_dag(spec)
     if spec.get("hold_at"):
-        hold_step_midway(spec["hold_at"], spec["held"])
+        hold_step_midway(spec["hold_at"], spec["held"], spec.get("release"))
     Path(spec["ready"]).touch()
     while not os.path.exists(spec["go"]):
         time.sleep(0.02)
@@ -160,15 +162,18 @@ HELD_STEPS = ("plan", "expand", "stop", "submit", "write", "ack", "report")
 HOLD_S = 120.0
 
 
-def hold_step_midway(step: str, held: str) -> None:
+def hold_step_midway(step: str, held: str, release: str | None = None) -> None:
     """In the DAG run's process (its task processes are forked from it): once ``step`` began,
-    touch ``held`` and wait ``HOLD_S``. plan: before its record is stored (lease held); the
-    others: right after `protocol.records.begin` wrote the step's start."""
+    touch ``held`` and wait ``HOLD_S`` (or until ``release`` exists: the step then goes on,
+    as the cluster cases do after hurting a broker). plan: before its record is stored (lease
+    held); the others: right after `protocol.records.begin` wrote the step's start."""
     from airflow_samza_expand.protocol import records
 
     def hold() -> None:
         Path(held).touch()
-        time.sleep(HOLD_S)
+        deadline = time.monotonic() + HOLD_S
+        while time.monotonic() < deadline and not (release and os.path.exists(release)):
+            time.sleep(0.05)
 
     if step == "plan":
         from airflow_samza_expand.protocol.steps import plan as plan_step
@@ -259,10 +264,12 @@ class DagRun:
         self.go = work / f"go-{uuid.uuid4().hex[:8]}"
         self.log_path = Path(f"{self.go}.log")
         self.held = Path(f"{self.go}.held")  # touched once the step held midway began
+        self.unhold = Path(f"{self.go}.release")  # touched to let the held step go on
         if not hold:
             self.go.touch()
         doc = {**spec, "logical_date": logical_date, "go": str(self.go),
-               "ready": f"{self.go}.ready", "hold_at": hold_at, "held": str(self.held)}  # fmt: skip
+               "ready": f"{self.go}.ready", "hold_at": hold_at, "held": str(self.held),
+               "release": str(self.unhold)}  # fmt: skip
         self.out = open(self.log_path, "w")  # noqa: SIM115 - closed in result()/kill()
         self.proc = subprocess.Popen(
             [sys.executable, str(HERE), "--run-dag", json.dumps(doc)],
@@ -659,14 +666,24 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=f"CI size: the one case {SMOKE_CASE} (unless --cases names others)",
     )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="the cluster fault matrix (fault_matrix_cluster.py) on a three-node Apache Kafka "
+        f"cluster; --smoke: {CLUSTER_SMOKE_CASE}",
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--run-dag", help=argparse.SUPPRESS)
     parser.add_argument("--work-dir", help="keep logs here (default: a temporary directory)")
     args = parser.parse_args(argv)
     if args.run_dag:
         return run_dag_main(args.run_dag)
-    globs = (args.cases or (SMOKE_CASE if args.smoke else "*")).split(",")
-    cases = [c for c in all_cases() if any(fnmatch.fnmatch(c.name, g) for g in globs)]
+    from fault_matrix_cluster import cluster_cases, start_cluster
+
+    smoke = CLUSTER_SMOKE_CASE if args.cluster else SMOKE_CASE
+    globs = (args.cases or (smoke if args.smoke else "*")).split(",")
+    listed = cluster_cases() if args.cluster else all_cases()
+    cases = [c for c in listed if any(fnmatch.fnmatch(c.name, g) for g in globs)]
     if args.list:
         for case in cases:
             print(case.name)
@@ -677,7 +694,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="fault-matrix-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"work directory {work}", flush=True)
-    kafka = start_kafka(work)
+    kafka = start_cluster(work) if args.cluster else start_kafka(work)
     try:
         prepare_airflow(work, kafka.bootstrap)
         ctx = Context(kafka, work, log=lambda line: print(line, flush=True))
@@ -687,7 +704,8 @@ def main(argv: list[str] | None = None) -> int:
             ctx.close()
     finally:
         kafka.close()
-    print(f"fault_cases_passed={passed}/{len(cases)}", flush=True)
+    figure = "cluster_fault_cases_passed" if args.cluster else "fault_cases_passed"
+    print(f"{figure}={passed}/{len(cases)}", flush=True)
     return 0 if passed == len(cases) else 1
 
 

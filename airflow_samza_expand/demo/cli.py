@@ -37,9 +37,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--port", type=int, default=0, help="broker port (default: a free one)")
     p.add_argument("--bootstrap-servers", default=None,
                    help="use this Kafka instead of starting one (wins over --kafka)")  # fmt: skip
-    p.add_argument("--kafka", choices=["dev", "apache"], default="dev",
-                   help="Kafka to start: dev (development broker, default) or apache (Apache "
-                   "Kafka fetched with Maven into ~/.cache/airflow-samza-expand)")  # fmt: skip
+    p.add_argument("--kafka", choices=["dev", "apache", "apache-cluster"], default="dev",
+                   help="Kafka to start: dev (development broker, default), apache (Apache "
+                   "Kafka fetched with Maven into ~/.cache/airflow-samza-expand) or "
+                   "apache-cluster (three Apache Kafka nodes: replication 3, "
+                   "min.insync.replicas 2)")  # fmt: skip
     p.add_argument("--spark", choices=["local", "standalone"], default="local",
                    help="Spark master: local (local[2], default) or standalone (a master and one "
                    "worker started from pyspark on 127.0.0.1)")  # fmt: skip
@@ -157,7 +159,9 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
     log_file = open(out_dir / "demo.log", "w", encoding="utf-8")  # noqa: SIM115 - closed below
     logging.basicConfig(level=logging.INFO, stream=log_file, force=True)
     try:
-        kafka_name = "Apache Kafka" if args.kafka == "apache" else "the development Kafka broker"
+        kafka_name = {"apache": "Apache Kafka",
+                      "apache-cluster": "a three-node Apache Kafka cluster"}.get(
+            args.kafka, "the development Kafka broker")  # fmt: skip
         with progress.step(f"starting {kafka_name}" if not args.bootstrap_servers
                            else "using the given Kafka"):  # fmt: skip
             broker, bootstrap = _start_kafka(args, work)
@@ -283,6 +287,13 @@ def _start_kafka(args: argparse.Namespace, work: Path) -> tuple[Any, str]:
 
         kafka = ApacheKafkaProcess(port=args.port, log_path=work / "kafka.log").start()
         return kafka, kafka.bootstrap
+    if args.kafka == "apache-cluster":
+        from airflow_samza_expand.testing.apache_kafka_cluster import ApacheKafkaCluster
+
+        if args.port:
+            raise SystemExit("--port names one broker; --kafka apache-cluster picks free ports")
+        nodes = ApacheKafkaCluster(work_dir=work / "kafka-cluster", log_level="WARN").start()
+        return nodes, nodes.bootstrap
     from airflow_samza_expand.testing import DevBrokerProcess
 
     broker = DevBrokerProcess(port=args.port, log_path=work / "broker.log").start()
