@@ -12,7 +12,7 @@ import dataclasses
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
@@ -29,6 +29,10 @@ from airflow_samza_expand.protocol.barrier.wait import (
 from airflow_samza_expand.protocol.ownership import lease_poll, take
 from airflow_samza_expand.protocol.poll import Poll, Reconnect
 from airflow_samza_expand.protocol.steps import ack
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.store import CoordinatorStore
 
 DEFAULT_CONN_ID = "kafka_default"
 _MODULE = __name__
@@ -53,7 +57,9 @@ class PollingTrigger(BaseTrigger):
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
         return f"{_MODULE}.{type(self).__name__}", fields
 
-    def poll(self, admin: Any, store: Any) -> Poll:
+    def poll(self, admin: KafkaAdmin, store: CoordinatorStore | None) -> Poll:
+        """One poll. ``store`` is None only without a job (``job_name`` unset or
+        ``needs_store`` False): the triggers whose ``job_name`` is required take a store."""
         raise NotImplementedError
 
     def event(self, poll: Poll) -> dict[str, Any]:
@@ -66,7 +72,7 @@ class PollingTrigger(BaseTrigger):
         """True to keep watching after an event (an event trigger)."""
         return False
 
-    async def _open(self) -> tuple[Any, Any]:
+    async def _open(self) -> tuple[KafkaAdmin, CoordinatorStore | None]:
         hook = SamzaExpandKafkaHook(kafka_config_id=self.kafka_config_id)
         self._config = await hook.aclient_config()
         self._hook = hook
@@ -170,7 +176,7 @@ class OrderingBarrierTrigger(PollingTrigger):
             snapshot_only=self.snapshot_only,
         )
 
-    def poll(self, admin: Any, store: Any) -> Poll:
+    def poll(self, admin: KafkaAdmin, store: CoordinatorStore) -> Poll:
         return poll_barrier(admin, store, self.wait(), deadline=self.deadline)
 
     def event(self, poll: Poll) -> dict[str, Any]:
@@ -205,7 +211,7 @@ class JobModelAckTrigger(PollingTrigger):
     kafka_config_id: str = DEFAULT_CONN_ID
     request_timeout_s: float = 30.0
 
-    def poll(self, admin: Any, store: Any) -> Poll:
+    def poll(self, admin: KafkaAdmin, store: CoordinatorStore) -> Poll:
         lease = take(store, self.holder) if self.holder else None  # renews the owner's lease
         return ack.ack_poll(
             store,
@@ -234,7 +240,7 @@ class ExpansionLeaseTrigger(PollingTrigger):
     kafka_config_id: str = DEFAULT_CONN_ID
     request_timeout_s: float = 30.0
 
-    def poll(self, admin: Any, store: Any) -> Poll:
+    def poll(self, admin: KafkaAdmin, store: CoordinatorStore) -> Poll:
         wait = lease_poll(store, self.holder)
         result = {"status": "free", "holder": self.joined_holder}
         return Poll(wait.free, f"{self.holder} waits: {wait.describe()}", result)
@@ -269,7 +275,7 @@ class PartitionCountChangeTrigger(PollingTrigger, BaseEventTrigger):
         super().__post_init__()
         self._watching = self.baseline
 
-    def poll(self, admin: Any, store: Any) -> Poll:
+    def poll(self, admin: KafkaAdmin, store: CoordinatorStore | None) -> Poll:
         if store is not None and self.baseline is None:  # the baseline is in the store
             return watch.job_model_count_poll(admin, store, self.topic, self._watching)
         progress = watch.partition_count_poll(admin, self.topic, self._watching)

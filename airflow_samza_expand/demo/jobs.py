@@ -8,9 +8,13 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.protocol import launch as detached
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.store import CoordinatorStore
 
 JOB_PY = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark", "job.py"
@@ -96,7 +100,7 @@ def wait_for(
         time.sleep(interval_s)
 
 
-def running_processors(store: Any, version: int) -> list[str]:
+def running_processors(store: CoordinatorStore, version: int) -> list[str]:
     return sorted(
         pid
         for pid, p in store.processors().items()
@@ -104,13 +108,13 @@ def running_processors(store: Any, version: int) -> list[str]:
     )
 
 
-def committed_total(admin: Any, group: str, topic: str) -> int:
+def committed_total(admin: KafkaAdmin, group: str, topic: str) -> int:
     count = admin.partition_counts([topic])[topic]
     offsets = admin.group_offsets(group, {topic: range(count)})[topic]
     return sum(o or 0 for o in offsets.values())
 
 
-def caught_up(admin: Any, group: str, topic: str) -> bool:
+def caught_up(admin: KafkaAdmin, group: str, topic: str) -> bool:
     """True when the group committed every partition of ``topic`` to its high watermark."""
     count = admin.partition_counts([topic])[topic]
     highs = admin.high_watermarks({topic: range(count)})[topic]
@@ -118,7 +122,9 @@ def caught_up(admin: Any, group: str, topic: str) -> bool:
     return all((offsets.get(p) or 0) >= highs[p] for p in range(count))
 
 
-def stop_job(store: Any, version: int, *, timeout_s: float = 180.0, log: Any = None) -> float:
+def stop_job(
+    store: CoordinatorStore, version: int, *, timeout_s: float = 180.0, log: Any = None
+) -> float:
     """Request a stop of ``version`` and wait until no processor of it runs; returns the time."""
     store.request_stop(version, "demo")
 
@@ -136,8 +142,8 @@ def stop_job(store: Any, version: int, *, timeout_s: float = 180.0, log: Any = N
 
 def measure_restart(
     job: StreamJob,
-    store: Any,
-    admin: Any,
+    store: CoordinatorStore,
+    admin: KafkaAdmin,
     *,
     topic: str,
     version: int,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.demo.jobs import (
     StreamJob,
@@ -30,6 +30,9 @@ from airflow_samza_expand.demo.producer import KeyedProducer, start_scenario_pro
 from airflow_samza_expand.demo.scenario_config import ScenarioConfig, dag_fields
 from airflow_samza_expand.demo.verify import Verification, verify
 
+if TYPE_CHECKING:
+    from airflow_samza_expand.store import CoordinatorStore
+
 
 @dataclass
 class JobSide:
@@ -40,7 +43,7 @@ class JobSide:
     output_topic: str
     checkpoint: str
     log_dir: str
-    store: Any
+    store: CoordinatorStore
     job: StreamJob
 
 

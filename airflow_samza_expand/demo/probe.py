@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.demo.jobs import committed_total
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.store import CoordinatorStore
 
 
 class Probe(threading.Thread):
@@ -72,7 +75,9 @@ def seconds_between(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else round(b - a, 3)
 
 
-def drain_s(summary: dict, reached: float | None, store: Any, expansion_id: str) -> float | None:
+def drain_s(
+    summary: dict, reached: float | None, store: CoordinatorStore, expansion_id: str
+) -> float | None:
     """Seconds from the barrier snapshot until the group's commits reached it (probe-seen)."""
     from airflow_samza_expand.core.clock import parse_iso
 

@@ -4,13 +4,16 @@ of the partitions -> buckets -> tasks diagram: `core.render.render_svg`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.core.clock import parse_iso
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.order import DEFAULT_STALE_QUIET_S
 from airflow_samza_expand.core.render import render_diagram, render_mapping_table
 from airflow_samza_expand.protocol.steps import step_title
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.core.record import ExpansionRecord
 
 # the barrier task's two timed phases, as the report names them (`protocol.steps.STEPS`)
 BARRIER_GRACE, BARRIER_DRAIN = step_title("barrier_snapshot"), step_title("barrier")
@@ -34,7 +37,7 @@ def _max(values: Sequence[float | None]) -> float | None:
     return max(present) if present else None
 
 
-def last_stale_s(record: Any) -> float | None:
+def last_stale_s(record: ExpansionRecord | None) -> float | None:
     """Seconds from the expansion (end of the expand step) to the last stale placement the
     barrier saw (rule 1.5), from the expansion record; None when it saw none."""
     evidence = getattr(record, "stale_placements", None) or {}

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.demo.jobs import (
     StreamJob,
@@ -40,6 +40,9 @@ from airflow_samza_expand.demo.scenario_config import (
     env_problems,
 )
 from airflow_samza_expand.demo.verify import Verification, verify, wait_for_outputs
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.store import CoordinatorStore
 
 
 class Scenario:
@@ -67,7 +70,7 @@ class Scenario:
         self.output_topic = f"{cfg.name}-counts"
         self.checkpoint = str(cfg.work_dir / "checkpoint")
         self.log_dir = str(cfg.work_dir / "logs")
-        self.store: Any = None
+        self.store: CoordinatorStore | None = None
         self.producer: KeyedProducer | None = None
         self.other_producer: KeyedProducer | None = None
         self.job: StreamJob | None = None

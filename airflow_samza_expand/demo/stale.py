@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.core.order import order_report
 from airflow_samza_expand.core.stale import StaleSummary
 from airflow_samza_expand.demo.producer import KeyedProducer
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.core.record import ExpansionRecord
 
 STALE_KEYS = 8
 STALE_RATE = 8.0  # records per second
@@ -74,7 +77,9 @@ def add_stale_producer(scenario: Any, refresh_ms: int) -> KeyedProducer:
     return stale
 
 
-def _fields(record: Any, topic: str) -> tuple[dict[int, int], int, int, float]:
+def _fields(
+    record: ExpansionRecord | Mapping[str, Any], topic: str
+) -> tuple[dict[int, int], int, int, float]:
     """(barrier of `topic`'s old partitions, before, after, expanded-at epoch s) of an
     expansion record (the legacy dict or the typed ExpansionRecord): the grown stream named,
     never "the first" - a join's other stream stays and has no barrier."""

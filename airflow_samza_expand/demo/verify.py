@@ -15,7 +15,10 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.store import CoordinatorStore
 
 
 @dataclass
@@ -158,7 +161,7 @@ def verify(
     input_topic: str,
     output_topic: str,
     produced: Mapping[str, int],
-    store: Any,
+    store: CoordinatorStore,
     expected_versions: list[int] | None = None,
     other_inputs: Sequence[str] = (),
 ) -> Verification:

@@ -4,7 +4,7 @@ re-exports it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_samza_expand.protocol.restart import (
     AUTO,
@@ -22,6 +22,9 @@ from airflow_samza_expand.protocol.restart import in_app as _in_app
 from airflow_samza_expand.protocol.restart import in_place as _in_place
 from airflow_samza_expand.protocol.restart import warm as _warm
 
+if TYPE_CHECKING:
+    from airflow_samza_expand.core.record import ExpansionRecord
+
 WARM = _warm.STRATEGY.mode
 COLD = _cold.STRATEGY.mode
 IN_PLACE = _in_place.STRATEGY.mode
@@ -30,7 +33,7 @@ HANDOVER_MODES = (AUTO, *STRATEGIES)
 normalise_handover = normalise_restart
 
 
-def in_place(record: Any) -> RestartChoice | None:
+def in_place(record: ExpansionRecord | None) -> RestartChoice | None:
     """The record's choice when it is the switch in place (rule 1.9), else None."""
     choice = RestartChoice.of_record(record)
     return choice if choice is not None and choice.strategy is _in_place.STRATEGY else None

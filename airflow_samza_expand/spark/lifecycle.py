@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException
 
@@ -43,6 +43,9 @@ from airflow_samza_expand.core.liveness import (
 )
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.kafka.errors import KafkaUnavailableError
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger("airflow_samza_expand.spark.lifecycle")
 
@@ -70,7 +73,7 @@ class Lifecycle:
 
     def __init__(
         self,
-        store: Any,
+        store: CoordinatorStore,
         job_name: str,
         processor_id: str,
         kafka_config: Mapping[str, str],

@@ -25,13 +25,17 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.order import ON_STALE_PLACEMENT, order_line
 from airflow_samza_expand.core.stale import StaleSummary
 from airflow_samza_expand.spark.stale_batch import StaleRule, committed_until, count_range
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.store import CoordinatorStore
+    from airflow_samza_expand.store.roles import ExpansionReader
 
 log = logging.getLogger("airflow_samza_expand.spark.stale")
 
@@ -149,7 +153,8 @@ class OrderCheck:
         self.progress_file = progress_file
         self.publish = publish
         self.summary = StaleSummary()
-        self.owned_store: Any = None  # a store opened for `publish`, closed with the check
+        # a store opened for `publish`, closed with the check
+        self.owned_store: CoordinatorStore | None = None
 
     def after_commit(self, end_offsets: Mapping[str, Mapping[Any, int]]) -> StaleSummary:
         """Check ``[position, committed end)`` of every old partition; the running summary.
@@ -213,7 +218,7 @@ def order_check_from_args(
     args: argparse.Namespace,
     model: JobModel,
     kafka_config: Mapping[str, str],
-    store: Any = None,
+    store: CoordinatorStore | None = None,
     report_dir: str | None = None,
 ) -> OrderCheck | None:
     """The job's check, or None without ``--barrier-offsets``; ValueError on bad input.
@@ -288,7 +293,7 @@ def stale_rule(
 
 
 def switch_rule(
-    store: Any, model: JobModel, partitioner: str | None, report_dir: str
+    store: ExpansionReader, model: JobModel, partitioner: str | None, report_dir: str
 ) -> str | None:
     """`spark.switch.SwitchPublisher`'s ``rule_for``: the rule (JSON) of the expansion that
     made ``model``, None when none did."""
@@ -313,7 +318,9 @@ def order_check_after_switch(
     return order_check_from_args(auto, model, kafka_config, report_dir=report_dir)
 
 
-def _from_record(store: Any, model: JobModel, partitioner: str | None) -> tuple[Any, Any]:
+def _from_record(
+    store: ExpansionReader, model: JobModel, partitioner: str | None
+) -> tuple[Any, Any]:
     """(barrier, partitioner) of the expansion that made ``model`` (None, None: none has)."""
     from airflow_samza_expand.protocol.barrier.evidence import detected_partitioners
 

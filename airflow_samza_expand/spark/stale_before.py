@@ -27,7 +27,7 @@ import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.core.clock import now_iso
 from airflow_samza_expand.core.model import JobModel
@@ -40,6 +40,9 @@ from airflow_samza_expand.protocol.barrier.evidence import (
 )
 from airflow_samza_expand.spark.stale_batch import StaleRule, committed_until, count_range
 from airflow_samza_expand.spark.switch import write_atomically
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.store import CoordinatorStore
 
 log = logging.getLogger("airflow_samza_expand.spark.stale_before")
 
@@ -85,7 +88,7 @@ class BeforeSnapshotCount:
 
     def __init__(
         self,
-        store: Any,
+        store: CoordinatorStore,
         store_lock: Any,
         processor_id: str,
         kafka_config: Mapping[str, str],

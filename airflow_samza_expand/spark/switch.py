@@ -18,16 +18,20 @@ import json
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.core.model import JobModel
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.store import CoordinatorStore
+    from airflow_samza_expand.store.roles import ExpansionReader
 
 log = logging.getLogger("airflow_samza_expand.spark.switch")
 
 READING_SUFFIX = ".reading"
 
 
-def snapshots_up_to(store: Any, version: int) -> list[dict[str, dict[str, int]]] | None:
+def snapshots_up_to(store: ExpansionReader, version: int) -> list[dict[str, dict[str, int]]] | None:
     """The barrier snapshots of the expansions to job models ``<= version``, oldest first; None
     when the expansion to ``version`` itself (if any) has no snapshot yet."""
     by_target: dict[int, Any] = {}
@@ -50,7 +54,7 @@ PAST_BARRIER = frozenset(
 
 
 def barrier_passed(
-    store: Any, version: int, committed: dict[str, dict[str, int]] | None
+    store: ExpansionReader, version: int, committed: dict[str, dict[str, int]] | None
 ) -> tuple[bool, str]:
     """In-app (rule 1.10): whether job model ``version`` may be read by restarting the query
     (Spark's own source cannot gate a child partition by its parent, so the whole barrier must
@@ -99,7 +103,7 @@ class SwitchPublisher:
 
     def __init__(
         self,
-        store: Any,
+        store: CoordinatorStore,
         model: JobModel,
         path: str,
         store_lock: Any,

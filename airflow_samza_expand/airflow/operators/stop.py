@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
@@ -23,6 +23,9 @@ from airflow_samza_expand.protocol.restart import RestartChoice
 from airflow_samza_expand.protocol.steps import standby as standby_step
 from airflow_samza_expand.protocol.steps import stop as stop_step
 from airflow_samza_expand.protocol.steps.results import StopResult
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.store import CoordinatorStore
 
 
 class StopTimeoutError(Exception):
@@ -113,7 +116,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
             stop_step.record_stopped(store, self.expansion_id, result, lease)
         return result.to_dict()
 
-    def _wait_for_warm_standby(self, store: Any) -> float | None:
+    def _wait_for_warm_standby(self, store: CoordinatorStore) -> float | None:
         """Seconds waited for a warm vN+1 standby; None when not waiting (no warm handover, or
         vN+1 already written: a rerun)."""
         if self.standby_warm_timeout_s is None or not self.expansion_id:

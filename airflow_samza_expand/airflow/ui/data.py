@@ -18,7 +18,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from airflow_samza_expand.airflow.ui.decode import age_s, expansion_of
@@ -42,6 +42,10 @@ from airflow_samza_expand.core.errors import (
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.core.render import natural_key
 from airflow_samza_expand.store import uses_kafka
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand.store import CoordinatorStore
 
 COORDINATOR_PREFIX = "__samza_coordinator_"
 # the active lease of a job is its Kafka consumer group membership, no store record
@@ -122,13 +126,15 @@ def kafka_config(settings: UiSettings) -> dict[str, Any]:
     return config
 
 
-def _open_store(settings: UiSettings, job: str, config: Mapping[str, Any] | None) -> Any:
+def _open_store(
+    settings: UiSettings, job: str, config: Mapping[str, Any] | None
+) -> CoordinatorStore:
     from airflow_samza_expand.store import open_store
 
     return open_store(settings.coordinator, job, config, timeout_s=settings.timeout_s)
 
 
-def describe_store(store: Any) -> str:
+def describe_store(store: object) -> str:
     """Where a coordinator store keeps its records, in words (no credentials, no config)."""
     from airflow_samza_expand.kafka.config import bootstrap_of
 
@@ -144,7 +150,7 @@ def describe_store(store: Any) -> str:
     return f"a {type(store).__name__}"
 
 
-def _admin(settings: UiSettings, config: Mapping[str, Any]) -> Any:
+def _admin(settings: UiSettings, config: Mapping[str, Any]) -> KafkaAdmin:
     from airflow_samza_expand.kafka.admin import KafkaAdmin
 
     return KafkaAdmin(config, timeout_s=settings.timeout_s)
@@ -261,7 +267,7 @@ def _unknown_job(settings: UiSettings, job: str, where: str) -> str:
 # -- parts -------------------------------------------------------------------------------------
 
 
-def _processors(store: Any, settings: UiSettings) -> list[Processor]:
+def _processors(store: CoordinatorStore, settings: UiSettings) -> list[Processor]:
     now = datetime.now(UTC)
     rows = []
     for pid, record in store.processors().items():
@@ -290,7 +296,7 @@ def _processors(store: Any, settings: UiSettings) -> list[Processor]:
     )
 
 
-def _leases(store: Any) -> list[LeaseInfo] | None:
+def _leases(store: CoordinatorStore) -> list[LeaseInfo] | None:
     get_lease = getattr(store, "get_lease", None)
     if get_lease is None:
         return None  # this store version keeps no leases
@@ -337,7 +343,7 @@ def _expansion_ids(job: str, history: Sequence[JobModel], live: Mapping[str, int
 
 
 def _expansions(
-    store: Any, job: str, history: Sequence[JobModel], live: Mapping[str, int]
+    store: CoordinatorStore, job: str, history: Sequence[JobModel], live: Mapping[str, int]
 ) -> list[Expansion]:
     """Typed records (``store.expansions()``, newest first), then the expansions behind the job
     model history that are still dict documents of the legacy ``put_expansion(id, dict)`` API
@@ -360,7 +366,7 @@ def _expansions(
     return found
 
 
-def _barrier(snapshot: JobSnapshot, admin: Any, group: str) -> None:
+def _barrier(snapshot: JobSnapshot, admin: KafkaAdmin | None, group: str) -> None:
     """Lag per partition against the newest expansion's barrier (the job's consumer group)."""
     from airflow_samza_expand.protocol.barrier.reads import barrier_status
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.airflow.ui.records import Expansion, Step
 from airflow_samza_expand.core.errors import CorruptCoordinatorRecordError
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.core.record import ExpansionRecord
 
 # -- time --------------------------------------------------------------------------------------
 
@@ -105,7 +108,7 @@ def _counts(value: Any) -> dict[str, int]:
     return {str(k): int(v) for k, v in (value or {}).items()}
 
 
-def expansion_of(expansion_id: str, record: Any) -> Expansion:
+def expansion_of(expansion_id: str, record: ExpansionRecord | Mapping[str, Any]) -> Expansion:
     """An `Expansion` from a typed `ExpansionRecord` or a legacy dict document."""
     from airflow_samza_expand.protocol.barrier.reads import barrier_from_dict
 
@@ -140,7 +143,7 @@ def _when(times: Any) -> tuple[str, str]:
     return (times.started_at or times.ended_at or "~", times.ended_at or "~")
 
 
-def _grace_start(record: Any) -> str | None:
+def _grace_start(record: ExpansionRecord) -> str | None:
     """As the barrier wait reads it: the expand step's end, else the stored grace start."""
     expand = record.steps.get("expand")
     if expand is not None and expand.ended_at:
@@ -149,7 +152,7 @@ def _grace_start(record: Any) -> str | None:
     return grace.get("started_at") if isinstance(grace, Mapping) else None
 
 
-def _typed_expansion(record: Any) -> Expansion:
+def _typed_expansion(record: ExpansionRecord) -> Expansion:
     plan = dict(record.plan)
     after = _counts(plan.get("counts_after"))
     before = _counts(plan.get("counts_before"))
@@ -178,7 +181,7 @@ def _typed_expansion(record: Any) -> Expansion:
     )
 
 
-def _order(record: Any) -> dict[str, Any]:
+def _order(record: ExpansionRecord) -> dict[str, Any]:
     """Rule 1.5's verdict from the record's stale placements, as the report words it."""
     from airflow_samza_expand.core.order import OrderEvidence, order_report
 

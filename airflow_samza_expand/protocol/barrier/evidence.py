@@ -270,7 +270,9 @@ def record_job_placements(
     return update_record(store, expansion_id, change, None)
 
 
-def job_publisher(store: Any, job_model_version: int) -> Callable[[StaleSummary], None] | None:
+def job_publisher(
+    store: CoordinatorStore, job_model_version: int
+) -> Callable[[StaleSummary], None] | None:
     """For the job: publish into the record of the expansion that made its job model
     (``target_version``); None when there is none or the store has no typed records."""
     if not hasattr(store, "expansions"):

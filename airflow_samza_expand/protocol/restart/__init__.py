@@ -17,12 +17,15 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.liveness import WORKING_STATES, statuses
 from airflow_samza_expand.protocol.restart.registry import STRATEGIES
 from airflow_samza_expand.protocol.restart.strategy import Context, RestartStrategy
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.core.record import ExpansionRecord
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +77,7 @@ class RestartChoice:
         return self.strategy.nothing_to_do(self.reason, version, what)
 
     @classmethod
-    def of_record(cls, record: Any) -> RestartChoice | None:
+    def of_record(cls, record: ExpansionRecord | None) -> RestartChoice | None:
         """The choice kept in an expansion record (None: the plan made none)."""
         doc = ((record.results.get("plan") or {}) if record is not None else {}).get("restart")
         if not isinstance(doc, Mapping) or doc.get("mode") not in STRATEGIES:
@@ -117,20 +120,20 @@ def choose_restart(
     raise ExpansionError(f"no restart strategy fits job model v{version} (registry: {modes()})")
 
 
-def strategy_of(record: Any) -> RestartStrategy | None:
+def strategy_of(record: ExpansionRecord | None) -> RestartStrategy | None:
     """The strategy the record's plan chose (None: the plan chose none)."""
     choice = RestartChoice.of_record(record)
     return None if choice is None else choice.strategy
 
 
-def waits_for_drain(record: Any) -> bool:
+def waits_for_drain(record: ExpansionRecord | None) -> bool:
     """Whether the barrier holds until the job's group passed the snapshot: always, unless the
     plan chose a strategy whose job gates new partitions itself (in place, rule 1.9)."""
     strategy = strategy_of(record)
     return strategy is None or strategy.waits_for_drain
 
 
-def launches_nothing(record: Any) -> RestartChoice | None:
+def launches_nothing(record: ExpansionRecord | None) -> RestartChoice | None:
     """The record's choice when Airflow launches and stops nothing for it (in place, in-app:
     the running application takes vN+1 itself, rule 1.10), else None."""
     choice = RestartChoice.of_record(record)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.core.clock import now_iso
 from airflow_samza_expand.core.errors import ExpansionError, InvalidGrowthError
@@ -20,6 +20,9 @@ from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
 from airflow_samza_expand.protocol import records
 from airflow_samza_expand.protocol.barrier import evidence
 from airflow_samza_expand.store import CoordinatorStore
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.store.roles import JobModelReader
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +74,10 @@ class ExpandRequest:
 
 
 def _baseline(
-    admin_count: int, request: ExpandRequest, record: ExpansionRecord | None, store: Any
+    admin_count: int,
+    request: ExpandRequest,
+    record: ExpansionRecord | None,
+    store: JobModelReader | None,
 ) -> tuple[int, str]:
     """The topic's count before the expansion, and where it came from."""
     if record is not None:

@@ -26,7 +26,7 @@ class StandbyResult:
         return cls(list(launches or ()))
 
     @classmethod
-    def of(cls, record: Any, step: str = "standby") -> StandbyResult:
+    def of(cls, record: ExpansionRecord, step: str = "standby") -> StandbyResult:
         return cls.from_dict(record.results.get(step))
 
 
