@@ -6,23 +6,23 @@ TaskGroup for a DAG of your own::
     plan -> expand -> ordering barrier -> stop job -> write job model vN+1
          -> submit restarted job (SparkSubmitOperator) -> wait for acknowledgement -> report
 
-Restart (``handover``, `protocol.restart`, rule 1.8): ``"auto"`` (default, continuous mode) is
+Restart (``RestartSettings.handover``, rule 1.8): ``"auto"`` (default, continuous mode) is
 ``"in-place"`` when the running processors advertise the ``in-place`` capability (rule 1.9: the
 running job switches at a batch boundary; the barrier holds at its snapshot and stop, standby
 and submit do nothing), else ``"in-app"`` when they advertise ``in-app`` (rule 1.10: a job on
 the runtime that hands ``job.run`` the function starting its query restarts that query on vN+1
 inside the same application once the barrier passed; nothing is stopped or launched), else
 ``"warm"`` when they advertise ``standby`` (the plan step decides and records it), else
-``"cold"``. ``restart_task=`` (an operator, or a callable job name -> operator) replaces the
+``"cold"``. ``RestartSettings(task=...)`` (an operator, or job name -> operator) replaces the
 spark-submit launch for a job that can only be restarted: after the stop and the write, the
 ``submit`` step decides and the user's task starts vN+1 (both skipped, saying why, when the
 job takes vN+1 itself). ``"warm"`` also launches the vN+1 processor as a
 standby right after the expansion (``submit_standby``, in parallel with the barrier's producer
 grace); vN releases the job's active lease after its last committed batch, the standby takes
 it once vN+1 is written, and ``submit`` launches nothing. ``"cold"``: stop, then start.
-``hot_standby=True`` keeps a second vN+1 processor waiting.
+``RestartSettings(hot_standby=True)`` keeps a second vN+1 processor waiting.
 
-Run modes of the stateful job (``run_mode``):
+Run modes of the stateful job (``JobSettings.run_mode``):
 
 * ``"continuous"``: the job runs all the time. The barrier waits for the running job to drain
   the old partitions; the submit step returns as soon as the restarted job runs (detached
