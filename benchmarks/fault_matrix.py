@@ -216,17 +216,17 @@ def mid_step(record: Any, step: str) -> bool:
 def build_dag(spec: dict[str, Any]) -> Any:
     """The scenario's expansion DAG (demo.scenario.Scenario.build_dag) with the case's
     overrides (retries, lease TTL)."""
-    from airflow_samza_expand.dags import build_expansion_dag
+    from airflow_samza_expand.dags import ExpansionSettings, build_expansion_dag
     from airflow_samza_expand.demo.scenario import Scenario, dag_fields
 
     cfg = scenario_config(spec["cfg"])
     s = Scenario(cfg, run_dag=None, task_states=None, xcom=None)  # type: ignore[arg-type]
     try:
-        return build_expansion_dag(
-            spec["dag_id"], job_name=s.job_name, topics=[s.topic], factor=2,
+        return build_expansion_dag(spec["dag_id"], ExpansionSettings(  # the resolved record
+            job_name=s.job_name, topics=[s.topic], factor=2,
             run_mode=cfg.run_mode, application_args=s.args(), log_dir=s.log_dir,
             **{**dag_fields(cfg), **spec.get("overrides", {})},
-        )  # fmt: skip
+        ))  # fmt: skip
     finally:
         s.admin.close()
 

@@ -4,7 +4,7 @@ Trigger ``samza_expand`` with the form (topic, factor 2/4/8/16, job name, grace 
 timeout, dry run, other jobs, on stale placement: ``warn`` or ``fail`` when a producer kept the
 old partition count after the barrier snapshot). *Other jobs*: when another stateful
 job managed by this provider reads the topic, ``refuse`` (default) fails the plan naming every
-such job (expand them together with ``build_expansion_dag(jobs=[...])``); ``ignore`` grows the
+such job (expand them together with ``JobSettings(jobs=[...])``); ``ignore`` grows the
 topic for this job anyway, with a warning. Consumer groups outside the provider that read the
 topic are warnings in the plan and the report either way. The job is the shipped PySpark job
 (``airflow_samza_expand/spark/job.py``) running continuously; its settings come from environment
@@ -23,23 +23,33 @@ import os
 
 from airflow.sdk import Param
 
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args_from_env
+from airflow_samza_expand.dags import (
+    BarrierSettings,
+    JobSettings,
+    OwnershipSettings,
+    build_expansion_dag,
+    stream_job_args_from_env,
+)
 
 JOB = "{{ params.job_name }}"
 RUN_MODE = os.environ.get("SAMZA_EXPAND_RUN_MODE", "continuous")
 
 dag = build_expansion_dag(
     "samza_expand",
-    job_name=JOB,
-    topics="{{ params.topic }}",
+    job=JobSettings(
+        name=JOB,
+        topics="{{ params.topic }}",
+        run_mode=RUN_MODE,
+        application_args=stream_job_args_from_env(JOB),
+    ),
+    barrier=BarrierSettings(
+        producer_refresh_grace_s="{{ params.grace_seconds }}",
+        timeout_s="{{ params.barrier_timeout_seconds }}",
+        on_stale_placement="{{ params.on_stale_placement }}",
+    ),
+    ownership=OwnershipSettings(other_jobs="{{ params.other_jobs }}"),
     factor="{{ params.factor }}",
-    producer_refresh_grace_s="{{ params.grace_seconds }}",
-    barrier_timeout_s="{{ params.barrier_timeout_seconds }}",
     dry_run="{{ params.dry_run }}",
-    other_jobs="{{ params.other_jobs }}",
-    on_stale_placement="{{ params.on_stale_placement }}",
-    run_mode=RUN_MODE,
-    application_args=stream_job_args_from_env(JOB),
     params={
         "topic": Param("orders", type="string", minLength=1, title="Input topic to expand"),
         "factor": Param(
@@ -79,7 +89,7 @@ dag = build_expansion_dag(
             enum=["refuse", "ignore"],
             title="Other managed jobs reading the topic",
             description="refuse: fail the plan naming them (expand them together with "
-            "build_expansion_dag(jobs=[...])); ignore: grow for this job anyway, with a warning.",
+            "JobSettings(jobs=[...])); ignore: grow for this job anyway, with a warning.",
         ),
         "on_stale_placement": Param(
             "warn",

@@ -16,7 +16,12 @@ import os
 from airflow.sdk import Asset, AssetWatcher
 
 from airflow_samza_expand.airflow.triggers import PartitionCountChangeTrigger
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args_from_env
+from airflow_samza_expand.dags import (
+    BarrierSettings,
+    JobSettings,
+    build_expansion_dag,
+    stream_job_args_from_env,
+)
 
 TOPIC = os.environ.get("SAMZA_EXPAND_WATCH_TOPIC", "orders")
 JOB = os.environ.get("SAMZA_EXPAND_JOB_NAME", "orders-counter")
@@ -35,11 +40,15 @@ topic_partitions = Asset(
 dag = build_expansion_dag(
     "samza_expand_on_partition_change",
     schedule=[topic_partitions],
-    job_name=JOB,
-    topics=[TOPIC],
+    job=JobSettings(
+        name=JOB,
+        topics=[TOPIC],
+        run_mode=os.environ.get("SAMZA_EXPAND_RUN_MODE", "continuous"),
+        application_args=stream_job_args_from_env(JOB),
+    ),
+    barrier=BarrierSettings(
+        producer_refresh_grace_s=float(os.environ.get("SAMZA_EXPAND_GRACE_SECONDS", "300")),
+    ),
     follow_live_counts=True,
-    producer_refresh_grace_s=float(os.environ.get("SAMZA_EXPAND_GRACE_SECONDS", "300")),
-    run_mode=os.environ.get("SAMZA_EXPAND_RUN_MODE", "continuous"),
-    application_args=stream_job_args_from_env(JOB),
     doc_md=__doc__,
 )

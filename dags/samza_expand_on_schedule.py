@@ -24,7 +24,12 @@ from __future__ import annotations
 import os
 
 from airflow_samza_expand.core.policy import GrowthPolicy
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args_from_env
+from airflow_samza_expand.dags import (
+    BarrierSettings,
+    JobSettings,
+    build_expansion_dag,
+    stream_job_args_from_env,
+)
 
 TOPIC = os.environ.get("SAMZA_EXPAND_POLICY_TOPIC", "orders")
 JOB = os.environ.get("SAMZA_EXPAND_JOB_NAME", "orders-counter")
@@ -42,11 +47,15 @@ POLICY = GrowthPolicy(
 dag = build_expansion_dag(
     "samza_expand_on_schedule",
     schedule=os.environ.get("SAMZA_EXPAND_SCHEDULE", "@hourly"),
-    job_name=JOB,
-    topics=[TOPIC],
+    job=JobSettings(
+        name=JOB,
+        topics=[TOPIC],
+        run_mode=os.environ.get("SAMZA_EXPAND_RUN_MODE", "continuous"),
+        application_args=stream_job_args_from_env(JOB),
+    ),
+    barrier=BarrierSettings(
+        producer_refresh_grace_s=float(os.environ.get("SAMZA_EXPAND_GRACE_SECONDS", "300")),
+    ),
     policy=POLICY,
-    producer_refresh_grace_s=float(os.environ.get("SAMZA_EXPAND_GRACE_SECONDS", "300")),
-    run_mode=os.environ.get("SAMZA_EXPAND_RUN_MODE", "continuous"),
-    application_args=stream_job_args_from_env(JOB),
     doc_md=__doc__,
 )

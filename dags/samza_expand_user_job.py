@@ -3,8 +3,9 @@
 The application is ``airflow_samza_expand/examples/user_job.py``: Spark's Kafka source read
 through ``spark.runtime`` (three lines), per-key state in ``applyInPandasWithState``, results
 to a Kafka topic. Because it runs on the runtime it takes the DAG's flags
-(``application_on_runtime=True``: the available-now trigger, the order check of rule 1.5) and
-advertises the standby capability, so the default restart (``handover="auto"``) is the warm
+(``SparkSettings(application_on_runtime=True)``: the available-now trigger, the order check
+of rule 1.5) and advertises the standby capability, so the default restart
+(``RestartSettings(handover="auto")``) is the warm
 handover. Spark's Kafka connector comes from Maven Central through ``spark.jars.packages``
 (``spark-submit --packages``) for ``SAMZA_EXPAND_SPARK_VERSION`` (default: the installed
 pyspark's version). Settings come from the
@@ -20,7 +21,12 @@ import os
 from importlib.metadata import PackageNotFoundError, version
 
 import airflow_samza_expand
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args_from_env
+from airflow_samza_expand.dags import (
+    JobSettings,
+    SparkSettings,
+    build_expansion_dag,
+    stream_job_args_from_env,
+)
 
 JOB = os.environ.get("SAMZA_EXPAND_USER_JOB_NAME", "orders-user-counter")
 USER_JOB = os.path.join(os.path.dirname(airflow_samza_expand.__file__), "examples", "user_job.py")
@@ -32,12 +38,16 @@ SPARK_KAFKA = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}"
 
 dag = build_expansion_dag(
     "samza_expand_user_job",
-    job_name=JOB,
-    topics=[os.environ.get("SAMZA_EXPAND_USER_TOPIC", "orders")],
+    job=JobSettings(
+        name=JOB,
+        topics=[os.environ.get("SAMZA_EXPAND_USER_TOPIC", "orders")],
+        run_mode=os.environ.get("SAMZA_EXPAND_RUN_MODE", "continuous"),
+        application_args=stream_job_args_from_env(JOB),
+    ),
+    spark=SparkSettings(
+        application=USER_JOB,
+        application_on_runtime=True,
+        conf={"spark.jars.packages": SPARK_KAFKA},
+    ),
     factor=2,
-    run_mode=os.environ.get("SAMZA_EXPAND_RUN_MODE", "continuous"),
-    application=USER_JOB,
-    application_on_runtime=True,
-    application_args=stream_job_args_from_env(JOB),
-    spark_conf={"spark.jars.packages": SPARK_KAFKA},
 )

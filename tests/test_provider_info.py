@@ -208,7 +208,7 @@ def test_one_name_for_the_kafka_connection_and_the_old_one_still_works():
     assert {t.kafka_config_id for t in dag.tasks if hasattr(t, "kafka_config_id")} == {
         "kafka_prod"
     }
-    with pytest.warns(DeprecationWarning, match="kafka_conn_id is deprecated - pass kafka_con"):
+    with pytest.warns(DeprecationWarning, match=r"kafka_conn_id=\S+ is deprecated: pass kafka="):
         old = _factory_dag(kafka_conn_id="kafka_old")
     assert {t.kafka_config_id for t in old.tasks if hasattr(t, "kafka_config_id")} == {
         "kafka_old"

@@ -193,6 +193,8 @@ def test_every_dag_example_builds_its_dag(page, block, tmp_path):
     )
     assert done.returncode == 0, f"{page}:\n{block}\n{done.stderr[-3000:]}"
     assert "plan" in done.stdout and "report" in done.stdout, done.stdout
+    # the settings in groups: no flat keyword of a group (deprecated) in the docs
+    assert "is deprecated: pass" not in done.stderr, f"{page}:\n{done.stderr[-3000:]}"
 
 
 def _anchor(heading: str) -> str:

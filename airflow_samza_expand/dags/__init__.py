@@ -1,6 +1,8 @@
-"""The expansion DAG factory: ``build_expansion_dag`` and ``expansion_task_group``.
+"""The expansion DAG factory: ``build_expansion_dag`` and ``expansion_task_group``, and the
+groups of their settings (``JobSettings``, ``KafkaSettings``, ``SparkSettings``,
+``BarrierSettings``, ``RestartSettings``, ``OwnershipSettings``).
 
-Imported lazily: importing the package does not load Airflow.
+Imported lazily: importing the package does not load Airflow (nor do the settings groups).
 """
 
 from __future__ import annotations
@@ -15,8 +17,22 @@ if TYPE_CHECKING:
         stream_job_args,
         stream_job_args_from_env,
     )
+    from airflow_samza_expand.dags.groups import (
+        BarrierSettings,
+        JobSettings,
+        KafkaSettings,
+        OwnershipSettings,
+        RestartSettings,
+        SparkSettings,
+    )
 
 __all__ = [
+    "BarrierSettings",
+    "JobSettings",
+    "KafkaSettings",
+    "OwnershipSettings",
+    "RestartSettings",
+    "SparkSettings",
     "ExpansionSettings",
     "build_expansion_dag",
     "expansion_task_group",
@@ -27,6 +43,10 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
+        from airflow_samza_expand.dags import groups
+
+        if hasattr(groups, name):  # a settings group: Airflow is not loaded
+            return getattr(groups, name)
         from airflow_samza_expand.dags import factory
 
         return getattr(factory, name)

@@ -6,23 +6,23 @@ TaskGroup for a DAG of your own::
     plan -> expand -> ordering barrier -> stop job -> write job model vN+1
          -> submit restarted job (SparkSubmitOperator) -> wait for acknowledgement -> report
 
-Restart (``handover``, `protocol.restart`, rule 1.8): ``"auto"`` (default, continuous mode) is
+Restart (``RestartSettings.handover``, rule 1.8): ``"auto"`` (default, continuous mode) is
 ``"in-place"`` when the running processors advertise the ``in-place`` capability (rule 1.9: the
 running job switches at a batch boundary; the barrier holds at its snapshot and stop, standby
 and submit do nothing), else ``"in-app"`` when they advertise ``in-app`` (rule 1.10: a job on
 the runtime that hands ``job.run`` the function starting its query restarts that query on vN+1
 inside the same application once the barrier passed; nothing is stopped or launched), else
 ``"warm"`` when they advertise ``standby`` (the plan step decides and records it), else
-``"cold"``. ``restart_task=`` (an operator, or a callable job name -> operator) replaces the
+``"cold"``. ``RestartSettings(task=...)`` (an operator, or job name -> operator) replaces the
 spark-submit launch for a job that can only be restarted: after the stop and the write, the
 ``submit`` step decides and the user's task starts vN+1 (both skipped, saying why, when the
 job takes vN+1 itself). ``"warm"`` also launches the vN+1 processor as a
 standby right after the expansion (``submit_standby``, in parallel with the barrier's producer
 grace); vN releases the job's active lease after its last committed batch, the standby takes
 it once vN+1 is written, and ``submit`` launches nothing. ``"cold"``: stop, then start.
-``hot_standby=True`` keeps a second vN+1 processor waiting.
+``RestartSettings(hot_standby=True)`` keeps a second vN+1 processor waiting.
 
-Run modes of the stateful job (``run_mode``):
+Run modes of the stateful job (``JobSettings.run_mode``):
 
 * ``"continuous"``: the job runs all the time. The barrier waits for the running job to drain
   the old partitions; the submit step returns as soon as the restarted job runs (detached
@@ -35,9 +35,10 @@ Run modes of the stateful job (``run_mode``):
   accepts a clean ``stopped`` on vN+1.
 
 Every numeric/boolean argument that users may want in a trigger form (factor, grace, barrier
-timeout, dry run) may be a Jinja template such as ``"{{ params.factor }}"``. The arguments are
-the fields of `ExpansionSettings`: pass them as keywords, or build the settings once and pass
-them to both factories.
+timeout, dry run) may be a Jinja template such as ``"{{ params.factor }}"``. The arguments come
+in groups (`dags.groups`: ``job=JobSettings(...)``, ``kafka=``, ``spark=``, ``barrier=``,
+``restart=``, ``ownership=``) beside the DAG's own keywords (``factor``, ``dry_run``, ...); the
+factory resolves them into one `ExpansionSettings` (which may also be passed whole).
 
 Ownership: the plan step takes the job's expansion lease for the DAG run; a second run (of
 this DAG or another) waits deferred and, once the expansion it joined has completed, ends with
@@ -60,16 +61,22 @@ from airflow_samza_expand.airflow.operators import (
 )
 from airflow_samza_expand.airflow.operators.jobs_report import JobsReportOperator
 from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
-from airflow_samza_expand.airflow.operators.submit import (
-    RestartGateOperator,
-    SubmitStreamJobOperator,
-)
+from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
 from airflow_samza_expand.dags.all_jobs import ALL_JOBS, add_all_jobs, is_mapped
 from airflow_samza_expand.dags.form import trigger_form
+from airflow_samza_expand.dags.groups import (
+    BarrierSettings,
+    JobSettings,
+    KafkaSettings,
+    OwnershipSettings,
+    RestartSettings,
+    SparkSettings,
+    flatten,
+)
 from airflow_samza_expand.dags.job_args import stream_job_args, stream_job_args_from_env
 from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION, ExpansionSettings, with_trigger
-from airflow_samza_expand.dags.standby import standby_tasks
+from airflow_samza_expand.dags.standby import restart_gate, standby_tasks, user_restart_task
 
 DEFAULT_DESCRIPTION = (
     "Expand the Kafka input topics of a live stateful job (SEP-5 mapping + ordering barrier)"
@@ -204,7 +211,7 @@ def _add_chain(
         **retrying,
     )
     write = s.write_job_model_operator(task_id="write_job_model", **owned, **retrying)
-    restart_task = _restart_task(s, plan)
+    restart_task = user_restart_task(s, plan)
     submit: BaseOperator = SubmitStreamJobOperator(
         task_id="submit",
         run_mode=mode,
@@ -218,7 +225,7 @@ def _add_chain(
         on_failure_callback=on_step_failure,
         **spark,
         **owned,
-    ) if restart_task is None else _submit(s, restart_task, owned)  # fmt: skip
+    ) if restart_task is None else restart_gate(s, restart_task, owned)  # fmt: skip
     ack = JobModelAckSensor(
         task_id="ack",
         version=_pull(ids["write_job_model"], "['version']", mapped),
@@ -258,37 +265,6 @@ def _add_chain(
     return plan, expand_tasks, report
 
 
-def _restart_task(s: ExpansionSettings, plan: BaseOperator) -> BaseOperator | None:
-    """The user's "start vN+1" task (``restart_task``), in this DAG; None without one."""
-    given = s.restart_task
-    if given is None:
-        return None
-    task = given if isinstance(given, BaseOperator) else given(s.job_name)
-    if not isinstance(task, BaseOperator):
-        raise TypeError(
-            f"restart_task({s.job_name!r}) returned {task!r} - return the operator that starts "
-            "the job on its newest job model"
-        )
-    if not task.has_dag():
-        task.dag = plan.dag  # an operator made outside the DAG joins it
-    return task
-
-
-def _submit(
-    s: ExpansionSettings, restart_task: BaseOperator, owned: Mapping[str, Any]
-) -> BaseOperator:
-    """The submit step when the user supplies the restart task: it decides and records, and
-    the user's task after it starts the job (skipped when the job takes vN+1 itself)."""
-    return RestartGateOperator(
-        task_id="submit",
-        restart_task_id=restart_task.task_id,
-        retries=s.retries,
-        retry_delay=s.retry_delay,
-        on_failure_callback=on_step_failure,
-        **owned,
-    )
-
-
 def _add_jobs(s: ExpansionSettings, prefix: str) -> None:
     """One chain, or (``jobs``) one task group per job: its own plan (lease, record), expand,
     barrier, stop, write, submit, ack and report, in parallel with the others. Every job is
@@ -319,11 +295,22 @@ def _add_jobs(s: ExpansionSettings, prefix: str) -> None:
 
 
 def expansion_task_group(
-    settings: ExpansionSettings | None = None, *, group_id: str = "samza_expand", **fields: Any
+    settings: ExpansionSettings | None = None,
+    *,
+    group_id: str = "samza_expand",
+    job: JobSettings | None = None,
+    kafka: KafkaSettings | None = None,
+    spark: SparkSettings | None = None,
+    barrier: BarrierSettings | None = None,
+    restart: RestartSettings | None = None,
+    ownership: OwnershipSettings | None = None,
+    **fields: Any,
 ) -> TaskGroup:
     """The expansion chain as a TaskGroup (task ids ``<group_id>.plan`` ...), for use inside a
-    ``with DAG(...)`` block. ``settings`` or its fields as keywords, as `build_expansion_dag`."""
-    resolved = ExpansionSettings.of(settings, fields)
+    ``with DAG(...)`` block. The settings as `build_expansion_dag` takes them."""
+    groups = dict(job=job, kafka=kafka, spark=spark, barrier=barrier, restart=restart,
+                  ownership=ownership)  # fmt: skip
+    resolved = ExpansionSettings.of(settings, flatten("expansion_task_group", groups, fields))
     with TaskGroup(group_id=group_id) as group:
         _add_jobs(resolved, f"{group_id}.")
     return group
@@ -333,6 +320,12 @@ def build_expansion_dag(
     dag_id: str,
     settings: ExpansionSettings | None = None,
     *,
+    job: JobSettings | None = None,
+    kafka: KafkaSettings | None = None,
+    spark: SparkSettings | None = None,
+    barrier: BarrierSettings | None = None,
+    restart: RestartSettings | None = None,
+    ownership: OwnershipSettings | None = None,
     schedule: Any = None,
     params: Mapping[str, Any] | None = None,
     start_date: datetime | None = None,
@@ -342,13 +335,16 @@ def build_expansion_dag(
     max_active_runs: int = 1,
     **fields: Any,
 ) -> DAG:
-    """A DAG expanding ``topics`` of the stateful job ``job_name`` (see the module docstring).
-
-    ``settings`` (`ExpansionSettings`) or its fields as keywords (``job_name``, ``topics``,
-    ``application_args``, ``factor``, ``targets``, ``follow_live_counts``, ``run_mode``, ...,
-    ``max_partitions``, ``lease_ttl_s``); the other arguments are the DAG's.
+    """A DAG expanding the topics of a stateful job (see the module docstring): the groups
+    ``job``, ``kafka``, ``spark``, ``barrier``, ``restart``, ``ownership`` and the keywords
+    about the growth and the steps (``factor``, ``targets``, ``policy``, ``dry_run``,
+    ``retries``, ...; the flat keywords of a group: deprecated), or ``settings`` (an
+    `ExpansionSettings`); ``schedule`` ... ``max_active_runs`` are the DAG's own.
     """
-    resolved, form = trigger_form(ExpansionSettings.of(settings, fields), params)
+    groups = dict(job=job, kafka=kafka, spark=spark, barrier=barrier, restart=restart,
+                  ownership=ownership)  # fmt: skip
+    resolved = ExpansionSettings.of(settings, flatten("build_expansion_dag", groups, fields))
+    resolved, form = trigger_form(resolved, params)
     dag = DAG(
         dag_id,
         schedule=schedule,
@@ -368,7 +364,13 @@ def build_expansion_dag(
 
 __all__ = [
     "DEFAULT_APPLICATION",
+    "BarrierSettings",
     "ExpansionSettings",
+    "JobSettings",
+    "KafkaSettings",
+    "OwnershipSettings",
+    "RestartSettings",
+    "SparkSettings",
     "build_expansion_dag",
     "expansion_task_group",
     "stream_job_args",

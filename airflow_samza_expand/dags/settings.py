@@ -1,7 +1,9 @@
-"""`ExpansionSettings`: everything the expansion chain needs, given once and shared by
+"""`ExpansionSettings`: everything the expansion chain needs, resolved once and shared by
 `build_expansion_dag` and `expansion_task_group` (as astronomer-cosmos shares one converter
-between ``DbtDag`` and ``DbtTaskGroup``). Each field is a documented factory argument
-(docs/reference.md, "DAG factory settings"); numbers and booleans a user may set in a trigger
+between ``DbtDag`` and ``DbtTaskGroup``). The factories take the fields in groups
+(`dags.groups`: ``job=JobSettings(...)``, ``barrier=BarrierSettings(...)``, ...) and resolve
+them into this flat record, which the rest of the factory reads; docs/reference.md, "DAG
+factory settings", names each field's group. Numbers and booleans a user may set in a trigger
 form may be Jinja templates such as ``"{{ params.factor }}"``."""
 
 from __future__ import annotations
@@ -21,12 +23,9 @@ from airflow_samza_expand.airflow.operators.write_model import WriteJobModelOper
 from airflow_samza_expand.airflow.order import check_order_settings
 from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
+from airflow_samza_expand.dags.groups import DEFAULT_APPLICATION
 from airflow_samza_expand.protocol import restart
 from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S
-
-DEFAULT_APPLICATION = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark", "job.py"
-)
 
 
 @dataclass(frozen=True)
@@ -118,9 +117,14 @@ class ExpansionSettings:
             if len(set(self.jobs)) != len(self.jobs) or not self.jobs:
                 raise ValueError(f"jobs={list(self.jobs)!r}: name each job once")
         elif self.jobs is None and not self.job_name:
-            raise ValueError("job_name is empty - name the stateful job (or pass jobs=[...])")
+            raise ValueError(
+                "job_name is empty - name the stateful job: job=JobSettings(name=...) (or "
+                "JobSettings(jobs=[...]))"
+            )
         if not self.topic_list():
-            raise ValueError("topics is empty - name the input topic(s) to expand")
+            raise ValueError(
+                "topics is empty - name the input topic(s) to expand: job=JobSettings(topics=...)"
+            )
         if isinstance(self.policy, Mapping):  # InvalidPolicyError at parse time names the fix
             object.__setattr__(self, "policy", GrowthPolicy.from_dict(self.policy))
         object.__setattr__(

@@ -1,6 +1,7 @@
-"""The standby tasks of the expansion chain (`protocol.restart.warm`): ``submit_standby`` (the
-handover's vN+1 standby, launched right after the expansion, before the stop) and
-``hot_standby`` (a second vN+1 processor kept for failover, after the submit step)."""
+"""The restart tasks of the expansion chain beside the spark-submit launch: the standby tasks
+(`protocol.restart.warm`): ``submit_standby`` (the handover's vN+1 standby, launched right after
+the expansion, before the stop) and ``hot_standby`` (a second vN+1 processor kept for failover,
+after the submit step); and the user's ``restart_task`` with the ``submit`` gate before it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_samza_expand.airflow.failure import on_step_failure
 from airflow_samza_expand.airflow.operators.standby import LaunchStandbyOperator
+from airflow_samza_expand.airflow.operators.submit import RestartGateOperator
 from airflow_samza_expand.dags.settings import ExpansionSettings
 
 
@@ -53,4 +56,35 @@ def standby_tasks(
     return added
 
 
-__all__ = ["standby_tasks"]
+def user_restart_task(s: ExpansionSettings, plan: BaseOperator) -> BaseOperator | None:
+    """The user's "start vN+1" task (``restart_task``), in this DAG; None without one."""
+    given = s.restart_task
+    if given is None:
+        return None
+    task = given if isinstance(given, BaseOperator) else given(s.job_name)
+    if not isinstance(task, BaseOperator):
+        raise TypeError(
+            f"restart_task({s.job_name!r}) returned {task!r} - return the operator that starts "
+            "the job on its newest job model"
+        )
+    if not task.has_dag():
+        task.dag = plan.dag  # an operator made outside the DAG joins it
+    return task
+
+
+def restart_gate(
+    s: ExpansionSettings, restart_task: BaseOperator, owned: Mapping[str, Any]
+) -> BaseOperator:
+    """The submit step when the user supplies the restart task: it decides and records, and
+    the user's task after it starts the job (skipped when the job takes vN+1 itself)."""
+    return RestartGateOperator(
+        task_id="submit",
+        restart_task_id=restart_task.task_id,
+        retries=s.retries,
+        retry_delay=s.retry_delay,
+        on_failure_callback=on_step_failure,
+        **owned,
+    )
+
+
+__all__ = ["restart_gate", "standby_tasks", "user_restart_task"]

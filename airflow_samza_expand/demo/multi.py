@@ -129,10 +129,9 @@ class MultiJobScenario:
         self.log(f"jobs running on v1: {', '.join(s.name for s in self.sides)}")
 
     def build_dag(self, dag_id: str) -> Any:
-        from airflow_samza_expand.dags import build_expansion_dag
+        from airflow_samza_expand.dags import ExpansionSettings, build_expansion_dag
 
-        return build_expansion_dag(
-            dag_id,
+        return build_expansion_dag(dag_id, ExpansionSettings(  # the resolved record, flat
             jobs=[s.name for s in self.sides],
             per_job={s.name: {"application_args": self.args(s)} for s in self.sides},
             topics=[self.topic],
@@ -140,7 +139,7 @@ class MultiJobScenario:
             run_mode="continuous",
             log_dir=str(self.cfg.work_dir / "dag-logs"),
             **dag_fields(self.cfg),
-        )
+        ))  # fmt: skip
 
     def expand(self) -> MultiOutcome:
         """One run of the multi-job DAG; the jobs are then the ones its submit steps launched."""

@@ -191,15 +191,14 @@ class Scenario:
     # -- the DAG -------------------------------------------------------------------------------
 
     def build_dag(self, dag_id: str) -> Any:
-        from airflow_samza_expand.dags import build_expansion_dag
+        from airflow_samza_expand.dags import ExpansionSettings, build_expansion_dag
 
         writer: dict[str, Any] = {}
         if self.cfg.naive:
             from airflow_samza_expand.demo.naive import NaiveWriteJobModelOperator
 
             writer = {"write_job_model_operator": NaiveWriteJobModelOperator}
-        return build_expansion_dag(
-            dag_id,
+        return build_expansion_dag(dag_id, ExpansionSettings(  # the resolved record, flat
             job_name=self.job_name,
             topics=[self.topic],
             factor=2,
@@ -208,7 +207,7 @@ class Scenario:
             log_dir=self.log_dir,
             **dag_fields(self.cfg),
             **writer,
-        )
+        ))  # fmt: skip
 
     def expand(
         self,

@@ -3,9 +3,10 @@
 Each operator, sensor and trigger section of docs/reference.md must name every parameter of the
 class's ``__init__`` (except the ones the page states once for all: ``coordinator``,
 ``kafka_config_id``, ``request_timeout_s``, ``deferrable``) and nothing that is not one; every
-parameter of ``build_expansion_dag`` and every ``ExpansionSettings`` field must be mentioned, and
-so must every option of the shipped job, the demo and the operator commands. The README's
-factory example builds its DAG. Signatures are read in a subprocess with a temporary
+parameter of ``build_expansion_dag`` and every ``ExpansionSettings`` field must be mentioned,
+every field of a settings group (``JobSettings`` ...) has its row, and so must every option of
+the shipped job, the demo and the operator commands. The README's factory example builds its
+DAG. Signatures are read in a subprocess with a temporary
 AIRFLOW_HOME, so this module never imports Airflow itself.
 """
 
@@ -53,6 +54,9 @@ def signatures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]
         "import dataclasses\n"
         "from airflow_samza_expand.dags import ExpansionSettings\n"
         "out['ExpansionSettings'] = [f.name for f in dataclasses.fields(ExpansionSettings)]\n"
+        "from airflow_samza_expand.dags import groups\n"
+        "out['groups'] = {c.__name__: [f.name for f in dataclasses.fields(c)]\n"
+        "                 for c in groups.GROUPS.values()}\n"
         "print(json.dumps(out))\n"
     )
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path_factory.mktemp("airflow-home"))}
@@ -92,6 +96,14 @@ def test_readme_mentions_every_factory_parameter(signatures: dict) -> None:
     names = signatures["build_expansion_dag"] + signatures["ExpansionSettings"]
     missing = [p for p in names if p not in words]
     assert missing == [], f"factory parameters missing in docs/reference.md: {missing}"
+
+
+def test_the_reference_has_a_row_for_every_field_of_every_settings_group(signatures: dict) -> None:
+    rows = re.findall(r"^\| `(\w+Settings)` \| ([^|]*) \|", REFERENCE, re.M)
+    documented = {(group, name) for group, cell in rows for name in re.findall(r"`(\w+)`", cell)}
+    actual = {(group, name) for group, names in signatures["groups"].items() for name in names}
+    assert sorted(actual - documented) == [], "settings group fields missing in docs/reference.md"
+    assert sorted(documented - actual) == [], "docs/reference.md names unknown group fields"
 
 
 def test_readme_factory_example_builds_the_dag(tmp_path: Path) -> None:
