@@ -669,7 +669,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cluster",
         action="store_true",
-        help="the cluster fault matrix (fault_matrix_cluster.py) on a three-node Apache Kafka "
+        help="the cluster fault matrix (_fault_matrix_cluster.py) on a three-node Apache Kafka "
         f"cluster; --smoke: {CLUSTER_SMOKE_CASE}",
     )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
@@ -678,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.run_dag:
         return run_dag_main(args.run_dag)
-    from fault_matrix_cluster import cluster_cases, start_cluster
+    from _fault_matrix_cluster import cluster_cases, start_cluster
 
     smoke = CLUSTER_SMOKE_CASE if args.cluster else SMOKE_CASE
     globs = (args.cases or (smoke if args.smoke else "*")).split(",")

@@ -98,13 +98,13 @@ def test_the_coordinator_leader_killed_during_the_write_on_a_cluster_completes_o
     cluster (replication 3, min.insync.replicas 2), the coordinator topic's leader SIGKILLed
     while the write of job model v2 is held midway; the write goes on against the new leader
     and the expansion completes once, exact and in order."""
-    import fault_matrix_cluster
+    import _fault_matrix_cluster
 
-    kafka = fault_matrix_cluster.start_cluster(tmp_path)
+    kafka = _fault_matrix_cluster.start_cluster(tmp_path)
     try:
         (case,) = [
             c
-            for c in fault_matrix_cluster.cluster_cases()
+            for c in _fault_matrix_cluster.cluster_cases()
             if c.name == fault_matrix.CLUSTER_SMOKE_CASE
         ]
         outcome = case.run(context(kafka, airflow_home, tmp_path, monkeypatch), case)
