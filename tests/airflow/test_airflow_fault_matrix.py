@@ -89,25 +89,3 @@ def test_the_job_rides_out_a_broker_restart_between_expansions(
         run(context(kafka, airflow_home, tmp_path, monkeypatch), "broker/in-place/between")
     finally:
         kafka.close()
-
-
-def test_the_coordinator_leader_killed_during_the_write_on_a_cluster_completes_once(
-    airflow_home, tmp_path, monkeypatch
-) -> None:
-    """Issue 43's CI case (`fault_matrix.py --cluster --smoke`): on a three-node Apache Kafka
-    cluster (replication 3, min.insync.replicas 2), the coordinator topic's leader SIGKILLed
-    while the write of job model v2 is held midway; the write goes on against the new leader
-    and the expansion completes once, exact and in order."""
-    import _fault_matrix_cluster
-
-    kafka = _fault_matrix_cluster.start_cluster(tmp_path)
-    try:
-        (case,) = [
-            c
-            for c in _fault_matrix_cluster.cluster_cases()
-            if c.name == fault_matrix.CLUSTER_SMOKE_CASE
-        ]
-        outcome = case.run(context(kafka, airflow_home, tmp_path, monkeypatch), case)
-        assert outcome.ok, outcome
-    finally:
-        kafka.close()
