@@ -13,8 +13,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import NewPartitions, NewTopic, OffsetSpec
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import NewPartitions, NewTopic
 
 from airflow_samza_expand.core.errors import (
     ExpansionError,
@@ -37,14 +37,16 @@ from airflow_samza_expand.kafka.errors import (  # noqa: F401 - re-exported: the
     without_consumer_settings,
 )
 from airflow_samza_expand.kafka.group_offsets import GroupOffsetReader
+from airflow_samza_expand.kafka.leader_offsets import LeaderOffsets
 
 log = logging.getLogger(__name__)
 
 __all__ = ["KafkaAdmin", "KafkaAuthenticationError", "KafkaUnavailableError"]
 
 
-class KafkaAdmin:
-    """Thin, blocking wrapper over confluent-kafka's AdminClient with typed errors."""
+class KafkaAdmin(LeaderOffsets):
+    """Thin, blocking wrapper over confluent-kafka's AdminClient with typed errors; its
+    partitions' offsets come from their leaders (`kafka.leader_offsets`)."""
 
     def __init__(self, config: Mapping[str, str], *, timeout_s: float = 30.0) -> None:
         self.config = dict(config)
@@ -260,98 +262,6 @@ class KafkaAdmin:
         self._wait_shown(topic, partitions, what)
         log.info("created topic %s with %d partition(s)", topic, partitions)
         return True
-
-    # -- offsets ---------------------------------------------------------------------------
-
-    def _list_offsets(
-        self, topic_partitions: Mapping[str, Iterable[int]], spec: OffsetSpec, what: str
-    ) -> dict[str, dict[int, int]]:
-        """Offsets of many partitions, each from its partition leader. A partition whose leader
-        is being elected, that this client does not know yet (added since its metadata was
-        cached), or whose answer is no offset (negative: -1001 right after its leader died, the
-        client asked a broker that no longer leads it) is asked again after a metadata refresh,
-        until `timeout_s`: a barrier must never snapshot an unknown high watermark."""
-        pending = {
-            TopicPartition(topic, int(p)): spec
-            for topic, partitions in topic_partitions.items()
-            for p in partitions
-        }
-        result: dict[str, dict[int, int]] = {t: {} for t in topic_partitions}
-        deadline = time.monotonic() + self.timeout_s
-        pause = 0.05
-        while pending:
-            futures = self._client.list_offsets(pending, request_timeout=self.timeout_s)
-            again: dict[TopicPartition, OffsetSpec] = {}
-            unknown: list[str] = []
-            for tp, future in futures.items():
-                try:
-                    info = self._result(future, what, passthrough=LEADER_ELECTION_CODES)
-                except KafkaException as exc:
-                    self._raise_unless_transient(tp, exc, deadline, what)
-                    again[tp] = spec
-                    continue
-                if int(info.offset) < 0:
-                    unknown.append(f"{tp.topic}-{tp.partition}")
-                    again[tp] = spec
-                    continue
-                result[tp.topic][tp.partition] = int(info.offset)
-            if unknown:
-                if time.monotonic() >= deadline:
-                    raise unavailable(what, self.config, f"no offset for {', '.join(unknown)}")
-                log.info("%s: no offset yet for %s (its leader is moving); refreshing metadata and "
-                         "asking the new leader", what, ", ".join(unknown))  # fmt: skip
-                self._metadata("listing topics")
-            if again:
-                log.debug("%s: %d partition(s) not ready yet, asking again", what, len(again))
-                time.sleep(pause)
-                pause = min(pause * 2, 1.0)
-            pending = again
-        return result
-
-    def _raise_unless_transient(
-        self, tp: TopicPartition, exc: KafkaException, deadline: float, what: str
-    ) -> None:
-        """Return when ``tp`` is worth asking again (before ``deadline``); raise otherwise."""
-        error = kafka_error_of(exc)
-        code = error.code() if error is not None else None
-        if code in LEADER_ELECTION_CODES:
-            if time.monotonic() < deadline:
-                return  # created or moved a moment ago: its leader is not known yet
-            raise unavailable(what, self.config, error.str() if error else code)
-        if code in UNKNOWN_TOPIC_CODES:
-            metadata = self._metadata("listing topics")  # also refreshes the client's cache
-            topic = metadata.topics.get(tp.topic)
-            if topic is None or topic.error is not None:
-                raise self._unknown_topic(tp.topic, metadata)
-            if tp.partition not in topic.partitions:
-                raise ExpansionError(
-                    f"topic {tp.topic!r} has no partition {tp.partition} (it has "
-                    f"{len(topic.partitions)}) - ask for partitions 0..{len(topic.partitions) - 1}"
-                )
-            if time.monotonic() < deadline:
-                return  # added since this client cached its metadata
-            raise unavailable(what, self.config, error.str() if error else code)
-        self._raise_if_denied(error, "DESCRIBE", tp.topic, what)
-        raise exc
-
-    def high_watermarks(
-        self, topic_partitions: Mapping[str, Iterable[int]]
-    ) -> dict[str, dict[int, int]]:
-        """High watermark (next offset to be written) of many partitions in one admin call."""
-        return self._list_offsets(topic_partitions, OffsetSpec.latest(), "reading end offsets")
-
-    def low_watermarks(
-        self, topic_partitions: Mapping[str, Iterable[int]]
-    ) -> dict[str, dict[int, int]]:
-        """Log start offset of many partitions in one admin call."""
-        return self._list_offsets(topic_partitions, OffsetSpec.earliest(), "reading start offsets")
-
-    def watermarks(self, topic: str, partitions: Iterable[int]) -> dict[int, tuple[int, int]]:
-        """(low, high) watermarks of the given partitions of `topic`."""
-        wanted = {topic: sorted(set(partitions))}
-        lows = self.low_watermarks(wanted)[topic]
-        highs = self.high_watermarks(wanted)[topic]
-        return {p: (lows[p], highs[p]) for p in wanted[topic]}
 
     def group_offsets(
         self, group: str, topic_partitions: Mapping[str, Iterable[int]]

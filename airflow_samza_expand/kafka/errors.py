@@ -95,6 +95,11 @@ def unavailable(what: str, config: Mapping[str, Any], detail: object) -> KafkaUn
 UNKNOWN_TOPIC_CODES = frozenset(
     {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
 )
+# a request to a broker that just died: no answer in time, the connection lost, or its handle
+# decommissioned by the client once the broker left the metadata - ask again (the new leader)
+BROKER_GONE_CODES = frozenset(
+    {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER}
+)
 # a partition created or moved a moment ago answers so until its leader is known (KIP-320 epochs)
 LEADER_ELECTION_CODES = frozenset(
     {

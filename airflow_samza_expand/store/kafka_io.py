@@ -20,6 +20,7 @@ from airflow_samza_expand.kafka.auth import AuthWatch, watched
 from airflow_samza_expand.kafka.authz import raise_if_denied
 from airflow_samza_expand.kafka.clients import Consumer, Producer
 from airflow_samza_expand.kafka.errors import (
+    BROKER_GONE_CODES,
     LEADER_ELECTION_CODES,
     UNKNOWN_TOPIC_CODES,
     ignored_by_assign_only,
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 COORDINATOR_TOPIC_CONFIG = {"cleanup.policy": "compact"}
 # transient while the partition's leader moves (a broker died or stopped): asked again
 LEADER_MOVING_CODES = LEADER_ELECTION_CODES | UNKNOWN_TOPIC_CODES
+ROUND_S = 5.0  # one watermark request while a leader moves
 Apply = Callable[[int, bytes | None, bytes | None], None]
 
 
@@ -216,13 +218,15 @@ class TopicIO:
         pause = 0.05
         while True:
             try:
-                low, high = consumer.get_watermark_offsets(tp, timeout=self.timeout_s, cached=False)
+                # a short round: a request sent to a dead leader must not eat the whole timeout
+                round_s = max(0.5, min(ROUND_S, deadline - time.monotonic()))
+                low, high = consumer.get_watermark_offsets(tp, timeout=round_s, cached=False)
                 detail: object = f"no offset (low {low}, high {high})"
                 if low >= 0 and high >= 0:
                     return low, high
             except KafkaException as exc:
                 error = kafka_error_of(exc)
-                if error is None or error.code() not in LEADER_MOVING_CODES:
+                if error is None or error.code() not in LEADER_MOVING_CODES | BROKER_GONE_CODES:
                     raise unavailable(what, self.config, error.str() if error else exc) from None
                 detail = error.str()
             if time.monotonic() >= deadline:
