@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
@@ -33,6 +33,38 @@ log = logging.getLogger("airflow_samza_expand.kafka.admin")
 ROUND_S = 5.0
 ROUND_TIMEOUT_CODES = BROKER_GONE_CODES
 ROUND_RETRY_CODES = LEADER_ELECTION_CODES | ROUND_TIMEOUT_CODES
+
+
+# the answers of a partition whose leader moves: asked again, never taken as offsets
+LEADER_MOVING_CODES = LEADER_ELECTION_CODES | UNKNOWN_TOPIC_CODES | BROKER_GONE_CODES
+
+
+def consumer_watermarks(
+    consumer: Any, tp: TopicPartition, deadline: float, on_error: Callable[[str], Exception]
+) -> tuple[int, int]:
+    """(low, high) of ``tp`` from its leader, through ``consumer``. While the leader moves (a
+    broker died) the answer is an error of `LEADER_MOVING_CODES` or a negative offset: asked
+    again, in rounds of at most `ROUND_S`, until ``deadline`` (monotonic), never taken as the
+    end of the log. Another error, or the deadline: ``raise on_error(detail)``."""
+    pause = 0.05
+    while True:
+        try:
+            round_s = max(0.5, min(ROUND_S, deadline - time.monotonic()))
+            low, high = consumer.get_watermark_offsets(tp, timeout=round_s, cached=False)
+            detail = f"no offset (low {low}, high {high})"
+            if low >= 0 and high >= 0:
+                return low, high
+        except KafkaException as exc:
+            error = kafka_error_of(exc)
+            if error is None or error.code() not in LEADER_MOVING_CODES:
+                raise on_error(error.str() if error else str(exc)) from None
+            detail = error.str()
+        if time.monotonic() >= deadline:
+            raise on_error(detail)
+        log.info("offsets of %s[%d]: the partition's leader is moving (%s); asking again",
+                 tp.topic, tp.partition, detail)  # fmt: skip
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
 
 
 class LeaderOffsets:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -87,6 +88,8 @@ SOURCE_SCHEMA = StructType(
     ]
 )
 KAFKA_SYSTEM = "kafka"
+# the driver's watermark reads ride out a partition leader's death (a new one in seconds)
+WATERMARKS_TIMEOUT_S = 60.0
 
 Offsets = dict[str, dict[str, int]]
 
@@ -205,19 +208,23 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     ) -> dict[tuple[str, int], tuple[int, int]]:
         from confluent_kafka import TopicPartition
 
+        from airflow_samza_expand.kafka.leader_offsets import consumer_watermarks
+
         consumer = self._driver_consumer()
         marks = {}
+        # a partition whose leader died answers again once Kafka elected a new one (seconds)
+        deadline = time.monotonic() + WATERMARKS_TIMEOUT_S
         for topic, partition in self.ssps if ssps is None else ssps:
-            try:
-                marks[(topic, partition)] = consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=30, cached=False
-                )
-            except Exception as exc:  # KafkaException: unknown partition, broker down
-                raise RuntimeError(
+
+            def failed(detail: str, topic: str = topic, partition: int = partition) -> Exception:
+                return RuntimeError(
                     f"cannot read watermarks of {topic}[{partition}] for job "
-                    f"{self.model.job_name!r}: {exc} - check the topic exists with the job "
+                    f"{self.model.job_name!r}: {detail} - check the topic exists with the job "
                     "model's partition count and the brokers are reachable"
-                ) from None
+                )
+
+            tp = TopicPartition(topic, partition)
+            marks[(topic, partition)] = consumer_watermarks(consumer, tp, deadline, failed)
         return marks
 
     def initialOffset(self) -> dict:

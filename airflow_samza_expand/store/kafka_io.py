@@ -20,18 +20,17 @@ from airflow_samza_expand.kafka.auth import AuthWatch, watched
 from airflow_samza_expand.kafka.authz import raise_if_denied
 from airflow_samza_expand.kafka.clients import Consumer, Producer
 from airflow_samza_expand.kafka.errors import (
-    BROKER_GONE_CODES,
     LEADER_ELECTION_CODES,
     UNKNOWN_TOPIC_CODES,
     ignored_by_assign_only,
 )
+from airflow_samza_expand.kafka.leader_offsets import consumer_watermarks
 
 log = logging.getLogger(__name__)
 
 COORDINATOR_TOPIC_CONFIG = {"cleanup.policy": "compact"}
 # transient while the partition's leader moves (a broker died or stopped): asked again
 LEADER_MOVING_CODES = LEADER_ELECTION_CODES | UNKNOWN_TOPIC_CODES
-ROUND_S = 5.0  # one watermark request while a leader moves
 Apply = Callable[[int, bytes | None, bytes | None], None]
 
 
@@ -211,29 +210,12 @@ class TopicIO:
             consumer.unassign()
 
     def _watermarks(self, consumer: Consumer, what: str, deadline: float) -> tuple[int, int]:
-        """(low, high) of partition 0 from its leader. While the leader moves (a broker died)
-        the answer is an error of `LEADER_MOVING_CODES` or a negative offset: asked again until
-        `deadline`, never taken as the end of the log."""
+        """(low, high) of partition 0 from its leader, asked again while the leader moves
+        (`kafka.leader_offsets.consumer_watermarks`)."""
         tp = TopicPartition(self.topic, 0)
-        pause = 0.05
-        while True:
-            try:
-                # a short round: a request sent to a dead leader must not eat the whole timeout
-                round_s = max(0.5, min(ROUND_S, deadline - time.monotonic()))
-                low, high = consumer.get_watermark_offsets(tp, timeout=round_s, cached=False)
-                detail: object = f"no offset (low {low}, high {high})"
-                if low >= 0 and high >= 0:
-                    return low, high
-            except KafkaException as exc:
-                error = kafka_error_of(exc)
-                if error is None or error.code() not in LEADER_MOVING_CODES | BROKER_GONE_CODES:
-                    raise unavailable(what, self.config, error.str() if error else exc) from None
-                detail = error.str()
-            if time.monotonic() >= deadline:
-                raise unavailable(what, self.config, detail)
-            log.info("%s: the partition's leader is moving (%s); asking again", what, detail)
-            time.sleep(pause)
-            pause = min(pause * 2, 1.0)
+        return consumer_watermarks(
+            consumer, tp, deadline, lambda detail: unavailable(what, self.config, detail)
+        )
 
     def produce(self, records: Sequence[tuple[bytes, bytes | None]]) -> list[int]:
         """Append records in order (acks=all, idempotent); return their offsets."""

@@ -127,3 +127,34 @@ def test_a_coordinator_topic_with_one_replica_on_a_cluster_is_warned(cluster, un
     assert not result.written
     assert "replication factor 1 on a cluster of 3 brokers" in (result.warning or "")
     assert "kafka-reassign-partitions.sh" in result.describe()
+
+
+def test_a_long_lived_consumer_reads_watermarks_across_a_leader_kill(cluster, unique_topic):
+    """The job's driver (the provider's reader) keeps one consumer for its watermark reads;
+    the leader of a partition it reads is killed: the next read answers the real watermarks
+    from the new leader instead of failing the job (it used to: _TIMED_OUT after 30 s)."""
+    import time
+
+    from airflow_samza_expand.kafka.leader_offsets import consumer_watermarks
+
+    config = cluster.client_config
+    topic = unique_topic("orders")
+    with KafkaAdmin(config, timeout_s=TIMEOUT_S) as admin:
+        admin.ensure_topic(topic, 2)
+    producer = Producer({**config, "acks": "all", "enable.idempotence": "true"})
+    for i in range(100):
+        producer.produce(topic, key=str(i).encode(), value=b"v", partition=i % 2)
+    assert producer.flush(TIMEOUT_S) == 0
+    consumer = Consumer({**config, "group.id": "driver", "enable.auto.commit": "false"})
+    try:
+        tps = [TopicPartition(topic, p) for p in (0, 1)]
+        assert [consumer.get_watermark_offsets(tp, timeout=10, cached=False) for tp in tps] == [
+            (0, 50),
+            (0, 50),
+        ]
+        cluster.kill(cluster.leader(topic, 0))
+        deadline = time.monotonic() + TIMEOUT_S
+        marks = [consumer_watermarks(consumer, tp, deadline, RuntimeError) for tp in tps]
+        assert marks == [(0, 50), (0, 50)]
+    finally:
+        consumer.close()
