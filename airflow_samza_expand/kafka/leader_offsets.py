@@ -40,16 +40,24 @@ LEADER_MOVING_CODES = LEADER_ELECTION_CODES | UNKNOWN_TOPIC_CODES | BROKER_GONE_
 
 
 def consumer_watermarks(
-    consumer: Any, tp: TopicPartition, deadline: float, on_error: Callable[[str], Exception]
+    consumer_of: Callable[[bool], Any],
+    tp: TopicPartition,
+    deadline: float,
+    on_error: Callable[[str], Exception],
 ) -> tuple[int, int]:
-    """(low, high) of ``tp`` from its leader, through ``consumer``. While the leader moves (a
-    broker died) the answer is an error of `LEADER_MOVING_CODES` or a negative offset: asked
-    again, in rounds of at most `ROUND_S`, until ``deadline`` (monotonic), never taken as the
-    end of the log. Another error, or the deadline: ``raise on_error(detail)``."""
+    """(low, high) of ``tp`` from its leader, through ``consumer_of(False)``. While the leader
+    moves (a broker died) the answer is an error of `LEADER_MOVING_CODES` or a negative offset:
+    asked again, in rounds of at most `ROUND_S`, until ``deadline`` (monotonic), never taken
+    as the end of the log - each time through ``consumer_of(True)``, a new consumer: a
+    long-lived librdkafka client can keep answering "unknown partition" for a killed leader's
+    partition long after the new leader serves (over 60 s seen). Another error, or the
+    deadline: ``raise on_error(detail)``."""
     pause = 0.05
+    renew = False
     while True:
         try:
             round_s = max(0.5, min(ROUND_S, deadline - time.monotonic()))
+            consumer = consumer_of(renew)
             low, high = consumer.get_watermark_offsets(tp, timeout=round_s, cached=False)
             detail = f"no offset (low {low}, high {high})"
             if low >= 0 and high >= 0:
@@ -61,8 +69,9 @@ def consumer_watermarks(
             detail = error.str()
         if time.monotonic() >= deadline:
             raise on_error(detail)
-        log.info("offsets of %s[%d]: the partition's leader is moving (%s); asking again",
-                 tp.topic, tp.partition, detail)  # fmt: skip
+        log.info("offsets of %s[%d]: the partition's leader is moving (%s); asking again "
+                 "through a new consumer", tp.topic, tp.partition, detail)  # fmt: skip
+        renew = True
         time.sleep(pause)
         pause = min(pause * 2, 1.0)
 

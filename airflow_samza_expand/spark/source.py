@@ -35,6 +35,7 @@ batch on; a child partition only once the job's position on its parent reached t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -194,7 +195,10 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     # -- driver side ---------------------------------------------------------------------------
 
-    def _driver_consumer(self) -> Any:
+    def _driver_consumer(self, renew: bool = False) -> Any:
+        """The driver's consumer (watermarks, group commits); ``renew``: a new one."""
+        if renew:
+            self._close_consumer()
         if self._consumer is None:
             from airflow_samza_expand.kafka.clients import Consumer
 
@@ -210,7 +214,6 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
         from airflow_samza_expand.kafka.leader_offsets import consumer_watermarks
 
-        consumer = self._driver_consumer()
         marks = {}
         # a partition whose leader died answers again once Kafka elected a new one (seconds)
         deadline = time.monotonic() + WATERMARKS_TIMEOUT_S
@@ -224,7 +227,9 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 )
 
             tp = TopicPartition(topic, partition)
-            marks[(topic, partition)] = consumer_watermarks(consumer, tp, deadline, failed)
+            marks[(topic, partition)] = consumer_watermarks(
+                self._driver_consumer, tp, deadline, failed
+            )
         return marks
 
     def initialOffset(self) -> dict:
@@ -329,9 +334,13 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             log.warning("committing offsets of group %r failed: %s", self.group_id, exc)
 
     def stop(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        self._close_consumer()
+
+    def _close_consumer(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            with contextlib.suppress(Exception):  # a client that cannot close is dropped
+                consumer.close()
 
     # -- executor side -------------------------------------------------------------------------
 

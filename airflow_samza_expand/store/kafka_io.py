@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -50,7 +51,12 @@ class TopicIO:
         self._exists = False
         self._auth = AuthWatch()  # names SASL/SSL failures at once (kafka.auth)
 
-    def consumer(self) -> Consumer:
+    def consumer(self, renew: bool = False) -> Consumer:
+        """The topic's reader consumer; ``renew``: close it and make a new one."""
+        if renew and self._consumer is not None:
+            with contextlib.suppress(Exception):  # a client that cannot close is dropped
+                self._consumer.close()
+            self._consumer = None
         if self._consumer is None:
             settings = {k: v for k, v in self.config.items() if k != "group.id"}
             settings.update(
@@ -173,10 +179,10 @@ class TopicIO:
         """Apply every record from `position` up to the high watermark taken now, in order."""
         if not self.topic_exists():
             return
-        consumer = self.consumer()
         what = f"reading coordinator topic {self.topic!r}"
         deadline = time.monotonic() + self.timeout_s
-        low, high = self._watermarks(consumer, what, deadline)
+        low, high = self._watermarks(what, deadline)
+        consumer = self.consumer()  # a new one if the watermarks' read renewed it
         self.position = max(self.position, low)
         if self.position >= high:
             return
@@ -209,12 +215,12 @@ class TopicIO:
         finally:
             consumer.unassign()
 
-    def _watermarks(self, consumer: Consumer, what: str, deadline: float) -> tuple[int, int]:
+    def _watermarks(self, what: str, deadline: float) -> tuple[int, int]:
         """(low, high) of partition 0 from its leader, asked again while the leader moves
         (`kafka.leader_offsets.consumer_watermarks`)."""
         tp = TopicPartition(self.topic, 0)
         return consumer_watermarks(
-            consumer, tp, deadline, lambda detail: unavailable(what, self.config, detail)
+            self.consumer, tp, deadline, lambda detail: unavailable(what, self.config, detail)
         )
 
     def produce(self, records: Sequence[tuple[bytes, bytes | None]]) -> list[int]:

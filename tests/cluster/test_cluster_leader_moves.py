@@ -146,6 +146,7 @@ def test_a_long_lived_consumer_reads_watermarks_across_a_leader_kill(cluster, un
         producer.produce(topic, key=str(i).encode(), value=b"v", partition=i % 2)
     assert producer.flush(TIMEOUT_S) == 0
     consumer = Consumer({**config, "group.id": "driver", "enable.auto.commit": "false"})
+    consumers = [consumer]
     try:
         tps = [TopicPartition(topic, p) for p in (0, 1)]
         assert [consumer.get_watermark_offsets(tp, timeout=10, cached=False) for tp in tps] == [
@@ -154,7 +155,14 @@ def test_a_long_lived_consumer_reads_watermarks_across_a_leader_kill(cluster, un
         ]
         cluster.kill(cluster.leader(topic, 0))
         deadline = time.monotonic() + TIMEOUT_S
-        marks = [consumer_watermarks(consumer, tp, deadline, RuntimeError) for tp in tps]
+
+        def consumer_of(renew: bool) -> Consumer:
+            if renew:
+                consumers.append(Consumer({**config, "group.id": "driver"}))
+            return consumers[-1]
+
+        marks = [consumer_watermarks(consumer_of, tp, deadline, RuntimeError) for tp in tps]
         assert marks == [(0, 50), (0, 50)]
     finally:
-        consumer.close()
+        for each in consumers:
+            each.close()
