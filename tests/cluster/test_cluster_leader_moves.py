@@ -63,6 +63,15 @@ def keys_in(config: dict[str, str], topic: str) -> list[bytes | None]:
         consumer.close()
 
 
+def fill_two_partitions(admin: KafkaAdmin, config: dict[str, str], topic: str) -> None:
+    """`topic` with 2 partitions holding 50 acknowledged records each (offsets 0..49)."""
+    admin.ensure_topic(topic, 2)
+    producer = Producer({**config, "acks": "all", "enable.idempotence": "true"})
+    for i in range(100):
+        producer.produce(topic, key=str(i).encode(), value=b"v", partition=i % 2)
+    assert producer.flush(TIMEOUT_S) == 0
+
+
 def test_coordinator_writes_complete_once_when_its_leader_dies(cluster, unique_topic):
     """The coordinator topic's leader is killed; the next job model write and lease renewal
     (both conditional on the revision read) retry against the new leader and land once."""
@@ -95,11 +104,7 @@ def test_barrier_snapshot_reads_the_new_leaders_high_watermark(cluster, unique_t
     config = cluster.client_config
     topic = unique_topic("orders")
     with KafkaAdmin(config, timeout_s=TIMEOUT_S) as admin:
-        admin.ensure_topic(topic, 2)
-        producer = Producer({**config, "acks": "all", "enable.idempotence": "true"})
-        for i in range(100):
-            producer.produce(topic, key=str(i).encode(), value=b"v", partition=i % 2)
-        assert producer.flush(TIMEOUT_S) == 0
+        fill_two_partitions(admin, config, topic)
         assert snapshot_barrier(admin, {topic: 2}) == {topic: {0: 50, 1: 50}}
         cluster.kill(cluster.leader(topic, 0))  # the admin's metadata still names it
         with caplog.at_level(logging.INFO, logger="airflow_samza_expand.kafka.admin"):
@@ -140,11 +145,7 @@ def test_a_long_lived_consumer_reads_watermarks_across_a_leader_kill(cluster, un
     config = cluster.client_config
     topic = unique_topic("orders")
     with KafkaAdmin(config, timeout_s=TIMEOUT_S) as admin:
-        admin.ensure_topic(topic, 2)
-    producer = Producer({**config, "acks": "all", "enable.idempotence": "true"})
-    for i in range(100):
-        producer.produce(topic, key=str(i).encode(), value=b"v", partition=i % 2)
-    assert producer.flush(TIMEOUT_S) == 0
+        fill_two_partitions(admin, config, topic)
     consumer = Consumer({**config, "group.id": "driver", "enable.auto.commit": "false"})
     consumers = [consumer]
     try:
