@@ -12,8 +12,8 @@ restart (in place) and in warm. A broker is hurt in the middle of a step:
   expansion, while the new partitions' leaders settle;
 * ``broker-restart-switch``: a broker (the leader of partition 0) stopped and started while
   the job switches (in place: the write; warm: the stop);
-* ``rolling-restart``: every broker in turn stopped and started during one expansion (open:
-  see `OPEN_FAULTS`; only with ``--cases``).
+* ``rolling-restart``: every broker in turn stopped and started (controlled shutdown, then
+  caught up) during one expansion, in a background thread while the run goes on.
 
 A killed node is started again after the run. Each case passes as the fault matrix's do: the
 run ends green (the tasks retry), the expansion completed once, exact counts, per-key order.
@@ -97,18 +97,11 @@ def cluster_case(ctx: Context, case: Case) -> Outcome:
         heal(cluster)
 
 
-# Open (issue 43): the rolling restart left the test cluster without a controller quorum (a
-# node restarted in turn could not register with it and exited; every broker connection
-# down) - run only when named with --cases, not counted in the default matrix
-OPEN_FAULTS = ("rolling-restart",)
-
-
-def cluster_cases(*, with_open: bool = False) -> list[Case]:
+def cluster_cases() -> list[Case]:
     return [
         Case(f"cluster/{strategy}/{step}", "cluster", step, strategy, cluster_case)
         for strategy in STRATEGIES
         for step in WHEN
-        if with_open or step not in OPEN_FAULTS
     ]
 
 

@@ -684,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
 
     smoke = CLUSTER_SMOKE_CASE if args.cluster else SMOKE_CASE
     globs = (args.cases or (smoke if args.smoke else "*")).split(",")
-    listed = cluster_cases(with_open=bool(args.cases)) if args.cluster else all_cases()
+    listed = cluster_cases() if args.cluster else all_cases()
     cases = [c for c in listed if any(fnmatch.fnmatch(c.name, g) for g in globs)]
     if args.list:
         for case in cases:

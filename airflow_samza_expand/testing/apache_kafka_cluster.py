@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .apache_kafka_process import LOG4J2, ApacheKafkaProcess, fetch_apache_kafka
-from .launch import ContextManaged, die_with_parent, free_port, stop_pid, wait_until
+from .launch import ContextManaged, exit_with_parent_hook, free_port, stop_pid, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class ClusterNode(ApacheKafkaProcess):
                 self._java(libs, "kafka.Kafka", str(props)),
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent if self.exit_with_parent else None,  # noqa: PLW1509
+                preexec_fn=exit_with_parent_hook(self.exit_with_parent),  # noqa: PLW1509
             )
         log.info("launched Kafka node %d (pid %d) at %s", self.node_id, self.proc.pid,
                  self.bootstrap)  # fmt: skip

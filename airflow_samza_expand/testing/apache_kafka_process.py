@@ -30,7 +30,7 @@ from .apache_kafka_secured import (
 from .launch import (
     LaunchedProcess,
     cache_root,
-    die_with_parent,
+    exit_with_parent_hook,
     free_port,
     maven_copy,
     pom_hash,
@@ -246,7 +246,7 @@ class ApacheKafkaProcess(LaunchedProcess):
                 self._java(libs, "kafka.Kafka", str(props)),
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent if self.exit_with_parent else None,  # noqa: PLW1509
+                preexec_fn=exit_with_parent_hook(self.exit_with_parent),  # noqa: PLW1509
             )
         log.info(
             "waiting up to %.0fs for Apache Kafka %s (pid %d) at %s to answer Metadata",

@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -68,10 +69,27 @@ def port_open(host: str, port: int) -> bool:
 
 
 def die_with_parent() -> None:
-    """preexec_fn: SIGTERM this child when the process that started it exits (Linux)."""
+    """preexec_fn: SIGTERM this child when the thread that started it exits (Linux's parent
+    death signal follows the forking thread, not the process: use `exit_with_parent_hook`)."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def exit_with_parent_hook(wanted: bool) -> Callable[[], None] | None:
+    """The preexec_fn of a server started by a test tool that should exit with this process:
+    `die_with_parent` from the main thread; None from any other thread, whose end would stop
+    the server (a Kafka node restarted by a rolling restart in a background thread was
+    SIGTERMed, with every node it restarted, when that thread returned). A server started
+    from a thread is stopped by its pid (`stop_pid`, the tools' close) and the test session's
+    sweep, not by this process's exit."""
+    if not wanted:
+        return None
+    if threading.current_thread() is threading.main_thread():
+        return die_with_parent
+    log.debug("started from thread %r: no parent death signal (it would fire when the thread "
+              "ends); stopped by its pid", threading.current_thread().name)  # fmt: skip
+    return None
 
 
 def wait_until(

@@ -24,7 +24,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .launch import ContextManaged, die_with_parent, free_port, stop_pid, wait_until
+from .launch import ContextManaged, exit_with_parent_hook, free_port, stop_pid, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class SparkStandalone(ContextManaged):
                 stderr=subprocess.STDOUT,
                 env=self._env(),
                 cwd=self.work,
-                preexec_fn=die_with_parent if self.exit_with_parent else None,  # noqa: PLW1509
+                preexec_fn=exit_with_parent_hook(self.exit_with_parent),  # noqa: PLW1509
             )
 
     def start(self) -> SparkStandalone:

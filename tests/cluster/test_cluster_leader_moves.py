@@ -167,3 +167,26 @@ def test_a_long_lived_consumer_reads_watermarks_across_a_leader_kill(cluster, un
     finally:
         for each in consumers:
             each.close()
+
+
+def test_a_rolling_restart_in_a_thread_leaves_every_node_serving(cluster, unique_topic):
+    """The cluster fault matrix restarts the nodes in a background thread while the job runs:
+    each node it started must outlive that thread (it was tied to it, and all three stopped
+    together when the rolling restart returned)."""
+    import subprocess
+    import threading
+
+    topic = unique_topic("rolling")
+    rolling = threading.Thread(target=cluster.restart, name="rolling-restart")
+    rolling.start()
+    rolling.join(300)
+    assert not rolling.is_alive(), "the rolling restart did not end within 300 s"
+    for node_id, node in cluster.nodes.items():
+        with pytest.raises(subprocess.TimeoutExpired):
+            node.proc.wait(timeout=2.0)  # still running after the thread that started it ended
+        assert node_id in cluster.running_ids()
+    with KafkaAdmin(cluster.client_config, timeout_s=TIMEOUT_S) as admin:
+        admin.ensure_topic(topic, 1)
+    producer = Producer({**cluster.client_config, "acks": "all"})
+    producer.produce(topic, b"after the rolling restart")
+    assert producer.flush(TIMEOUT_S) == 0
