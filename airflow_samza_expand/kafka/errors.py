@@ -100,6 +100,10 @@ UNKNOWN_TOPIC_CODES = frozenset(
 BROKER_GONE_CODES = frozenset(
     {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER}
 )
+# the client knows no leader for a partition (librdkafka's ListOffsets: "Failed to query
+# partition leaders: No leaders found"), as while a rolling restart moves every leadership - ask
+# again, through a new client (the old one may keep its leaderless metadata)
+NO_LEADER_CODES = frozenset({KafkaError._NOENT})
 # a partition created or moved a moment ago answers so until its leader is known (KIP-320 epochs)
 LEADER_ELECTION_CODES = frozenset(
     {

@@ -21,6 +21,7 @@ from airflow_samza_expand.kafka.clients import AdminClient
 from airflow_samza_expand.kafka.errors import (
     BROKER_GONE_CODES,
     LEADER_ELECTION_CODES,
+    NO_LEADER_CODES,
     UNKNOWN_TOPIC_CODES,
     kafka_error_of,
     unavailable,
@@ -29,14 +30,16 @@ from airflow_samza_expand.kafka.errors import (
 
 log = logging.getLogger("airflow_samza_expand.kafka.admin")
 # offsets are asked in rounds of at most ROUND_S; a round that times out (a dead leader), loses
-# its connection or its broker handle is asked again through a new client
+# its connection or its broker handle, or finds no leader, is asked again through a new client
 ROUND_S = 5.0
-ROUND_TIMEOUT_CODES = BROKER_GONE_CODES
+ROUND_TIMEOUT_CODES = BROKER_GONE_CODES | NO_LEADER_CODES
 ROUND_RETRY_CODES = LEADER_ELECTION_CODES | ROUND_TIMEOUT_CODES
 
 
 # the answers of a partition whose leader moves: asked again, never taken as offsets
-LEADER_MOVING_CODES = LEADER_ELECTION_CODES | UNKNOWN_TOPIC_CODES | BROKER_GONE_CODES
+LEADER_MOVING_CODES = (
+    LEADER_ELECTION_CODES | UNKNOWN_TOPIC_CODES | BROKER_GONE_CODES | NO_LEADER_CODES
+)
 
 
 def consumer_watermarks(

@@ -190,3 +190,30 @@ def test_a_rolling_restart_in_a_thread_leaves_every_node_serving(cluster, unique
     producer = Producer({**cluster.client_config, "acks": "all"})
     producer.produce(topic, b"after the rolling restart")
     assert producer.flush(TIMEOUT_S) == 0
+
+
+def test_end_offsets_wait_while_a_partition_has_no_leader(cluster, unique_topic):
+    """A rolling restart leaves partitions leaderless for a moment: librdkafka then answers
+    ListOffsets with "No leaders found" (_NOENT), which failed the barrier. Here a partition's
+    only replica is stopped and started again: the read waits for it, then gives the offset."""
+    import threading
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    config = cluster.client_config
+    topic = unique_topic("leaderless")
+    creator = AdminClient(config)  # kept: its futures fail once the client is collected
+    creator.create_topics([NewTopic(topic, 1, replica_assignment=[[3]])])[topic].result(TIMEOUT_S)
+    producer = Producer({**config, "acks": "all"})
+    for i in range(50):
+        producer.produce(topic, key=str(i).encode(), value=b"v", partition=0)
+    assert producer.flush(TIMEOUT_S) == 0
+    with KafkaAdmin(config, timeout_s=TIMEOUT_S) as admin:
+        assert admin.high_watermarks({topic: [0]}) == {topic: {0: 50}}
+        cluster.stop_node(3)  # the partition's only replica: no leader until it is back
+        back = threading.Thread(target=cluster.start_node, args=(3,), name="start-node-3")
+        back.start()
+        try:
+            assert admin.high_watermarks({topic: [0]}) == {topic: {0: 50}}
+        finally:
+            back.join(300)
