@@ -17,10 +17,10 @@ CLASSES: list[str] = [
     "airflow_samza_expand.airflow.operators.ExpandPartitionsOperator",
     "airflow_samza_expand.airflow.operators.StopStatefulJobOperator",
     "airflow_samza_expand.airflow.operators.WriteJobModelOperator",
-    "airflow_samza_expand.airflow.operators.submit.SubmitStreamJobOperator",
-    "airflow_samza_expand.airflow.operators.report.ExpansionReportOperator",
-    "airflow_samza_expand.airflow.operators.standby.LaunchStandbyOperator",
-    "airflow_samza_expand.airflow.operators.jobs_report.JobsReportOperator",
+    "airflow_samza_expand.airflow.operators._submit.SubmitStreamJobOperator",
+    "airflow_samza_expand.airflow.operators._report.ExpansionReportOperator",
+    "airflow_samza_expand.airflow.operators._standby.LaunchStandbyOperator",
+    "airflow_samza_expand.airflow.operators._jobs_report.JobsReportOperator",
     "airflow_samza_expand.airflow.sensors.OrderingBarrierSensor",
     "airflow_samza_expand.airflow.sensors.JobModelAckSensor",
     "airflow_samza_expand.airflow.sensors.PartitionCountSensor",
@@ -32,10 +32,10 @@ CLASSES: list[str] = [
 
 
 # Operator links Airflow attaches to tasks (the plugin registers them too).
-EXTRA_LINKS: list[str] = ["airflow_samza_expand.airflow.ui.links.ExpansionJobLink"]
+EXTRA_LINKS: list[str] = ["airflow_samza_expand.airflow._ui.links.ExpansionJobLink"]
 
 # Section [samza_expand]: option -> (description, type, default, example); the defaults are
-# airflow/ui/settings.py's (tests/test_provider_info.py holds the two together).
+# airflow/_ui/settings.py's (tests/test_provider_info.py holds the two together).
 SECTION = "samza_expand"
 CONFIG_OPTIONS: dict[str, tuple[str, str, str | None, str]] = {
     "ui_jobs": (
@@ -100,14 +100,14 @@ def get_provider_info() -> dict[str, Any]:
                 "integration-name": INTEGRATION,
                 "python-modules": [
                     "airflow_samza_expand.airflow.operators",
-                    "airflow_samza_expand.airflow.operators.plan",
-                    "airflow_samza_expand.airflow.operators.expand",
-                    "airflow_samza_expand.airflow.operators.stop",
-                    "airflow_samza_expand.airflow.operators.write_model",
-                    "airflow_samza_expand.airflow.operators.submit",
-                    "airflow_samza_expand.airflow.operators.report",
-                    "airflow_samza_expand.airflow.operators.standby",
-                    "airflow_samza_expand.airflow.operators.jobs_report",
+                    "airflow_samza_expand.airflow.operators._plan",
+                    "airflow_samza_expand.airflow.operators._expand",
+                    "airflow_samza_expand.airflow.operators._stop",
+                    "airflow_samza_expand.airflow.operators._write_model",
+                    "airflow_samza_expand.airflow.operators._submit",
+                    "airflow_samza_expand.airflow.operators._report",
+                    "airflow_samza_expand.airflow.operators._standby",
+                    "airflow_samza_expand.airflow.operators._jobs_report",
                 ],
             }
         ],
