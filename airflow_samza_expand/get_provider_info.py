@@ -17,10 +17,11 @@ CLASSES: list[str] = [
     "airflow_samza_expand.airflow.operators.ExpandPartitionsOperator",
     "airflow_samza_expand.airflow.operators.StopStatefulJobOperator",
     "airflow_samza_expand.airflow.operators.WriteJobModelOperator",
-    "airflow_samza_expand.airflow.operators._submit.SubmitStreamJobOperator",
-    "airflow_samza_expand.airflow.operators._report.ExpansionReportOperator",
-    "airflow_samza_expand.airflow.operators._standby.LaunchStandbyOperator",
-    "airflow_samza_expand.airflow.operators._jobs_report.JobsReportOperator",
+    "airflow_samza_expand.airflow.operators.SubmitStreamJobOperator",
+    "airflow_samza_expand.airflow.operators.RestartGateOperator",
+    "airflow_samza_expand.airflow.operators.ExpansionReportOperator",
+    "airflow_samza_expand.airflow.operators.LaunchStandbyOperator",
+    "airflow_samza_expand.airflow.operators.JobsReportOperator",
     "airflow_samza_expand.airflow.sensors.OrderingBarrierSensor",
     "airflow_samza_expand.airflow.sensors.JobModelAckSensor",
     "airflow_samza_expand.airflow.sensors.PartitionCountSensor",
@@ -98,17 +99,7 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": INTEGRATION,
-                "python-modules": [
-                    "airflow_samza_expand.airflow.operators",
-                    "airflow_samza_expand.airflow.operators._plan",
-                    "airflow_samza_expand.airflow.operators._expand",
-                    "airflow_samza_expand.airflow.operators._stop",
-                    "airflow_samza_expand.airflow.operators._write_model",
-                    "airflow_samza_expand.airflow.operators._submit",
-                    "airflow_samza_expand.airflow.operators._report",
-                    "airflow_samza_expand.airflow.operators._standby",
-                    "airflow_samza_expand.airflow.operators._jobs_report",
-                ],
+                "python-modules": ["airflow_samza_expand.airflow.operators"],
             }
         ],
         "sensors": [
