@@ -142,3 +142,6 @@ def _option(description: str, kind: str, default: str | None, example: str) -> d
         "example": example,
         "default": default,
     }
+
+
+__all__ = ["get_provider_info"]

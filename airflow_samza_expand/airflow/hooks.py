@@ -82,3 +82,6 @@ def _printable(config: Mapping[str, Any]) -> dict[str, Any]:
         key: (getattr(value, "__name__", type(value).__name__) if callable(value) else value)
         for key, value in config.items()
     }
+
+
+__all__ = ["DEFAULT_COORDINATOR", "SamzaExpandKafkaHook"]

@@ -34,3 +34,6 @@ class SamzaExpandPlugin(AirflowPlugin):
         }
     ]
     operator_extra_links = [ExpansionJobLink()]
+
+
+__all__ = ["PLUGIN_NAME", "SamzaExpandPlugin"]

@@ -232,3 +232,13 @@ def decide(policy: GrowthPolicy, figures: TopicFigures) -> GrowthDecision:
         capped=capped,
         ratios=ratios,
     )
+
+
+__all__ = [
+    "GrowthDecision",
+    "GrowthPolicy",
+    "InvalidPolicyError",
+    "TopicFigures",
+    "decide",
+    "factor_for_ratio",
+]

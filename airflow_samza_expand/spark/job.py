@@ -202,3 +202,6 @@ def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+__all__ = ["StreamJob", "main"]

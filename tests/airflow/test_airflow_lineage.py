@@ -216,14 +216,14 @@ import sys
 # the client and the provider's code not installed (its provider metadata stays readable)
 sys.modules.update(dict.fromkeys(["openlineage"] + [f"airflow.providers.openlineage.{m}"
                                   for m in ("utils", "plugins", "extractors")]))
-from airflow_samza_expand.airflow import lineage
+from airflow_samza_expand.airflow import _lineage
 from airflow_samza_expand.airflow.operators import ExpandPartitionsOperator
 from airflow_samza_expand.airflow.operators._submit import SubmitStreamJobOperator
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.store._files import FileCoordinatorStore
 ExpandPartitionsOperator(task_id="expand", topic="t", factor=2)
 SubmitStreamJobOperator(task_id="submit", application="job.py")
-conf = lineage.spark_conf_with_parent_job({"a": "1"}, {}, parent_job=True, transport=True)
+conf = _lineage.spark_conf_with_parent_job({"a": "1"}, {}, parent_job=True, transport=True)
 assert conf == {"a": "1"}, conf
 print("ok")
 """
