@@ -20,18 +20,18 @@ from airflow_samza_expand import __version__
 # Module that defines each subcommand's `register(subparsers)`; imported lazily so that
 # `samza-expand plan` never pays for Spark or the broker.
 SUBCOMMAND_MODULES: dict[str, str] = {
-    "plan": "airflow_samza_expand.core.cli_plan",
-    "init-job": "airflow_samza_expand.protocol.init_job",
-    "status": "airflow_samza_expand.protocol.status_cli",
-    "stop": "airflow_samza_expand.protocol.status_cli",
-    "demo": "airflow_samza_expand.demo.cli",
+    "plan": "airflow_samza_expand.core._cli_plan",
+    "init-job": "airflow_samza_expand._protocol.init_job",
+    "status": "airflow_samza_expand._protocol.status_cli",
+    "stop": "airflow_samza_expand._protocol.status_cli",
+    "demo": "airflow_samza_expand._demo.cli",
 }
 # `samza-expand dev <name>`: the name each module registers -> its name in the group.
 DEV_MODULES: dict[str, str] = {
-    "dev-broker": "airflow_samza_expand.testing.cli",
-    "apache-kafka": "airflow_samza_expand.testing.cli_engines",
-    "spark-standalone": "airflow_samza_expand.testing.spark_standalone",
-    "spark-kafka-jars": "airflow_samza_expand.testing.spark_kafka",
+    "dev-broker": "airflow_samza_expand._testing.cli",
+    "apache-kafka": "airflow_samza_expand._testing.cli_engines",
+    "spark-standalone": "airflow_samza_expand._testing.spark_standalone",
+    "spark-kafka-jars": "airflow_samza_expand._testing.spark_kafka",
 }
 DEV_NAMES: dict[str, str] = {"dev-broker": "broker"}
 DEV_HELP = "tools for tests and development: a Kafka broker, Apache Kafka, Spark standalone"
@@ -126,3 +126,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+__all__ = ["build_parser", "main"]

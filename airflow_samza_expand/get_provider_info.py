@@ -17,10 +17,11 @@ CLASSES: list[str] = [
     "airflow_samza_expand.airflow.operators.ExpandPartitionsOperator",
     "airflow_samza_expand.airflow.operators.StopStatefulJobOperator",
     "airflow_samza_expand.airflow.operators.WriteJobModelOperator",
-    "airflow_samza_expand.airflow.operators.submit.SubmitStreamJobOperator",
-    "airflow_samza_expand.airflow.operators.report.ExpansionReportOperator",
-    "airflow_samza_expand.airflow.operators.standby.LaunchStandbyOperator",
-    "airflow_samza_expand.airflow.operators.jobs_report.JobsReportOperator",
+    "airflow_samza_expand.airflow.operators.SubmitStreamJobOperator",
+    "airflow_samza_expand.airflow.operators.RestartGateOperator",
+    "airflow_samza_expand.airflow.operators.ExpansionReportOperator",
+    "airflow_samza_expand.airflow.operators.LaunchStandbyOperator",
+    "airflow_samza_expand.airflow.operators.JobsReportOperator",
     "airflow_samza_expand.airflow.sensors.OrderingBarrierSensor",
     "airflow_samza_expand.airflow.sensors.JobModelAckSensor",
     "airflow_samza_expand.airflow.sensors.PartitionCountSensor",
@@ -32,10 +33,10 @@ CLASSES: list[str] = [
 
 
 # Operator links Airflow attaches to tasks (the plugin registers them too).
-EXTRA_LINKS: list[str] = ["airflow_samza_expand.airflow.ui.links.ExpansionJobLink"]
+EXTRA_LINKS: list[str] = ["airflow_samza_expand.airflow._ui.links.ExpansionJobLink"]
 
 # Section [samza_expand]: option -> (description, type, default, example); the defaults are
-# airflow/ui/settings.py's (tests/test_provider_info.py holds the two together).
+# airflow/_ui/settings.py's (tests/test_provider_info.py holds the two together).
 SECTION = "samza_expand"
 CONFIG_OPTIONS: dict[str, tuple[str, str, str | None, str]] = {
     "ui_jobs": (
@@ -98,17 +99,7 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": INTEGRATION,
-                "python-modules": [
-                    "airflow_samza_expand.airflow.operators",
-                    "airflow_samza_expand.airflow.operators.plan",
-                    "airflow_samza_expand.airflow.operators.expand",
-                    "airflow_samza_expand.airflow.operators.stop",
-                    "airflow_samza_expand.airflow.operators.write_model",
-                    "airflow_samza_expand.airflow.operators.submit",
-                    "airflow_samza_expand.airflow.operators.report",
-                    "airflow_samza_expand.airflow.operators.standby",
-                    "airflow_samza_expand.airflow.operators.jobs_report",
-                ],
+                "python-modules": ["airflow_samza_expand.airflow.operators"],
             }
         ],
         "sensors": [
@@ -151,3 +142,6 @@ def _option(description: str, kind: str, default: str | None, example: str) -> d
         "example": example,
         "default": default,
     }
+
+
+__all__ = ["get_provider_info"]

@@ -1,6 +1,6 @@
 """The cluster fault matrix (issue 43), run by `fault_matrix.py --cluster`. The same real job,
 factory DAG and live keyed traffic as the fault matrix, on a three-node Apache Kafka cluster
-(`testing.apache_kafka_cluster`: replication 3, ``min.insync.replicas=2``), in the default
+(`_testing.apache_kafka_cluster`: replication 3, ``min.insync.replicas=2``), in the default
 restart (in place) and in warm. A broker is hurt in the middle of a step:
 
 * ``leader-barrier``: the leader of the grown topic's partition 0 SIGKILLed during the barrier;
@@ -106,6 +106,6 @@ def cluster_cases() -> list[Case]:
 
 
 def start_cluster(work: Any) -> Any:
-    from airflow_samza_expand.testing.apache_kafka_cluster import ApacheKafkaCluster
+    from airflow_samza_expand._testing.apache_kafka_cluster import ApacheKafkaCluster
 
     return ApacheKafkaCluster(work_dir=work / "kafka-cluster", log_level="WARN").start()

@@ -23,7 +23,7 @@
    expansions take `--scan-records` records each (half stale) in `--looks` rounds, one
    barrier look (`order_poll`) after each round. Without a counting processor the barrier
    scans them itself; with one (a processor heartbeating ``counts-stale``: the provider's
-   reader and `spark.stale_before`, driven in this process without Spark, count them as the
+   reader and `spark._stale_before`, driven in this process without Spark, count them as the
    job's batches would) the barrier takes the job's count. The figures are the records the
    barrier itself read per look and the seconds per look. `--before-snapshot-only` runs only
    this part.
@@ -53,15 +53,15 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._kafka.partitioners import crc32_partition
+from airflow_samza_expand._protocol.barrier.reads import barrier_status, snapshot_barrier
+from airflow_samza_expand._protocol.barrier.stale_scan import StaleScanner
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.barrier.reads import barrier_status, snapshot_barrier
-from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
-from airflow_samza_expand.store.kafka_log import encode_key
-from airflow_samza_expand.store.kinds import JOB_MODEL
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka_log import encode_key
+from airflow_samza_expand.store._kinds import JOB_MODEL
 
 STATS_INTERVAL_MS = 100
 
@@ -270,13 +270,13 @@ def bench_before_snapshot(config: dict[str, str], records: int, looks: int) -> d
 
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-    from airflow_samza_expand.core.clock import now_iso
-    from airflow_samza_expand.core.record import ExpansionRecord
-    from airflow_samza_expand.protocol.barrier.before_snapshot import order_poll
-    from airflow_samza_expand.protocol.barrier.evidence import record_scan_start
-    from airflow_samza_expand.spark.source import SOURCE_SCHEMA, SamzaKafkaStreamReader
-    from airflow_samza_expand.spark.stale_before import BeforeSnapshotCount
-    from airflow_samza_expand.store.files import FileCoordinatorStore
+    from airflow_samza_expand._protocol.barrier.before_snapshot import order_poll
+    from airflow_samza_expand._protocol.barrier.evidence import record_scan_start
+    from airflow_samza_expand.core._clock import now_iso
+    from airflow_samza_expand.core._record import ExpansionRecord
+    from airflow_samza_expand.spark._source import SOURCE_SCHEMA, SamzaKafkaStreamReader
+    from airflow_samza_expand.spark._stale_before import BeforeSnapshotCount
+    from airflow_samza_expand.store._files import FileCoordinatorStore
 
     figures: dict[str, float] = {}
     workdir = tempfile.mkdtemp(prefix="bench-before-")
@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
         broker = None
         if not bootstrap:
-            from airflow_samza_expand.testing import DevBrokerProcess
+            from airflow_samza_expand._testing import DevBrokerProcess
 
             broker = stack.enter_context(DevBrokerProcess(log_level="WARNING"))
             bootstrap = broker.bootstrap

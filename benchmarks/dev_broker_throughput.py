@@ -19,7 +19,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from airflow_samza_expand.testing import DevBrokerProcess
+from airflow_samza_expand._testing import DevBrokerProcess
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -8,7 +8,7 @@ is hurt once the expansion record shows the case's step begun, and is then clear
 logical date run again in a new process). The case passes when the expansion completed once
 (one record, completed; topic grown once; job models [1, 2]; the job launched at most once more
 than the strategy launches it), every produced record counted exactly once (exact) and in
-per-key order (in_order) - `demo.verify`.
+per-key order (in_order) - `_demo.verify`.
 
 Cases (``--list``):
 
@@ -30,7 +30,7 @@ Cases (``--list``):
   this Apache Kafka (SIGKILL of the active with a standby; SIGSTOP past the TTL, SIGCONT).
 
 * ``triggerer/barrier``, ``triggerer/ack``: the DAG run by real Airflow services
-  (`testing.airflow_services`: api-server, scheduler, dag-processor, triggerer; ``dag.test()``
+  (`_testing.airflow_services`: api-server, scheduler, dag-processor, triggerer; ``dag.test()``
   runs triggers in its own process); the triggerer SIGKILLed while the barrier (warm, in a
   20 s grace) or the ack (cold, during the restarted job's Spark start) is deferred and its
   trigger polls there, then a new triggerer started: the same trigger resumes (the task keeps
@@ -121,7 +121,7 @@ class Context:
 
     def services(self) -> Any:
         if self._services is None:
-            from airflow_samza_expand.testing.airflow_services import AirflowServices
+            from airflow_samza_expand._testing.airflow_services import AirflowServices
 
             self._services = AirflowServices.start(self.work / "airflow-services")
         return self._services
@@ -166,8 +166,8 @@ def hold_step_midway(step: str, held: str, release: str | None = None) -> None:
     """In the DAG run's process (its task processes are forked from it): once ``step`` began,
     touch ``held`` and wait ``HOLD_S`` (or until ``release`` exists: the step then goes on,
     as the cluster cases do after hurting a broker). plan: before its record is stored (lease
-    held); the others: right after `protocol.records.begin` wrote the step's start."""
-    from airflow_samza_expand.protocol import records
+    held); the others: right after `_protocol.records.begin` wrote the step's start."""
+    from airflow_samza_expand._protocol import records
 
     def hold() -> None:
         Path(held).touch()
@@ -176,7 +176,7 @@ def hold_step_midway(step: str, held: str, release: str | None = None) -> None:
             time.sleep(0.05)
 
     if step == "plan":
-        from airflow_samza_expand.protocol.steps import plan as plan_step
+        from airflow_samza_expand._protocol.steps import plan as plan_step
 
         store_new = plan_step._store_new
 
@@ -216,8 +216,8 @@ def mid_step(record: Any, step: str) -> bool:
 def build_dag(spec: dict[str, Any]) -> Any:
     """The scenario's expansion DAG (demo.scenario.Scenario.build_dag) with the case's
     overrides (retries, lease TTL)."""
+    from airflow_samza_expand._demo.scenario import Scenario, dag_fields
     from airflow_samza_expand.dags import ExpansionSettings, build_expansion_dag
-    from airflow_samza_expand.demo.scenario import Scenario, dag_fields
 
     cfg = scenario_config(spec["cfg"])
     s = Scenario(cfg, run_dag=None, task_states=None, xcom=None)  # type: ignore[arg-type]
@@ -232,7 +232,7 @@ def build_dag(spec: dict[str, Any]) -> Any:
 
 
 def scenario_config(doc: dict[str, Any]) -> Any:
-    from airflow_samza_expand.demo.scenario import ScenarioConfig
+    from airflow_samza_expand._demo.scenario import ScenarioConfig
 
     return ScenarioConfig(**{**doc, "work_dir": Path(doc["work_dir"]),
                              "application_args": tuple(doc["application_args"])})  # fmt: skip
@@ -304,10 +304,10 @@ class DagRun:
 
 
 class Job:
-    """A `demo.scenario.Scenario` (job v1 running, producer on) and its DAG spec."""
+    """A `_demo.scenario.Scenario` (job v1 running, producer on) and its DAG spec."""
 
     def __init__(self, ctx: Context, case: Case, *, overrides: dict[str, Any] | None = None):
-        from airflow_samza_expand.demo.scenario import Scenario
+        from airflow_samza_expand._demo.scenario import Scenario
 
         self.ctx = ctx
         work = ctx.work / case.name.replace("/", "-")
@@ -493,7 +493,7 @@ def broker_case(ctx: Context, case: Case) -> Outcome:
 
 
 def job_committed(job: Job) -> int:
-    from airflow_samza_expand.demo.jobs import committed_total
+    from airflow_samza_expand._demo.jobs import committed_total
 
     try:
         return committed_total(job.s.admin, job.s.job_name, job.s.topic)
@@ -641,8 +641,8 @@ def run_case(ctx: Context, case: Case) -> Outcome:
 
 def prepare_airflow(work: Path, bootstrap: str) -> None:
     """A throwaway Airflow home (demo.airflow_home) with kafka_default and spark_default."""
-    from airflow_samza_expand.demo import airflow_home
-    from airflow_samza_expand.demo.jobs import spark_connection_env, spark_env
+    from airflow_samza_expand._demo import airflow_home
+    from airflow_samza_expand._demo.jobs import spark_connection_env, spark_env
 
     kafka = json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap}})
     spark = spark_connection_env("local[2]")
@@ -652,7 +652,7 @@ def prepare_airflow(work: Path, bootstrap: str) -> None:
 
 
 def start_kafka(work: Path) -> Any:
-    from airflow_samza_expand.testing import ApacheKafkaProcess
+    from airflow_samza_expand._testing import ApacheKafkaProcess
 
     kafka = ApacheKafkaProcess(data_dir=work / "kafka-data", log_path=work / "kafka.log")
     return kafka.start()

@@ -1,7 +1,7 @@
 """Downtime of a restart of the job: warm-standby handover vs cold restart, and failover.
 
 One job (2 input partitions, steady keyed traffic) on one checkpoint, processors launched as
-separate processes (`testing.processors.JobProcess`, local[2], own JVM each):
+separate processes (`_testing.processors.JobProcess`, local[2], own JVM each):
 
 * handover (x3): vN runs; a processor for vN+1 is started with ``--standby --job-model-version
   N+1`` and warms up; then the expansion's order of steps: stop vN (it commits its last batch,
@@ -12,7 +12,7 @@ separate processes (`testing.processors.JobProcess`, local[2], own JVM each):
   at a batch boundary (it heartbeats ``running`` on vN+1); nothing stops. Its downtime is the
   longest gap between two committed batches from the last one before the write to the third
   after the switch, minus the median gap of the 10 before the write (the trigger's own cadence
-  is not downtime; `demo.latency.switch_downtime_s`, shared with ``samza-expand demo``).
+  is not downtime; `_demo.latency.switch_downtime_s`, shared with ``samza-expand demo``).
 * failover (x3): an active and a hot standby (``--standby``) of the same version; SIGKILL the
   active's process group; the standby takes over when the lease (session) expires.
 * in-app (x3, rule 1.10), a second job: the example user job (`examples/user_job.py`) on
@@ -53,14 +53,14 @@ from typing import Any
 
 from confluent_kafka import Producer
 
+from airflow_samza_expand._demo.jobs import wait_for as demo_wait_for
+from airflow_samza_expand._demo.latency import switch_downtime_s
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._testing.processors import USER_JOB_PY, JobProcess
+from airflow_samza_expand._testing.spark_kafka import connector_jars
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.demo.jobs import wait_for as demo_wait_for
-from airflow_samza_expand.demo.latency import switch_downtime_s
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.store import open_store
-from airflow_samza_expand.testing.processors import USER_JOB_PY, JobProcess
-from airflow_samza_expand.testing.spark_kafka import connector_jars
 
 KEYS = [f"key-{i}" for i in range(40)]
 WAIT_S = 600.0
@@ -165,7 +165,7 @@ class Bench:
         return dataclasses.replace(self.v1, version=latest.version + 1)
 
     def stop(self, proc: JobProcess, version: int) -> None:
-        """As the DAG's stop step (`protocol.steps.stop.stop_poll`): request the stop and return at
+        """As the DAG's stop step (`_protocol.steps.stop.stop_poll`): request the stop and return at
         the processor's ``stopped`` heartbeat - sent after its last committed batch, just before
         it releases the lease - not at its process exit (checked at the end, `check_exits`)."""
         self.store.request_stop(version, "benchmark")
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as stack:
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
         if not bootstrap:
-            from airflow_samza_expand.testing import DevBrokerProcess
+            from airflow_samza_expand._testing import DevBrokerProcess
 
             bootstrap = stack.enter_context(DevBrokerProcess(log_level="WARNING")).bootstrap
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="handover-")))

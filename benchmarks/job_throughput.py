@@ -11,7 +11,7 @@ Produces RECORDS sequenced records over KEYS keys to a 2-partition topic, then i
    cost of the source's Kafka->Arrow read and of the processor over the same records;
 4. the yardstick: the same stateful count read with Spark's own JVM Kafka source
    (spark-sql-kafka-0-10 of the installed pyspark's version, fetched with Maven from
-   airflow_samza_expand/testing/spark_kafka.py into ~/.cache/airflow-samza-expand, --jars;
+   airflow_samza_expand/_testing/spark_kafka.py into ~/.cache/airflow-samza-expand, --jars;
    benchmarks/jvm_kafka_source_count.py), same records, same batch cap, steady rate measured
    the same way (records after the first batch / time from the first batch's end to the last's).
 
@@ -113,8 +113,8 @@ def run_job(
 ) -> dict[str, Any]:
     """Run the shipped job (available-now) over the topic; ``grown_from``: job model v2 of a
     growth ``grown_from -> partitions`` (v1 written first); ``extra``: more job arguments."""
+    from airflow_samza_expand.core._plan import plan_expansion
     from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.core.plan import plan_expansion
     from airflow_samza_expand.store import open_store
 
     where = "standalone" if master.startswith("spark://") else "local"
@@ -193,9 +193,9 @@ def profile_outside_spark(bootstrap: str, topic: str, partitions: int) -> dict[s
     """Seconds of the source's read (Kafka -> Arrow) and of the processor, without Spark."""
     import pyarrow as pa
 
-    from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
-    from airflow_samza_expand.spark.source import SOURCE_SCHEMA, read_ranges
-    from airflow_samza_expand.spark.state import StatefulFunction
+    from airflow_samza_expand.spark._processor import DEFAULT_PROCESSOR
+    from airflow_samza_expand.spark._source import SOURCE_SCHEMA, read_ranges
+    from airflow_samza_expand.spark._state import StatefulFunction
 
     lows_highs = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-marks"})
     ranges = []
@@ -235,7 +235,7 @@ def run_jvm_source(
     (jvm_kafka_source_count.py); ``on_runtime``: read and driven by ``spark.runtime``."""
     from datetime import datetime
 
-    from airflow_samza_expand.demo.jobs import spark_submit_binary
+    from airflow_samza_expand._demo.jobs import spark_submit_binary
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     output = f"{topic}-jvm-out-{uuid.uuid4().hex[:6]}"
@@ -250,7 +250,7 @@ def run_jvm_source(
     ]  # fmt: skip
     if on_runtime:  # job model v1 of the topic in a file store; the runtime attaches to it
         from airflow_samza_expand.core.model import JobModel
-        from airflow_samza_expand.store.files import FileCoordinatorStore
+        from airflow_samza_expand.store._files import FileCoordinatorStore
 
         job, store_dir = f"bench-runtime-{uuid.uuid4().hex[:6]}", os.path.join(workdir, "store")
         FileCoordinatorStore(store_dir, job).write_job_model(
@@ -283,11 +283,11 @@ def start_kafka(kind: str) -> tuple[Any, str]:
     if bootstrap:
         return None, bootstrap
     if kind == "apache":
-        from airflow_samza_expand.testing import ApacheKafkaProcess
+        from airflow_samza_expand._testing import ApacheKafkaProcess
 
         kafka = ApacheKafkaProcess(log_level="WARN").start()
         return kafka, kafka.bootstrap
-    from airflow_samza_expand.testing.process import DevBrokerProcess
+    from airflow_samza_expand._testing.process import DevBrokerProcess
 
     broker = DevBrokerProcess(log_level="WARNING").start()
     return broker, broker.bootstrap
@@ -333,7 +333,7 @@ def produce_stale_third(bootstrap: str, topic: str, records: int, keys: int) -> 
     """Into a topic grown 2 -> 4 (before any record: the barrier snapshot is 0): a third of the
     records from keys that moved, placed by a stale producer in their old partition
     (``murmur2 % 2``), the rest where they belong (``% 4``). Returns the stale records."""
-    from airflow_samza_expand.kafka.partitioners import murmur2_partition
+    from airflow_samza_expand._kafka.partitioners import murmur2_partition
 
     names = [f"key-{k}" for k in range(keys * 4)]
     moved = [k for k in names if murmur2_partition(k.encode(), 4) >= 2][: max(1, keys // 3)]
@@ -360,7 +360,7 @@ def order_check_run(args: argparse.Namespace, bootstrap: str) -> str:
     """The job's rate with the order check on and off over the same records (a third stale
     placements beyond a barrier), alternating runs; the separate scan's rate over the same
     old partitions; the last line."""
-    from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner, scan_until_caught_up
+    from airflow_samza_expand._protocol.barrier.stale_scan import StaleScanner, scan_until_caught_up
 
     suffix = uuid.uuid4().hex[:8]
     topic, output = f"bench-order-{suffix}", f"bench-order-out-{suffix}"
@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     if not masters or set(masters) - {"local", "standalone"}:
         parser.error(f"--masters {args.masters!r}: use local and/or standalone")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from airflow_samza_expand.testing.spark_kafka import connector_jars
+    from airflow_samza_expand._testing.spark_kafka import connector_jars
 
     jars = connector_jars()
     print(f"JVM Kafka source jars: {', '.join(os.path.basename(j) for j in jars)}")
@@ -479,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in masters:
             master = "local[2]"
             if name == "standalone":
-                from airflow_samza_expand.testing.spark_standalone import SparkStandalone
+                from airflow_samza_expand._testing.spark_standalone import SparkStandalone
 
                 cluster = SparkStandalone().start()
                 master = cluster.master_url

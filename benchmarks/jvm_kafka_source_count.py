@@ -27,8 +27,8 @@ def main(argv: list[str]) -> int:
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
-    from airflow_samza_expand.spark.state import OUTPUT_SCHEMA, STATE_SCHEMA, StatefulFunction
+    from airflow_samza_expand.spark._processor import DEFAULT_PROCESSOR
+    from airflow_samza_expand.spark._state import OUTPUT_SCHEMA, STATE_SCHEMA, StatefulFunction
 
     bootstrap, topic, partitions, output, checkpoint, cap, buckets_arg = argv[:7]
     buckets = int(buckets_arg)

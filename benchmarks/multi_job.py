@@ -8,7 +8,7 @@ its polling delay. The two jobs' task groups then run side by side after the one
 they would under a real scheduler (LocalExecutor, CeleryExecutor).
 
 Each case: a fresh 2-partition topic with a keyed producer (40 records/s), the jobs running on
-v1 (local[2], continuous: job a `SequenceCounter`, job b `testing.keyed.SequenceDigest`), then
+v1 (local[2], continuous: job a `SequenceCounter`, job b `_testing.keyed.SequenceDigest`), then
 the timed DAG run (plan .. report, topic 2 -> 4), then every job's outputs are verified exact.
 Setup and verification are not timed.
 
@@ -106,8 +106,8 @@ def run_case(
     keys: int = 24, rate: float = 40.0,
 ) -> float:  # fmt: skip
     """Set up ``len(processors)`` jobs on a fresh topic, time one expansion run, verify."""
-    from airflow_samza_expand.demo.multi import MultiJobScenario
-    from airflow_samza_expand.demo.scenario import ScenarioConfig
+    from airflow_samza_expand._demo.multi import MultiJobScenario
+    from airflow_samza_expand._demo.scenario import ScenarioConfig
 
     cfg = ScenarioConfig(bootstrap=bootstrap, work_dir=work, keys=keys, rate=rate, grace_s=grace_s)
     m = MultiJobScenario(cfg, processors, run_dag=None, task_states=None, xcom=None, log=say)
@@ -151,13 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     if opts.smoke:
         opts.grace = 1.0
     home = Path(tempfile.mkdtemp(prefix="samza-expand-bench-multi-"))
-    from airflow_samza_expand.demo import airflow_home
-    from airflow_samza_expand.demo.jobs import spark_connection_env
+    from airflow_samza_expand._demo import airflow_home
+    from airflow_samza_expand._demo.jobs import spark_connection_env
 
     broker = None
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if not bootstrap:
-        from airflow_samza_expand.testing import DevBrokerProcess
+        from airflow_samza_expand._testing import DevBrokerProcess
 
         broker = DevBrokerProcess(log_path=home / "broker.log")
         broker.start()
@@ -168,8 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         {"kafka_default": kafka, "spark_default": spark_connection_env("local[2]")},
     )
     airflow_home.migrate()
-    from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
-    from airflow_samza_expand.testing.keyed import PATH as DIGEST
+    from airflow_samza_expand._testing.keyed import PATH as DIGEST
+    from airflow_samza_expand.spark._processor import DEFAULT_PROCESSOR
 
     try:
         one = run_case(bootstrap, home / "one", [DEFAULT_PROCESSOR], opts.grace, keys, rate)

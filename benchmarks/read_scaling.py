@@ -1,7 +1,7 @@
 """Read scaling of the provider's reader: the same keyed records in a topic of 2 and of 8
 partitions, read by the shipped job (``read_kafka(source="python")``) with the same cores.
 
-The reader plans one read task per Kafka partition (`spark.source_splits`), so the 8-partition
+The reader plans one read task per Kafka partition (`spark._source_splits`), so the 8-partition
 topic is read by 8 tasks a batch where the 2-partition one is read by 2; the job keeps 2 tasks
 (job model) and the same state. On a Spark standalone cluster of two workers with one core each
 (``spark.cores.max=2``: one executor per worker), both topics get the same two cores: this run
@@ -48,11 +48,11 @@ def start_kafka(kind: str) -> tuple[Any, str]:
     if bootstrap:
         return None, bootstrap
     if kind == "apache":
-        from airflow_samza_expand.testing import ApacheKafkaProcess
+        from airflow_samza_expand._testing import ApacheKafkaProcess
 
         kafka = ApacheKafkaProcess(log_level="WARN").start()
         return kafka, kafka.bootstrap
-    from airflow_samza_expand.testing.process import DevBrokerProcess
+    from airflow_samza_expand._testing.process import DevBrokerProcess
 
     broker = DevBrokerProcess(log_level="WARNING").start()
     return broker, broker.bootstrap
@@ -93,7 +93,7 @@ def run_job(
     coordinator = os.path.join(workdir, "coordinator")
     open_store(coordinator, name).write_job_model(JobModel.initial(name, {topic: 2}))
     if partitions != 2:  # the grown job model: 2 tasks (rule 1.3), every partition read
-        from airflow_samza_expand.core.plan import plan_expansion
+        from airflow_samza_expand.core._plan import plan_expansion
 
         store = open_store(coordinator, name)
         v1 = store.latest_job_model()
@@ -135,8 +135,8 @@ def run_job(
 def two_workers(worker_cores: int) -> Any:
     """A standalone master with two workers of ``worker_cores`` each (the testing cluster starts
     one; the second registers with the same master)."""
-    from airflow_samza_expand.testing.launch import free_port, wait_until
-    from airflow_samza_expand.testing.spark_standalone import SparkStandalone
+    from airflow_samza_expand._testing.launch import free_port, wait_until
+    from airflow_samza_expand._testing.spark_standalone import SparkStandalone
 
     cluster = SparkStandalone(worker_cores=worker_cores, worker_memory="2g").start()
     try:
@@ -157,7 +157,7 @@ def two_workers(worker_cores: int) -> Any:
 
 
 def close_cluster(cluster: Any) -> None:
-    from airflow_samza_expand.testing.launch import stop_pid
+    from airflow_samza_expand._testing.launch import stop_pid
 
     stop_pid(getattr(cluster, "second_worker", None), "the second Spark worker")
     cluster.close()

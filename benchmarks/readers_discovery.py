@@ -21,11 +21,11 @@ from contextlib import ExitStack
 
 from confluent_kafka import Consumer, TopicPartition
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._protocol.readers import find_readers
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.protocol.readers import find_readers
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 
 def populate(config: dict, admin: KafkaAdmin, topic: str, other: str, n: int, tag: str) -> None:
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as stack:
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
         if not bootstrap:
-            from airflow_samza_expand.testing import DevBrokerProcess
+            from airflow_samza_expand._testing import DevBrokerProcess
 
             bootstrap = stack.enter_context(DevBrokerProcess(log_level="WARNING")).bootstrap
         config = client_config(bootstrap)

@@ -14,9 +14,9 @@ fi
 echo "[setup] installing airflow-samza-expand[spark,testing,dev,openlineage] with constraints.txt"
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install --quiet --python .venv/bin/python \
     --compile-bytecode -c constraints.txt -e ".[spark,testing,dev,openlineage]"
-# Bytecode for every process the demo and the tests start (testing/bytecode.py: site-packages
+# Bytecode for every process the demo and the tests start (_testing/bytecode.py: site-packages
 # once, pyspark's zips that Spark puts first on its Python processes' path, this checkout)
-.venv/bin/python -m airflow_samza_expand.testing.bytecode airflow_samza_expand dags tests benchmarks
+.venv/bin/python -m airflow_samza_expand._testing.bytecode airflow_samza_expand dags tests benchmarks
 # tests/ui drive a real headless Chromium (Debian's package; never downloaded at test time)
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -28,7 +28,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     fi
 fi
 if command -v mvn >/dev/null 2>&1 && command -v java >/dev/null 2>&1; then
-    echo "[setup] Apache Kafka for tests: the broker pinned in airflow_samza_expand/testing/apache_kafka/pom.xml (Maven, cached)"
+    echo "[setup] Apache Kafka for tests: the broker pinned in airflow_samza_expand/_testing/apache_kafka/pom.xml (Maven, cached)"
     .venv/bin/samza-expand dev apache-kafka --fetch-only
     echo "[setup] Spark's Kafka connector for read_kafka() (spark-sql-kafka-0-10 of the installed pyspark; Maven, cached)"
     .venv/bin/samza-expand dev spark-kafka-jars --fetch-only

@@ -18,15 +18,15 @@ export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"  # driver and UI on loopback, not the host address
 # Test JVMs are short-lived: the client JIT only, the serial GC and a class-data-sharing archive
-# of Spark's classes recorded once per machine (airflow_samza_expand/testing/spark_cds.py, which
+# of Spark's classes recorded once per machine (airflow_samza_expand/_testing/spark_cds.py, which
 # prints the options: 30% less CPU for a short Spark session, 3-7% of a Spark test) - on two
 # cores the lanes wait on each other's CPU. spark-submit passes SPARK_SUBMIT_OPTS to the JVM
 # that runs a local[*] driver; a user's own setting wins.
 if [ -z "${SPARK_SUBMIT_OPTS:-}" ]; then
-    SPARK_SUBMIT_OPTS="$(.venv/bin/python -m airflow_samza_expand.testing.spark_cds)"
+    SPARK_SUBMIT_OPTS="$(.venv/bin/python -m airflow_samza_expand._testing.spark_cds)"
     export SPARK_SUBMIT_OPTS
 fi
-# The test brokers (Apache Kafka, testing/apache_kafka_process.py) take the same lean JIT/GC
+# The test brokers (Apache Kafka, _testing/apache_kafka_process.py) take the same lean JIT/GC
 # options through Kafka's own variable: a third less broker CPU in an e2e test (28 -> 18 CPU-s)
 export KAFKA_JVM_PERFORMANCE_OPTS="${KAFKA_JVM_PERFORMANCE_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}"
 echo "[test] ruff check"

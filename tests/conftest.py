@@ -2,7 +2,7 @@
 
 * Which Kafka: `--kafka=dev|apache` (or SAMZA_EXPAND_TEST_KAFKA; default `dev`, the light
   embedded development broker; `apache` starts Apache Kafka itself, fetched with Maven from
-  Maven Central once, see airflow_samza_expand/testing/apache_kafka_process.py).
+  Maven Central once, see airflow_samza_expand/_testing/apache_kafka_process.py).
   KAFKA_BOOTSTRAP_SERVERS, when set, wins over both (an outside cluster).
 * `kafka_bootstrap` (session): bootstrap servers of the Kafka the tests use; the selected broker
   is started once per session on a free 127.0.0.1 port and stopped by pid at session end.
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_samza_expand.testing import session_sweep
+from airflow_samza_expand._testing import session_sweep
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def dev_broker_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """The development broker, started on first use whatever Kafka the run selected."""
-    from airflow_samza_expand.testing import DevBrokerProcess
+    from airflow_samza_expand._testing import DevBrokerProcess
 
     log_path = tmp_path_factory.mktemp("dev-broker") / "broker.log"
     broker = DevBrokerProcess(log_path=log_path)
@@ -178,8 +178,8 @@ def apache_kafka_server(
 ) -> Iterator[object]:
     """Apache Kafka (KRaft, one node on loopback), started on first use. Skips when neither its
     cached jars nor Maven are there (unless --kafka=apache asked for it: then it fails)."""
-    from airflow_samza_expand.testing import ApacheKafkaProcess
-    from airflow_samza_expand.testing.apache_kafka_process import cached_libs
+    from airflow_samza_expand._testing import ApacheKafkaProcess
+    from airflow_samza_expand._testing.apache_kafka_process import cached_libs
 
     wanted = selected_kafka(request.config) == "apache" and not real_cluster_bootstrap()
     if cached_libs() is None and not shutil.which("mvn") and not wanted:

@@ -13,14 +13,14 @@ import threading
 
 import pytest
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand.cli import main
-from airflow_samza_expand.core.clock import now_iso
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._plan import plan_expansion
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.store import coordinator_topic
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 pytestmark = pytest.mark.kafka
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from airflow_samza_expand.cli import main
+from airflow_samza_expand.core._plan import ExpansionPlan
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import ExpansionPlan
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "airflow_samza_expand/examples/sample_job_model.json"

@@ -270,7 +270,7 @@ def test_bad_run_mode_is_refused_with_the_fix() -> None:
 
 
 def test_continuous_submit_never_waits_for_app_completion() -> None:
-    from airflow_samza_expand.airflow.operators.submit import (
+    from airflow_samza_expand.airflow.operators._submit import (
         WAIT_APP_COMPLETION_CONFS,
         detached_conf,
     )
@@ -297,7 +297,7 @@ def test_stream_job_args_pass_the_jobs_consumer_group_to_the_job() -> None:
     """A job moved onto the runtime keeps committing to the group it used (``--consumer-group``:
     the runtime's flag; without it the job name)."""
     from airflow_samza_expand.dags import stream_job_args
-    from airflow_samza_expand.spark.args import parse_args
+    from airflow_samza_expand.spark._args import parse_args
 
     args = stream_job_args(job_name="j", checkpoint_dir="/c", consumer_group="orders-app")
     assert args[args.index("--consumer-group") + 1] == "orders-app"

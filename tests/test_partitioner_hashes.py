@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_samza_expand.kafka.partitioners import (
+from airflow_samza_expand._kafka.partitioners import (
     PARTITIONERS,
     crc32_partition,
     murmur2,

@@ -83,11 +83,11 @@ def test_the_classes_are_airflow_components():
 
 def test_config_section_declares_every_option_the_ui_reads_with_its_default():
     """`[samza_expand]` is declared in the provider info (Airflow lists it in `airflow config
-    list` and fills its defaults); every option airflow/ui/settings.py reads is there, with the
+    list` and fills its defaults); every option airflow/_ui/settings.py reads is there, with the
     default the settings use."""
     import re
 
-    from airflow_samza_expand.airflow.ui import settings
+    from airflow_samza_expand.airflow._ui import settings
 
     info = provider_info()
     options = info["config"]["samza_expand"]["options"]
@@ -112,7 +112,7 @@ def test_extra_links_are_operator_links():
     from airflow.sdk import BaseOperatorLink
 
     links = provider_info()["extra-links"]
-    assert links == ["airflow_samza_expand.airflow.ui.links.ExpansionJobLink"]
+    assert links == ["airflow_samza_expand.airflow._ui.links.ExpansionJobLink"]
     for path in links:
         module_name, _, name = path.rpartition(".")
         assert issubclass(getattr(importlib.import_module(module_name), name), BaseOperatorLink)
@@ -153,7 +153,7 @@ def test_openlineage_facets_name_a_schema_url_in_the_repository():
 
     import attr
 
-    from airflow_samza_expand.airflow.lineage import facet_classes
+    from airflow_samza_expand.airflow._lineage import facet_classes
 
     docs = Path(__file__).resolve().parents[1] / "docs" / "openlineage"
     for cls in facet_classes().values():

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
 
-from airflow_samza_expand.airflow.compat import (
+from airflow_samza_expand._kafka.config import redact
+from airflow_samza_expand.airflow._compat import (
     add_msk_iam_oauth,
     kafka_connection_config,
     resolve_kafka_callbacks,
 )
-from airflow_samza_expand.kafka.config import redact
 
 if TYPE_CHECKING:
     from airflow_samza_expand.store import CoordinatorStore
@@ -26,7 +26,7 @@ class SamzaExpandKafkaHook(KafkaBaseHook):
     The connection is the apache-kafka provider's ``kafka`` type (default ``kafka_default``):
     its extra is the librdkafka configuration (``bootstrap.servers``, ``security.protocol``,
     ``sasl.*``, ``ssl.*`` ...), passed through unchanged, with callbacks resolved as the
-    provider does. Secrets are never logged: log lines use :func:`kafka.config.redact`.
+    provider does. Secrets are never logged: log lines use :func:`_kafka.config.redact`.
     """
 
     hook_name = "Apache Kafka (Samza partition expansion)"
@@ -56,8 +56,8 @@ class SamzaExpandKafkaHook(KafkaBaseHook):
         return config
 
     def get_admin(self, config: Mapping[str, Any] | None = None, *, timeout_s: float = 30.0):
-        """A :class:`~airflow_samza_expand.kafka.admin.KafkaAdmin` on this connection."""
-        from airflow_samza_expand.kafka.admin import KafkaAdmin
+        """A :class:`~airflow_samza_expand._kafka.admin.KafkaAdmin` on this connection."""
+        from airflow_samza_expand._kafka.admin import KafkaAdmin
 
         return KafkaAdmin(self.client_config() if config is None else config, timeout_s=timeout_s)
 
@@ -82,3 +82,6 @@ def _printable(config: Mapping[str, Any]) -> dict[str, Any]:
         key: (getattr(value, "__name__", type(value).__name__) if callable(value) else value)
         for key, value in config.items()
     }
+
+
+__all__ = ["DEFAULT_COORDINATOR", "SamzaExpandKafkaHook"]

@@ -1,7 +1,7 @@
 """The provider's Airflow plugin (``get_provider_info()["plugins"]``): the expansion UI.
 
 A FastAPI app served by the api-server under ``/samza-expand`` (HTML pages and a JSON API, see
-``airflow.ui.app``), shown in the Airflow UI as an *external view* (a nav entry rendering the
+``airflow._ui.app``), shown in the Airflow UI as an *external view* (a nav entry rendering the
 pages in an iframe at ``/plugin/<VIEW_ROUTE>/...``), and the report step's extra link to the
 job page. See docs/ui.md.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
-from airflow_samza_expand.airflow.ui.app import URL_PREFIX, VIEW_ROUTE, create_app
-from airflow_samza_expand.airflow.ui.links import ExpansionJobLink
+from airflow_samza_expand.airflow._ui.app import URL_PREFIX, VIEW_ROUTE, create_app
+from airflow_samza_expand.airflow._ui.links import ExpansionJobLink
 
 PLUGIN_NAME = "samza_expand"
 
@@ -34,3 +34,6 @@ class SamzaExpandPlugin(AirflowPlugin):
         }
     ]
     operator_extra_links = [ExpansionJobLink()]
+
+
+__all__ = ["PLUGIN_NAME", "SamzaExpandPlugin"]

@@ -15,31 +15,31 @@ from airflow.configuration import conf
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
-from airflow_samza_expand.airflow.shell import (
+from airflow_samza_expand._kafka.admin import KafkaUnavailableError
+from airflow_samza_expand._protocol.barrier.wait import (
+    DEFAULT_PRODUCER_REFRESH_GRACE_S,
+    BarrierWait,
+    start_barrier,
+)
+from airflow_samza_expand._protocol.ownership import take
+from airflow_samza_expand._protocol.poll import Reconnect
+from airflow_samza_expand._protocol.steps import ack
+from airflow_samza_expand.airflow._shell import (
     DEFAULT_CONN_ID,
     KafkaClients,
     holder_of,
     protocol_outcomes,
 )
+from airflow_samza_expand.airflow._waitlog import WaitLog
+from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.triggers import (
     JobModelAckTrigger,
     OrderingBarrierTrigger,
     PartitionCountChangeTrigger,
     PollingTrigger,
 )
-from airflow_samza_expand.airflow.waitlog import WaitLog
+from airflow_samza_expand.core._liveness import job_consumer_group
 from airflow_samza_expand.core.errors import BarrierTimeoutError
-from airflow_samza_expand.core.liveness import job_consumer_group
-from airflow_samza_expand.kafka.admin import KafkaUnavailableError
-from airflow_samza_expand.protocol.barrier.wait import (
-    DEFAULT_PRODUCER_REFRESH_GRACE_S,
-    BarrierWait,
-    start_barrier,
-)
-from airflow_samza_expand.protocol.ownership import take
-from airflow_samza_expand.protocol.poll import Reconnect
-from airflow_samza_expand.protocol.steps import ack
 
 
 class _WaitSensor(KafkaClients, BaseSensorOperator):
@@ -122,7 +122,7 @@ class OrderingBarrierSensor(_WaitSensor):
     Rule 1.5: the snapshot waits, after the grace, for ``stale_quiet_s`` (None: the protocol's
     default, min(30 s, grace)) without a stale placement in the old partitions; stale
     placements still arriving at the deadline (``barrier_timeout_s`` after the later of the
-    wait's start and the grace's end, `protocol.barrier.wait.barrier_deadline`, one rule for poke
+    wait's start and the grace's end, `_protocol.barrier.wait.barrier_deadline`, one rule for poke
     and deferred mode) fail it with a ``BarrierTimeoutError`` naming them.
 
     ``snapshot_only`` (available-now mode) returns once the snapshot is taken. Returns

@@ -1,5 +1,5 @@
 """Async triggers of the expansion. Each owns its loop and its clients' cleanup; what one poll
-does is the protocol's poll function (in its step's module under `protocol.steps`), which poke
+does is the protocol's poll function (in its step's module under `_protocol.steps`), which poke
 mode calls too (`poll(admin, store)` here is that one call). Blocking client calls run in
 ``asyncio.to_thread``.
 """
@@ -16,22 +16,22 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
-from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, SamzaExpandKafkaHook
-from airflow_samza_expand.airflow.waitlog import WaitLog
-from airflow_samza_expand.core.errors import ConflictError, ExpansionError
-from airflow_samza_expand.kafka.admin import KafkaUnavailableError
-from airflow_samza_expand.protocol import watch
-from airflow_samza_expand.protocol.barrier.wait import (
+from airflow_samza_expand._kafka.admin import KafkaUnavailableError
+from airflow_samza_expand._protocol import watch
+from airflow_samza_expand._protocol.barrier.wait import (
     DEFAULT_PRODUCER_REFRESH_GRACE_S,
     BarrierWait,
     poll_barrier,
 )
-from airflow_samza_expand.protocol.ownership import lease_poll, take
-from airflow_samza_expand.protocol.poll import Poll, Reconnect
-from airflow_samza_expand.protocol.steps import ack
+from airflow_samza_expand._protocol.ownership import lease_poll, take
+from airflow_samza_expand._protocol.poll import Poll, Reconnect
+from airflow_samza_expand._protocol.steps import ack
+from airflow_samza_expand.airflow._waitlog import WaitLog
+from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, SamzaExpandKafkaHook
+from airflow_samza_expand.core.errors import ConflictError, ExpansionError
 
 if TYPE_CHECKING:
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
     from airflow_samza_expand.store import CoordinatorStore
 
 DEFAULT_CONN_ID = "kafka_default"
@@ -153,7 +153,7 @@ class OrderingBarrierTrigger(PollingTrigger):
     consumer_group: str | None = None
     producer_refresh_grace_s: float = DEFAULT_PRODUCER_REFRESH_GRACE_S
     stale_quiet_s: float | None = None  # rule 1.5 quiet window (None: the protocol default)
-    deadline: float | None = None  # `protocol.barrier.wait.start_barrier`'s deadline
+    deadline: float | None = None  # `_protocol.barrier.wait.start_barrier`'s deadline
     snapshot_only: bool = False  # the wait ends at the snapshot
     poll_interval_s: float = 10.0
     holder: str | None = None

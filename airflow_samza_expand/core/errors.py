@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pragma: no cover - typing only; core.record and core.lease import this module
-    from airflow_samza_expand.core.lease import Lease
-    from airflow_samza_expand.core.record import ExpansionRecord
+if TYPE_CHECKING:  # pragma: no cover - typing only; core._record and core._lease import this module
+    from airflow_samza_expand.core._lease import Lease
+    from airflow_samza_expand.core._record import ExpansionRecord
 
 
 class ExpansionError(Exception):

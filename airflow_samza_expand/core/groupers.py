@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import ClassVar, Protocol
 
+from airflow_samza_expand.core._ssp import SystemStreamPartition
 from airflow_samza_expand.core.errors import (
     ExpansionError,
     InvalidGrowthError,
@@ -32,7 +33,6 @@ from airflow_samza_expand.core.expansion import (
     DefaultPartitionExpansionAlgorithm,
     PartitionExpansionAlgorithm,
 )
-from airflow_samza_expand.core.ssp import SystemStreamPartition
 
 SSP = SystemStreamPartition
 Groups = dict[str, frozenset[SystemStreamPartition]]

@@ -33,10 +33,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from airflow_samza_expand.core.clock import now_iso as utc_now_iso  # kept importable here
-from airflow_samza_expand.core.errors import InvalidJobModelError
-from airflow_samza_expand.core.groupers import grouper_by_name
-from airflow_samza_expand.core.ssp import (
+from airflow_samza_expand.core._clock import now_iso as utc_now_iso  # kept importable here
+from airflow_samza_expand.core._ssp import (
     StreamPartitionCounts,
     SystemStreamPartition,
     bad_field,
@@ -49,6 +47,8 @@ from airflow_samza_expand.core.ssp import (
     require_str,
     require_timestamp,
 )
+from airflow_samza_expand.core.errors import InvalidJobModelError
+from airflow_samza_expand.core.groupers import grouper_by_name
 
 FORMAT_VERSION = 1
 DEFAULT_SYSTEM = "kafka"

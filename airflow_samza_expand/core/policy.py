@@ -4,7 +4,7 @@ SEP-5's motivation is a condition ("limit the maximum size of each partition", "
 throughput of the consumer"). A `GrowthPolicy` names thresholds; `decide` compares them with the
 `TopicFigures` measured on the cluster and returns the factor to apply (1 = leave the topic
 alone): the smallest power of two that brings every crossed figure back under its threshold,
-capped by ``max_factor``. Pure: the figures are measured by `kafka.figures`.
+capped by ``max_factor``. Pure: the figures are measured by `_kafka.figures`.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class GrowthPolicy:
 
 @dataclass(frozen=True)
 class TopicFigures:
-    """Live figures of one topic and the job reading it, measured by `kafka.figures`.
+    """Live figures of one topic and the job reading it, measured by `_kafka.figures`.
 
     ``lag_growth_records`` is the lag at the end of the window minus the lag at its start
     (None when the job has no committed offsets yet).
@@ -232,3 +232,13 @@ def decide(policy: GrowthPolicy, figures: TopicFigures) -> GrowthDecision:
         capped=capped,
         ratios=ratios,
     )
+
+
+__all__ = [
+    "GrowthDecision",
+    "GrowthPolicy",
+    "InvalidPolicyError",
+    "TopicFigures",
+    "decide",
+    "factor_for_ratio",
+]

@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_samza_expand.dags.factory import (
+    from airflow_samza_expand.dags._factory import (
         ExpansionSettings,
         build_expansion_dag,
         expansion_task_group,
         stream_job_args,
         stream_job_args_from_env,
     )
-    from airflow_samza_expand.dags.groups import (
+    from airflow_samza_expand.dags._groups import (
         BarrierSettings,
         JobSettings,
         KafkaSettings,
@@ -43,11 +43,11 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from airflow_samza_expand.dags import groups
+        from airflow_samza_expand.dags import _groups
 
-        if hasattr(groups, name):  # a settings group: Airflow is not loaded
-            return getattr(groups, name)
-        from airflow_samza_expand.dags import factory
+        if hasattr(_groups, name):  # a settings group: Airflow is not loaded
+            return getattr(_groups, name)
+        from airflow_samza_expand.dags import _factory
 
-        return getattr(factory, name)
+        return getattr(_factory, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

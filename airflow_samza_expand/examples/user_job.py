@@ -1,10 +1,10 @@
 """An example stateful PySpark job of the usual shape, expanded by the DAG through the runtime.
 
 It counts records per record key and checks each key's producer sequence number (values are
-JSON ``{"key": k, "seq": n}``, ``n`` = 0, 1, 2 ... per key, as ``demo.producer`` writes them):
+JSON ``{"key": k, "seq": n}``, ``n`` = 0, 1, 2 ... per key, as ``_demo.producer`` writes them):
 Spark's own Kafka source, state in ``applyInPandasWithState`` keyed by the record key, results
 ``{"key", "count", "violations", "last_seq", "task"}`` written to a Kafka topic (what
-``demo.verify`` checks). Run it with spark-submit and Spark's Kafka connector::
+``_demo.verify`` checks). Run it with spark-submit and Spark's Kafka connector::
 
     spark-submit --packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version> \\
         user_job.py --job-name orders-counter --bootstrap-servers kafka:9092 \\

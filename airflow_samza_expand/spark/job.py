@@ -7,7 +7,7 @@ Run it as ``python -m airflow_samza_expand.spark.job ...`` or give this file to 
 2. refuse a checkpoint written under an incompatible task set (`state.check_task_set`);
 3. join the job's active lease group and wait as a standby (heartbeat ``standby``, warmed up;
    a ``--standby`` heartbeats ``starting``, role standby, while it warms up) until it holds the
-   lease and the newest job model is >= ``--job-model-version`` (`spark.lifecycle`;
+   lease and the newest job model is >= ``--job-model-version`` (`spark._lifecycle`;
    ``--no-lease`` skips the lease);
 4. heartbeat ``starting``, then ``running`` with the job model version after every micro-batch;
 5. after each micro-batch (the lease confirmed) commit its end offsets for the group ``<job>``;
@@ -36,16 +36,16 @@ if __package__ in (None, ""):
 
 from airflow_samza_expand.core.errors import ExpansionError  # noqa: E402
 from airflow_samza_expand.core.model import JobModel  # noqa: E402
-from airflow_samza_expand.spark.args import (  # noqa: E402
+from airflow_samza_expand.spark._args import (  # noqa: E402
     UsageError,
     build_parser,
     parse_trigger,
     validate_args,
 )
-from airflow_samza_expand.spark.lifecycle import warm_up  # noqa: E402
-from airflow_samza_expand.spark.outputs import SUMMARY_SCHEMA, produce_outputs  # noqa: E402
+from airflow_samza_expand.spark._lifecycle import warm_up  # noqa: E402
+from airflow_samza_expand.spark._outputs import SUMMARY_SCHEMA, produce_outputs  # noqa: E402
+from airflow_samza_expand.spark._source_splits import read_plan_report  # noqa: E402
 from airflow_samza_expand.spark.runtime import Job  # noqa: E402
-from airflow_samza_expand.spark.source_splits import read_plan_report  # noqa: E402
 
 log = logging.getLogger("airflow_samza_expand.spark.job")
 
@@ -110,7 +110,7 @@ class StreamJob(Job):
     def start_stream(self) -> Any:
         """Start the job's query (a method name of its own: `runtime.Job` keeps the function
         a user job hands to ``run`` as the attribute ``start_query``)."""
-        from airflow_samza_expand.spark.warmup import stateful_outputs
+        from airflow_samza_expand.spark._warmup import stateful_outputs
 
         self._spark()
         # the reader's own report of each batch's read splits (one read task each), logged
@@ -133,7 +133,7 @@ class StreamJob(Job):
 
     def _warm(self) -> None:
         """A ``--standby`` warms Spark, the stateful pipeline and the source up."""
-        from airflow_samza_expand.spark.warmup import warm_up_pipeline, warm_up_source
+        from airflow_samza_expand.spark._warmup import warm_up_pipeline, warm_up_source
 
         args = self.args
         took = warm_up(self._spark(), args.processor)
@@ -148,7 +148,7 @@ class StreamJob(Job):
 
     def execute(self) -> int:
         """Run the job: wait as a standby, check the checkpoint, run the query; the exit code."""
-        from airflow_samza_expand.spark.state import check_task_set, state_layout, write_task_set
+        from airflow_samza_expand.spark._state import check_task_set, state_layout, write_task_set
 
         args = self.args
         model = self.prepare(warm=self._warm)
@@ -202,3 +202,6 @@ def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+__all__ = ["StreamJob", "main"]

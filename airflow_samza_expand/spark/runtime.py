@@ -16,7 +16,7 @@
   Spark's own Kafka source (``spark-sql-kafka-0-10``: ``--packages
   org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>``), whose partitions new to the
   checkpoint (added by an expansion) start at their log start; or ``source="python"``, the
-  provider's reader (`spark.source`). Kafka security settings go as ``kafka.`` options read from
+  provider's reader (`spark._source`). Kafka security settings go as ``kafka.`` options read from
   ``--kafka-config FILE``, never on a command line.
 * `Job.run(start)`, handed the function that starts the query (it calls `Job.read_kafka` and
   returns the started query), may restart it: with Spark's own Kafka source the processor
@@ -51,10 +51,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from airflow_samza_expand.core._liveness import ROLE_STANDBY
 from airflow_samza_expand.core.errors import ExpansionError
-from airflow_samza_expand.core.liveness import ROLE_STANDBY
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.spark.args import (
+from airflow_samza_expand.spark._args import (
     UsageError,
     assignment,
     parse_args,
@@ -62,8 +62,8 @@ from airflow_samza_expand.spark.args import (
     task_of,
     validate_runtime_args,
 )
-from airflow_samza_expand.spark.driving import EXIT_USAGE, QueryDriver
-from airflow_samza_expand.spark.lifecycle import (
+from airflow_samza_expand.spark._driving import EXIT_USAGE, QueryDriver
+from airflow_samza_expand.spark._lifecycle import (
     LeaseLostError,
     Lifecycle,
 )
@@ -92,17 +92,17 @@ class Job(QueryDriver):
         self.committed: dict[str, dict[str, int]] | None = None
         self.last_batch_reported = -1
         self.lease_lost: LeaseLostError | None = None
-        self.order_check: Any = None  # spark.stale.OrderCheck with --barrier-offsets
+        self.order_check: Any = None  # spark._stale.OrderCheck with --barrier-offsets
         self._commit_consumer: Any = None
         self._starting = contextlib.ExitStack()
         self._closed = False
         self.source_registered = False
-        self.switch: Any = None  # spark.switch.SwitchPublisher with the python source
+        self.switch: Any = None  # spark._switch.SwitchPublisher with the python source
         self.start_query: Callable[[], Any] | None = None  # job.run(start): in-app (rule 1.10)
         self.restart_due: float | None = None
         self.next_model: JobModel | None = None  # the job model the query restarts on
         self._waiting_for: tuple[int, str] | None = None  # the last "why not yet" logged
-        self.before_count: Any = None  # spark.stale_before.BeforeSnapshotCount (idem)
+        self.before_count: Any = None  # spark._stale_before.BeforeSnapshotCount (idem)
 
     # settings --------------------------------------------------------------------------------
 
@@ -126,13 +126,13 @@ class Job(QueryDriver):
 
     def kafka_config(self) -> dict[str, str]:
         """The librdkafka settings (``--bootstrap-servers`` / ``--kafka-config``)."""
-        from airflow_samza_expand.spark.source import kafka_client_config
+        from airflow_samza_expand.spark._source import kafka_client_config
 
         return kafka_client_config(self.kafka_options)
 
     def spark_kafka_options(self) -> dict[str, str]:
         """``kafka.*`` options for Spark's Kafka source or sink (``.options(**...)``)."""
-        from airflow_samza_expand.spark.kafka_options import spark_kafka_options
+        from airflow_samza_expand.spark._kafka_options import spark_kafka_options
 
         return spark_kafka_options(self.kafka_config())
 
@@ -181,8 +181,8 @@ class Job(QueryDriver):
 
     def start(self, model: JobModel) -> None:
         """Take ``model`` on: check its topics, watch coverage, set up the order check."""
-        from airflow_samza_expand.spark import coverage
-        from airflow_samza_expand.spark.stale import order_check_from_args
+        from airflow_samza_expand.spark import _coverage
+        from airflow_samza_expand.spark._stale import order_check_from_args
 
         self.model = model
         log.info(
@@ -195,8 +195,10 @@ class Job(QueryDriver):
         )
         self.check_topics(model)
         life = self.lifecycle
-        life.coverage = coverage.CoverageWatch(
-            model.partition_counts(), model.version, coverage.admin_live_counts(self.kafka_config())
+        life.coverage = _coverage.CoverageWatch(
+            model.partition_counts(),
+            model.version,
+            _coverage.admin_live_counts(self.kafka_config()),
         )
         try:
             self.order_check = order_check_from_args(
@@ -211,7 +213,7 @@ class Job(QueryDriver):
         self._starting.enter_context(self.lifecycle.beating("starting"))
 
     def check_topics(self, model: JobModel) -> None:
-        from airflow_samza_expand.kafka.clients import AdminClient
+        from airflow_samza_expand._kafka.clients import AdminClient
 
         metadata = AdminClient(self.kafka_config()).list_topics(timeout=30)
         for stream, count in sorted(model.partition_counts().items()):
@@ -263,7 +265,7 @@ class Job(QueryDriver):
             **options,
         }
         if any("jaas" in k or "password" in k for k in settings):
-            from airflow_samza_expand.spark.kafka_options import REDACTION_REGEX
+            from airflow_samza_expand.spark._kafka_options import REDACTION_REGEX
 
             self.spark.conf.set("spark.sql.redaction.options.regex", REDACTION_REGEX)
         frame = self.spark.readStream.format("kafka").options(**settings).load()
@@ -274,7 +276,7 @@ class Job(QueryDriver):
     def starting_offsets(self, model: JobModel) -> str:
         """Spark's ``startingOffsets`` for a fresh checkpoint: ``earliest``, or where the job's
         consumer group has committed offsets, the JSON of every SSP's start (-2: log start)."""
-        from airflow_samza_expand.spark.start_position import group_start_offsets
+        from airflow_samza_expand.spark._start_position import group_start_offsets
 
         starts = group_start_offsets(
             self.kafka_config(), self.consumer_group, model.partition_counts()
@@ -291,9 +293,9 @@ class Job(QueryDriver):
         )
 
     def python_source_options(self, model: JobModel) -> dict[str, str]:
-        from airflow_samza_expand.spark.stale import switch_rule
-        from airflow_samza_expand.spark.stale_before import BeforeSnapshotCount
-        from airflow_samza_expand.spark.switch import SwitchPublisher, snapshots_up_to
+        from airflow_samza_expand.spark._stale import switch_rule
+        from airflow_samza_expand.spark._stale_before import BeforeSnapshotCount
+        from airflow_samza_expand.spark._switch import SwitchPublisher, snapshots_up_to
 
         life = self.lifecycle
         switch_path = os.path.join(life.gate_dir, "switch")
@@ -326,7 +328,7 @@ class Job(QueryDriver):
     def register_source(self) -> None:
         """Register the provider's data source with the session (once)."""
         if not self.source_registered:
-            from airflow_samza_expand.spark.source import SamzaKafkaDataSource
+            from airflow_samza_expand.spark._source import SamzaKafkaDataSource
 
             self.spark.dataSource.register(SamzaKafkaDataSource)
             self.source_registered = True
@@ -378,7 +380,7 @@ class Job(QueryDriver):
         """Rule 1.10: once a newer job model is written and its expansion's barrier has passed,
         decide the restart of the query on it (`restart_due`: the watch lets the running batch
         finish and stops the query; `restart_query` starts it again)."""
-        from airflow_samza_expand.spark.switch import barrier_passed
+        from airflow_samza_expand.spark._switch import barrier_passed
 
         if self.restart_due is not None:
             return
@@ -408,8 +410,8 @@ class Job(QueryDriver):
         batch, take the newer job model on (offset commits, coverage, the order check of the
         expansion that made it) and call ``start()`` again: same checkpoint, lease, processor
         and application. Heartbeats ``running`` on it (the DAG's acknowledgement)."""
-        from airflow_samza_expand.spark import coverage
-        from airflow_samza_expand.spark.stale import order_check_from_args
+        from airflow_samza_expand.spark import _coverage
+        from airflow_samza_expand.spark._stale import order_check_from_args
 
         model = self.next_model
         assert model is not None and self.start_query is not None
@@ -417,8 +419,10 @@ class Job(QueryDriver):
         life = self.lifecycle
         self.model = model
         life.version = model.version
-        life.coverage = coverage.CoverageWatch(
-            model.partition_counts(), model.version, coverage.admin_live_counts(self.kafka_config())
+        life.coverage = _coverage.CoverageWatch(
+            model.partition_counts(),
+            model.version,
+            _coverage.admin_live_counts(self.kafka_config()),
         )
         if self.order_check is not None:
             self.order_check.close()
@@ -444,7 +448,7 @@ class Job(QueryDriver):
     def poll_switch(self) -> None:
         """Rule 1.9: publish a newer job model to the reader; once the reader plans batches on
         it, take it on here (offset commits, coverage) and heartbeat ``running`` on it. Also
-        rule 1.5 before a snapshot: count an expansion in progress (`spark.stale_before`).
+        rule 1.5 before a snapshot: count an expansion in progress (`spark._stale_before`).
         In-app (rule 1.10, Spark's own source): `poll_in_app`."""
         if self.switch is None:
             if self.lifecycle.in_app:
@@ -461,16 +465,16 @@ class Job(QueryDriver):
             model = life.store.job_model(version)
         if model is None:
             return
-        from airflow_samza_expand.spark import coverage
+        from airflow_samza_expand.spark import _coverage
 
         log.info("job %r: processor %s reads job model v%d now (in place)",
                  self.args.job_name, self.processor_id, version)  # fmt: skip
         self.model = model
         life.version = version
-        life.coverage = coverage.CoverageWatch(
-            model.partition_counts(), version, coverage.admin_live_counts(self.kafka_config())
+        life.coverage = _coverage.CoverageWatch(
+            model.partition_counts(), version, _coverage.admin_live_counts(self.kafka_config())
         )
-        from airflow_samza_expand.spark.stale import order_check_after_switch as after_switch
+        from airflow_samza_expand.spark._stale import order_check_after_switch as after_switch
 
         self.order_check = life.order_check = after_switch(  # rule 1.5 beyond vN+1's snapshot
             self.args, model, self.kafka_config(), self.lifecycle.report_dir, self.order_check

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from airflow_samza_expand.core.lease import ACTIVE_LEASE, EXPANSION_LEASE, Lease
-from airflow_samza_expand.store.coordinator_store import CoordinatorStore
-from airflow_samza_expand.store.kinds import coordinator_topic
+from airflow_samza_expand.core._lease import ACTIVE_LEASE, EXPANSION_LEASE, Lease
+from airflow_samza_expand.store._coordinator_store import CoordinatorStore
+from airflow_samza_expand.store._kinds import coordinator_topic
 
 KAFKA_SCHEME = "kafka://"
 
@@ -70,11 +70,11 @@ def open_store(
     `timeout_s`: the Kafka clients' wait (default 30 s)."""
     kind, where = store_location(uri, kafka_config)
     if kind == "kafka":
-        from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+        from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
         extra = {} if timeout_s is None else {"timeout_s": timeout_s}
         return KafkaCoordinatorStore(kafka_config or {}, job_name, where or None, **extra)
-    from airflow_samza_expand.store.files import FileCoordinatorStore
+    from airflow_samza_expand.store._files import FileCoordinatorStore
 
     return FileCoordinatorStore(where, job_name)
 

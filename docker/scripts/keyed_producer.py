@@ -29,7 +29,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from airflow_samza_expand.kafka.clients import Producer  # librdkafka's lines: Python logging
+from airflow_samza_expand._kafka.clients import Producer  # librdkafka's lines: Python logging
 
 log = logging.getLogger("keyed_producer")
 

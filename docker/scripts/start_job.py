@@ -15,8 +15,8 @@ import sys
 from datetime import UTC, datetime
 
 import airflow_samza_expand
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 log = logging.getLogger("start_job")
 ACTIVE = {"starting", "running", "stopping"}

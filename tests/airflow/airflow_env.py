@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from airflow_samza_expand.testing.session_sweep import HOME_PREFIX, remove_stale_homes
+from airflow_samza_expand._testing.session_sweep import HOME_PREFIX, remove_stale_homes
 
 remove_stale_homes()  # left by killed runs (their creating pid is gone)
 # The pid in the name lets a later run remove it if this process is killed before its atexit.
@@ -95,7 +95,7 @@ def serialize_dag_to_db(dag: Any) -> None:
     ``dag.test()`` in Airflow 3.3 only creates a run for a DAG that has a ``DagVersion``; a DAG
     defined inside a test module is not in any bundle, so it has to be written explicitly.
     """
-    from airflow_samza_expand.airflow.compat import register_dag
+    from airflow_samza_expand.airflow._compat import register_dag
 
     migrate_airflow_db()
     register_dag(dag, BUNDLE_NAME)

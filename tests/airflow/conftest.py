@@ -15,10 +15,10 @@ from typing import Any
 import airflow_env  # noqa: I001 - sets AIRFLOW_HOME before anything imports airflow
 import pytest
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 
 @pytest.fixture(scope="session")

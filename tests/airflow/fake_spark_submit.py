@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     bootstrap = _arg(argv, "--bootstrap-servers")
     if not job or not bootstrap:
         return 0
-    from airflow_samza_expand.kafka.config import client_config
+    from airflow_samza_expand._kafka.config import client_config
     from airflow_samza_expand.store import open_store
 
     coordinator = _arg(argv, "--coordinator", "kafka")

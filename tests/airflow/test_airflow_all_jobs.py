@@ -60,8 +60,8 @@ def test_jobs_all_without_a_managed_reader_fails_naming_the_fix(
 
 
 def test_jobs_all_rows_apply_per_job_at_run_time_and_refuse_fields_that_cannot_differ():
-    from airflow_samza_expand.dags.all_jobs import job_rows
-    from airflow_samza_expand.dags.settings import ExpansionSettings
+    from airflow_samza_expand.dags._all_jobs import job_rows
+    from airflow_samza_expand.dags._settings import ExpansionSettings
 
     s = ExpansionSettings(
         jobs="all", topics=["t"], application_args=["--base"], run_mode="available-now",

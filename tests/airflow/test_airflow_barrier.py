@@ -15,11 +15,11 @@ from airflow_env import first_event, task_context
 from confluent_kafka import Producer
 from kafka_helpers import commit_offsets, produce_keyed
 
+from airflow_samza_expand._protocol import records
 from airflow_samza_expand.airflow.operators import ExpandPartitionsOperator, PlanExpansionOperator
 from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
 from airflow_samza_expand.airflow.triggers import OrderingBarrierTrigger
-from airflow_samza_expand.core.clock import parse_iso
-from airflow_samza_expand.protocol import records
+from airflow_samza_expand.core._clock import parse_iso
 
 pytestmark = pytest.mark.kafka
 

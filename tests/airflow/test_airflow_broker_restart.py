@@ -21,10 +21,10 @@ import test_airflow_handover as handover
 import test_airflow_ownership as ownership
 from race_dags import build
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(600)]
 fake_spark = ownership.fake_spark  # the fake spark-submit on PATH (fixture)
@@ -32,8 +32,8 @@ fake_spark = ownership.fake_spark  # the fake spark-submit on PATH (fixture)
 
 @pytest.fixture
 def own_kafka(tmp_path):
-    from airflow_samza_expand.testing import ApacheKafkaProcess
-    from airflow_samza_expand.testing.apache_kafka_process import cached_libs
+    from airflow_samza_expand._testing import ApacheKafkaProcess
+    from airflow_samza_expand._testing.apache_kafka_process import cached_libs
 
     if cached_libs() is None:
         pytest.skip("Apache Kafka's jars are not fetched - run scripts/setup.sh")

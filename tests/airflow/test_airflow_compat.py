@@ -1,4 +1,4 @@
-"""airflow/compat.py: the private Airflow and provider APIs behind one module, the pinned range."""
+"""airflow/_compat.py: the private Airflow and provider APIs behind one module, the pinned range."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
 from packaging.requirements import Requirement
 
-from airflow_samza_expand.airflow import compat
+from airflow_samza_expand.airflow import _compat
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
@@ -23,9 +23,9 @@ def _requirement(name: str) -> Requirement:
 
 
 def test_the_installed_kafka_provider_is_in_the_pinned_range_and_has_what_compat_calls():
-    pinned = _requirement(compat.KAFKA_PROVIDER)
-    assert str(pinned.specifier) == str(Requirement(f"x{compat.TESTED_KAFKA_PROVIDER}").specifier)
-    assert pinned.specifier.contains(version(compat.KAFKA_PROVIDER))
+    pinned = _requirement(_compat.KAFKA_PROVIDER)
+    assert str(pinned.specifier) == str(Requirement(f"x{_compat.TESTED_KAFKA_PROVIDER}").specifier)
+    assert pinned.specifier.contains(version(_compat.KAFKA_PROVIDER))
     sdk = _requirement("apache-airflow-task-sdk")
     assert sdk.specifier.contains(version("apache-airflow-task-sdk"))
     for name in ("_build_config", "_resolve_callbacks", "_maybe_add_msk_iam_oauth"):
@@ -39,24 +39,24 @@ def test_hook_methods_pass_through_and_a_missing_one_names_the_range():
         _resolve_callbacks=lambda config: calls.append(("resolve", dict(config))),
         _maybe_add_msk_iam_oauth=lambda config, bootstrap: calls.append(("msk", bootstrap)),
     )
-    assert compat.kafka_connection_config(hook) == {"bootstrap.servers": "b:9092"}
-    compat.resolve_kafka_callbacks(hook, {"a": 1})
-    compat.add_msk_iam_oauth(hook, {}, "b:9098")
+    assert _compat.kafka_connection_config(hook) == {"bootstrap.servers": "b:9092"}
+    _compat.resolve_kafka_callbacks(hook, {"a": 1})
+    _compat.add_msk_iam_oauth(hook, {}, "b:9098")
     assert calls == [("resolve", {"a": 1}), ("msk", "b:9098")]
-    with pytest.raises(compat.PrivateApiMissing) as missing:
-        compat.kafka_connection_config(SimpleNamespace())
+    with pytest.raises(_compat.PrivateApiMissing) as missing:
+        _compat.kafka_connection_config(SimpleNamespace())
     text = str(missing.value)
-    assert "KafkaBaseHook._build_config" in text and compat.TESTED_KAFKA_PROVIDER in text
+    assert "KafkaBaseHook._build_config" in text and _compat.TESTED_KAFKA_PROVIDER in text
 
 
 def test_secrets_masker_and_mapped_argument():
-    assert compat.airflow_hides_key("password") and compat.airflow_hides_key("my_api_key")
-    assert not compat.airflow_hides_key("bootstrap.servers")
-    assert not compat.is_mapped_argument("orders-counter")
+    assert _compat.airflow_hides_key("password") and _compat.airflow_hides_key("my_api_key")
+    assert not _compat.airflow_hides_key("bootstrap.servers")
+    assert not _compat.is_mapped_argument("orders-counter")
 
 
 def test_no_module_outside_compat_uses_a_private_airflow_api():
-    package = Path(compat.__file__).resolve().parents[1]
+    package = Path(_compat.__file__).resolve().parents[1]
     private = ("._build_config", "._resolve_callbacks", "._maybe_add_msk_iam_oauth",
                "sdk._shared", "._internal", "XComModel", "requires_access_view",
                "_openlineage_inject", "update_dag_parsing_results_in_db",
@@ -72,8 +72,8 @@ def test_no_module_outside_compat_uses_a_private_airflow_api():
 
 
 def test_openlineage_injection_reads_the_spark_operators_flags():
-    assert compat.openlineage_injection(SimpleNamespace()) == (False, False)
+    assert _compat.openlineage_injection(SimpleNamespace()) == (False, False)
     operator = SimpleNamespace(
         _openlineage_inject_parent_job_info=True, _openlineage_inject_transport_info=False
     )
-    assert compat.openlineage_injection(operator) == (True, False)
+    assert _compat.openlineage_injection(operator) == (True, False)

@@ -20,7 +20,7 @@ from airflow_samza_expand.airflow.operators import (
     WriteJobModelOperator,
 )
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 pytestmark = pytest.mark.kafka
 

@@ -11,11 +11,11 @@ from airflow.sdk import DAG
 from airflow_env import task_states
 from kafka_helpers import produce_keyed
 
-from airflow_samza_expand.airflow.failure import on_step_failure
+from airflow_samza_expand._protocol.steps.report import build_summary, render_summary
+from airflow_samza_expand.airflow._failure import on_step_failure
 from airflow_samza_expand.airflow.operators import ExpandPartitionsOperator, PlanExpansionOperator
 from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
 from airflow_samza_expand.dags import build_expansion_dag
-from airflow_samza_expand.protocol.steps.report import build_summary, render_summary
 
 pytestmark = pytest.mark.kafka
 

@@ -46,7 +46,7 @@ pytestmark = [
 def context(kafka: Any, airflow_home: str, tmp_path: Path, monkeypatch) -> fault_matrix.Context:
     """The matrix's context on ``kafka`` and the tests' Airflow home (the cases' DAG runs
     inherit its environment: connections, Spark on PATH)."""
-    from airflow_samza_expand.demo.jobs import spark_connection_env, spark_env
+    from airflow_samza_expand._demo.jobs import spark_connection_env, spark_env
 
     conn = airflow_env.kafka_connection_env(kafka.bootstrap)
     monkeypatch.setenv("AIRFLOW_CONN_KAFKA_DEFAULT", conn)
@@ -80,7 +80,7 @@ def test_a_run_killed_in_the_warm_handovers_stop_completes_once_when_cleared(
 def test_the_job_rides_out_a_broker_restart_between_expansions(
     airflow_home, tmp_path, monkeypatch
 ) -> None:
-    from airflow_samza_expand.testing.apache_kafka_process import cached_libs
+    from airflow_samza_expand._testing.apache_kafka_process import cached_libs
 
     if cached_libs() is None:
         pytest.skip("Apache Kafka's jars are not fetched - run scripts/setup.sh")

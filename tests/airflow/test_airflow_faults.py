@@ -31,7 +31,7 @@ import test_airflow_handover as handover
 import test_airflow_ownership as ownership
 from race_dags import build
 
-from airflow_samza_expand.core.liveness import acknowledging
+from airflow_samza_expand.core._liveness import acknowledging
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(600)]
 HERE = ownership.HERE

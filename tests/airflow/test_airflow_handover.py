@@ -18,8 +18,8 @@ import test_airflow_ownership as ownership
 from airflow_env import task_instance_xcom, task_states
 from race_dags import build
 
-from airflow_samza_expand.core.clock import parse_iso
-from airflow_samza_expand.core.liveness import acknowledging
+from airflow_samza_expand.core._clock import parse_iso
+from airflow_samza_expand.core._liveness import acknowledging
 from airflow_samza_expand.dags import build_expansion_dag
 
 pytestmark = pytest.mark.kafka
@@ -134,7 +134,7 @@ class _RunningWatch:
     def __init__(self, config, job_name: str) -> None:
         import threading
 
-        from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+        from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
         self.store = KafkaCoordinatorStore(config, job_name)
         self.most = 0
@@ -143,7 +143,7 @@ class _RunningWatch:
         self.thread.start()
 
     def _run(self) -> None:
-        from airflow_samza_expand.core.liveness import statuses
+        from airflow_samza_expand.core._liveness import statuses
 
         while not self.halt.wait(0.1):
             self.store.refresh()
@@ -208,8 +208,8 @@ def test_an_explicit_warm_handover_of_such_a_job_is_refused_before_anything_chan
 def test_auto_chooses_warm_for_a_job_that_advertises_the_standby_capability(
     job, fake_spark, tmp_path, kafka_bootstrap
 ):
-    from airflow_samza_expand.core.liveness import statuses
-    from airflow_samza_expand.protocol.handover import choose_restart
+    from airflow_samza_expand._protocol.handover import choose_restart
+    from airflow_samza_expand.core._liveness import statuses
 
     j = job(2)
     v1 = _start_v1(j, tmp_path, kafka_bootstrap)  # heartbeats as the shipped job's do

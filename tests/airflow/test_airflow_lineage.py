@@ -22,11 +22,11 @@ import test_airflow_ownership as ownership
 from airflow_env import task_context
 from race_dags import build
 
-from airflow_samza_expand.airflow import lineage
+from airflow_samza_expand.airflow import _lineage
 from airflow_samza_expand.airflow.operators import ExpandPartitionsOperator, WriteJobModelOperator
-from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
+from airflow_samza_expand.airflow.operators._submit import SubmitStreamJobOperator
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 pytest.importorskip("airflow.providers.openlineage")
 
@@ -73,13 +73,13 @@ def test_expand_reports_the_topic_as_input_and_output_with_its_counts(
 
     topic = [(_namespace(kafka_bootstrap), j.topic)]
     assert _datasets(reported.inputs) == topic and _datasets(reported.outputs) == topic
-    facet = reported.outputs[0].facets[lineage.PARTITIONS_FACET]
+    facet = reported.outputs[0].facets[_lineage.PARTITIONS_FACET]
     assert (facet.before, facet.after, facet.changed) == (2, 4, True)
-    assert isinstance(facet, lineage.SamzaExpandPartitionsFacet)
+    assert isinstance(facet, _lineage.SamzaExpandPartitionsFacet)
     assert SECRET not in _serialized(reported)
 
     op.execute(task_context("expand"))  # a rerun changes nothing, and says so
-    facet = op.get_openlineage_facets_on_complete(None).outputs[0].facets[lineage.PARTITIONS_FACET]
+    facet = op.get_openlineage_facets_on_complete(None).outputs[0].facets[_lineage.PARTITIONS_FACET]
     assert (facet.after, facet.changed) == (4, False)
 
 
@@ -96,7 +96,7 @@ def test_write_reports_the_coordinator_topic_with_the_job_model_version(
     assert reported.inputs == []
     coordinator = f"__samza_coordinator_{j.name}"
     assert _datasets(reported.outputs) == [(_namespace(kafka_bootstrap), coordinator)]
-    facet = reported.outputs[0].facets[lineage.JOB_MODEL_FACET]
+    facet = reported.outputs[0].facets[_lineage.JOB_MODEL_FACET]
     assert (facet.jobName, facet.version, facet.written) == (j.name, 2, True)
     assert facet.partitionCounts == {j.topic: 4}
     assert SECRET not in _serialized(reported)
@@ -113,7 +113,7 @@ def test_write_names_a_file_coordinator_store_by_its_folder(job, admin, tmp_path
     reported = op.get_openlineage_facets_on_complete(None)
 
     assert _datasets(reported.outputs) == [("file", str(tmp_path / j.name))]
-    assert reported.outputs[0].facets[lineage.JOB_MODEL_FACET].version == 2
+    assert reported.outputs[0].facets[_lineage.JOB_MODEL_FACET].version == 2
 
 
 def test_submit_reports_the_job_input_topics(job, fake_spark, kafka_bootstrap):
@@ -131,8 +131,8 @@ def test_submit_reports_the_job_input_topics(job, fake_spark, kafka_bootstrap):
 
 def test_the_kafka_namespace_never_carries_credentials():
     config = {"bootstrap.servers": f"SASL_SSL://alice:{SECRET}@b1.example:9093,b2:9093"}
-    assert lineage.kafka_namespace(config) == "kafka://b1.example:9093"
-    assert lineage.kafka_namespace({"bootstrap.servers": "broker"}) == "kafka://broker:9092"
+    assert _lineage.kafka_namespace(config) == "kafka://b1.example:9093"
+    assert _lineage.kafka_namespace({"bootstrap.servers": "broker"}) == "kafka://broker:9092"
 
 
 def _run_dag_with_openlineage(spec: dict, tmp_path: Path, env: dict[str, str]) -> dict:
@@ -187,14 +187,14 @@ def test_an_expansion_dag_run_emits_the_datasets_and_facets(
     expand = complete[f"{dag_id}.expand"]
     for side in ("inputs", "outputs"):
         assert [(d["namespace"], d["name"]) for d in expand[side]] == [(namespace, j.topic)]
-    counts = expand["outputs"][0]["facets"][lineage.PARTITIONS_FACET]
+    counts = expand["outputs"][0]["facets"][_lineage.PARTITIONS_FACET]
     assert (counts["before"], counts["after"], counts["changed"]) == (2, 4, True)
     assert counts["_schemaURL"].endswith("SamzaExpandPartitionsFacet")
 
     write = complete[f"{dag_id}.write_job_model"]
     coordinator = f"__samza_coordinator_{j.name}"
     assert [(d["namespace"], d["name"]) for d in write["outputs"]] == [(namespace, coordinator)]
-    model = write["outputs"][0]["facets"][lineage.JOB_MODEL_FACET]
+    model = write["outputs"][0]["facets"][_lineage.JOB_MODEL_FACET]
     assert (model["version"], model["partitionCounts"]) == (2, {j.topic: 4})
 
     # no job runs before the expansion: the plan chooses the cold restart (rule 1.8), so
@@ -216,14 +216,14 @@ import sys
 # the client and the provider's code not installed (its provider metadata stays readable)
 sys.modules.update(dict.fromkeys(["openlineage"] + [f"airflow.providers.openlineage.{m}"
                                   for m in ("utils", "plugins", "extractors")]))
-from airflow_samza_expand.airflow import lineage
+from airflow_samza_expand.airflow import _lineage
 from airflow_samza_expand.airflow.operators import ExpandPartitionsOperator
-from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
+from airflow_samza_expand.airflow.operators._submit import SubmitStreamJobOperator
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.store._files import FileCoordinatorStore
 ExpandPartitionsOperator(task_id="expand", topic="t", factor=2)
 SubmitStreamJobOperator(task_id="submit", application="job.py")
-conf = lineage.spark_conf_with_parent_job({"a": "1"}, {}, parent_job=True, transport=True)
+conf = _lineage.spark_conf_with_parent_job({"a": "1"}, {}, parent_job=True, transport=True)
 assert conf == {"a": "1"}, conf
 print("ok")
 """

@@ -11,15 +11,15 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_env import task_context
 from kafka_helpers import produce_keyed
 
+from airflow_samza_expand._kafka.admin import KafkaUnavailableError
 from airflow_samza_expand.airflow.operators import (
     ExpandPartitionsOperator,
     PlanExpansionOperator,
     StopStatefulJobOperator,
     WriteJobModelOperator,
 )
-from airflow_samza_expand.airflow.operators.stop import StopTimeoutError
+from airflow_samza_expand.airflow.operators._stop import StopTimeoutError
 from airflow_samza_expand.core.model import SystemStreamPartition
-from airflow_samza_expand.kafka.admin import KafkaUnavailableError
 
 pytestmark = pytest.mark.kafka
 
@@ -359,8 +359,8 @@ def test_write_job_model_with_an_expansion_reruns_as_no_op(job):
 
 def _barrier_passed_and_job_stopped(store, expansion_id: str) -> None:
     """The record as the barrier and stop steps leave it (their own tests run them)."""
-    from airflow_samza_expand.core.record import ExpansionStatus as S
-    from airflow_samza_expand.protocol import records
+    from airflow_samza_expand._protocol import records
+    from airflow_samza_expand.core._record import ExpansionStatus as S
 
     for status in (S.BARRIER_PASSED, S.JOB_STOPPED):
         records.update(store, expansion_id, lambda r, s=status: r.advance(s))
@@ -397,7 +397,7 @@ def test_write_job_model_names_another_writer_of_the_planned_version(job, admin)
 def test_two_writers_racing_for_the_next_version_one_wins_the_other_fails(job, admin, monkeypatch):
     """Both writers reach ``write_job_model`` together (a barrier inside a spy on the store's
     write proves it), so the race really happens: one wins, the other fails naming it."""
-    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
     j = job(2)
     admin.create_partitions(j.topic, 4)
@@ -437,7 +437,7 @@ def test_operators_work_on_a_file_coordinator_store(job, admin, tmp_path):
     """coordinator=<path>: the same plan -> expand -> (barrier, stop) -> write, with the job's
     metadata in files."""
     from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.store.files import FileCoordinatorStore
+    from airflow_samza_expand.store._files import FileCoordinatorStore
 
     j = job(2, write_model=False)
     store = FileCoordinatorStore(str(tmp_path), j.name)

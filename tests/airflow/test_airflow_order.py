@@ -21,15 +21,15 @@ from confluent_kafka import Producer
 from kafka_helpers import produce_keyed
 from test_airflow_barrier import plan_and_expand
 
-from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
-from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
-from airflow_samza_expand.airflow.order import order_refusal, with_order_check
+from airflow_samza_expand._kafka.partitioners import crc32_partition
+from airflow_samza_expand._protocol.barrier import step as barrier
+from airflow_samza_expand.airflow._order import order_refusal, with_order_check
+from airflow_samza_expand.airflow.operators._report import ExpansionReportOperator
+from airflow_samza_expand.airflow.operators._submit import SubmitStreamJobOperator
 from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
 from airflow_samza_expand.airflow.triggers import OrderingBarrierTrigger
 from airflow_samza_expand.dags import build_expansion_dag
-from airflow_samza_expand.dags.settings import DEFAULT_APPLICATION
-from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.barrier import step as barrier
+from airflow_samza_expand.dags._settings import DEFAULT_APPLICATION
 
 ARGS = ["--job-name", "j", "--trigger", "processing-time=5s"]
 
@@ -192,9 +192,9 @@ def _report(j, expansion_id: str, on_stale: str, pushed: dict):
 def _steps_done_up_to_the_report(j, expansion_id: str) -> None:
     """The barrier passed, the job stopped, v2 written: what the DAG's steps do before the
     report (the report completes the record only from there)."""
-    from airflow_samza_expand.core.plan import plan_expansion
-    from airflow_samza_expand.core.record import ExpansionStatus as S
-    from airflow_samza_expand.protocol import records
+    from airflow_samza_expand._protocol import records
+    from airflow_samza_expand.core._plan import plan_expansion
+    from airflow_samza_expand.core._record import ExpansionStatus as S
 
     v1 = j.store.latest_job_model()
     j.store.write_job_model(plan_expansion(v1, {j.topic: 4}, {j.topic: 4}).new_job_model)
@@ -206,9 +206,9 @@ def test_report_fails_a_run_whose_record_never_got_past_planned(job) -> None:
     """Green means done: a record left at ``planned`` with nothing grown (by hand here; an
     earlier version left two-stream expansions so) fails the report, naming the status it
     asked for, instead of ending green with nothing changed."""
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
-    from airflow_samza_expand.protocol.ownership import airflow_holder
-    from airflow_samza_expand.protocol.steps.plan import PlanRequest, plan
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
+    from airflow_samza_expand._protocol.ownership import airflow_holder
+    from airflow_samza_expand._protocol.steps.plan import PlanRequest, plan
 
     j = job(2)
     with KafkaAdmin(j.config) as admin:  # planned by the run the report belongs to
@@ -226,7 +226,7 @@ def test_report_names_a_key_placed_stale_after_the_snapshot_and_fails_with_fail(
     j = job(2)
     produce_keyed(j.config, j.topic, 20)
     expansion_id = plan_and_expand(j, 4)
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
 
     with KafkaAdmin(j.config) as admin:
         snap = barrier.snapshot_poll(

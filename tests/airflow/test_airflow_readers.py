@@ -19,7 +19,7 @@ from test_airflow_ownership import _launches
 from airflow_samza_expand.airflow.operators import PlanExpansionOperator
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 pytestmark = pytest.mark.kafka
 fake_spark = test_airflow_ownership.fake_spark  # the fake spark-submit fixture

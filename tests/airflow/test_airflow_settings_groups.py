@@ -1,4 +1,4 @@
-"""The factory's settings in groups (dags/groups.py): ``job=JobSettings(...)``, ``kafka=``,
+"""The factory's settings in groups (dags/_groups.py): ``job=JobSettings(...)``, ``kafka=``,
 ``spark=``, ``barrier=``, ``restart=``, ``ownership=`` build the same DAG as the flat keywords,
 which still work for one release with one DeprecationWarning per keyword naming its
 replacement; flat and grouped together is refused, building nothing. DAG objects only (no run,
@@ -29,7 +29,7 @@ from airflow_samza_expand.dags import (
     expansion_task_group,
     stream_job_args,
 )
-from airflow_samza_expand.dags.groups import FLAT_NAMES, GROUPS
+from airflow_samza_expand.dags._groups import FLAT_NAMES, GROUPS
 
 ARGS = stream_job_args(job_name="orders-counter", checkpoint_dir="/c", output_topic="out")
 # the settings about the DAG itself: no group (co_jobs is set by the factory)

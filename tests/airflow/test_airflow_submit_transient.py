@@ -12,7 +12,7 @@ import pytest
 import test_airflow_ownership as ownership
 from airflow_env import task_context
 
-from airflow_samza_expand.airflow.operators.submit import SubmitStreamJobOperator
+from airflow_samza_expand.airflow.operators._submit import SubmitStreamJobOperator
 
 pytestmark = [pytest.mark.kafka, pytest.mark.dev_broker]
 

@@ -1,5 +1,5 @@
 """SIGKILL of a real triggerer while the barrier or the ack wait is deferred (issue 27), with
-real Airflow services (`airflow_samza_expand.testing.airflow_services`: api-server, scheduler
+real Airflow services (`airflow_samza_expand._testing.airflow_services`: api-server, scheduler
 with the LocalExecutor, dag-processor, triggerer) on the Kafka of the run:
 
 the factory's expansion DAG (warm handover) is in the dags folder and triggered through the
@@ -34,8 +34,8 @@ import airflow_env
 import pytest
 from kafka_helpers import commit_offsets, produce_keyed
 
-from airflow_samza_expand.core.liveness import acknowledging
-from airflow_samza_expand.testing.airflow_services import AirflowServices
+from airflow_samza_expand._testing.airflow_services import AirflowServices
+from airflow_samza_expand.core._liveness import acknowledging
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(600)]
 HERE = Path(__file__).resolve().parent

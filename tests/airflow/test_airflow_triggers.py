@@ -12,6 +12,8 @@ from airflow.sdk.exceptions import TaskDeferred
 from airflow.triggers.base import TriggerEvent
 from airflow_env import first_event, task_context
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._protocol import watch
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, PartitionCountSensor
 from airflow_samza_expand.airflow.triggers import (
     JobModelAckTrigger,
@@ -19,8 +21,6 @@ from airflow_samza_expand.airflow.triggers import (
     PartitionCountChangeTrigger,
 )
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.protocol import watch
 
 TRIGGERS = [
     OrderingBarrierTrigger(
@@ -205,9 +205,9 @@ def test_triggers_never_block_the_event_loop(job, dev_broker, monkeypatch):
     """Every broker call of a trigger (opening clients, each poll) runs off the event loop's
     thread: a spy on the blocking functions records the thread each ran in (no clock involved;
     every broker answer is slowed by 0.5 s so a blocking call would stall the loop)."""
+    from airflow_samza_expand._protocol import watch
+    from airflow_samza_expand._protocol.steps import ack
     from airflow_samza_expand.airflow.hooks import SamzaExpandKafkaHook
-    from airflow_samza_expand.protocol import watch
-    from airflow_samza_expand.protocol.steps import ack
 
     j = job(2)
     j.store.heartbeat("p-1", 1, "running")
@@ -256,7 +256,7 @@ def test_a_trigger_times_out_only_after_a_poll_begun_past_its_deadline(monkeypat
     while it runs, the trigger looks once more (the barrier may snapshot and hold right at the
     end of its grace) instead of timing out on the stale answer. The slow poll is a clock race
     a real broker cannot produce on demand, so the poll is replaced here."""
-    from airflow_samza_expand.protocol.poll import Poll
+    from airflow_samza_expand._protocol.poll import Poll
 
     deadline = time.time() + 0.3
     polls: list[float] = []
@@ -285,7 +285,7 @@ def test_a_trigger_logs_one_line_per_change_of_what_it_waits_for(monkeypatch):
     """The grace's countdown and the drain's lag change every poll: the log gets a line when
     what the barrier waits for changes (grace, then the drain of p0 and p1, then of p1 only),
     not one per poll. The poll is scripted (the figures of a real barrier vary with timing)."""
-    from airflow_samza_expand.protocol.poll import Poll
+    from airflow_samza_expand._protocol.poll import Poll
 
     script = [
         Poll(False, "grace: 3 s left", sleep_s=0.0, waiting_for="grace"),

@@ -8,8 +8,8 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException
 from airflow_env import task_context
 
+from airflow_samza_expand._protocol.job_models import close_first, no_job_model_message
 from airflow_samza_expand.airflow.operators import PlanExpansionOperator
-from airflow_samza_expand.protocol.job_models import close_first, no_job_model_message
 from airflow_samza_expand.store import coordinator_topic
 
 pytestmark = pytest.mark.kafka
@@ -37,7 +37,7 @@ def test_a_mistyped_job_name_is_refused_and_creates_nothing(job, admin):
 def test_the_plan_names_only_jobs_that_have_a_job_model(job, admin, kconfig):
     """A coordinator topic without a job model (left by an older version's mistyped plan)
     is no job to suggest."""
-    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
     real = job(2)
     phantom = f"{real.name}-phantom"

@@ -2,7 +2,7 @@
 
 import logging
 
-from airflow_samza_expand.airflow.waitlog import WaitLog
+from airflow_samza_expand.airflow._waitlog import WaitLog
 
 
 def test_a_wait_logs_each_change_once(caplog):

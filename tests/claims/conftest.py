@@ -21,8 +21,8 @@ import airflow_env  # noqa: E402,I001 - sets a temporary AIRFLOW_HOME before air
 import pytest  # noqa: E402
 
 from airflow_samza_expand.core.model import JobModel  # noqa: E402
-from airflow_samza_expand.kafka.admin import KafkaAdmin  # noqa: E402
-from airflow_samza_expand.kafka.config import client_config  # noqa: E402
+from airflow_samza_expand._kafka.admin import KafkaAdmin  # noqa: E402
+from airflow_samza_expand._kafka.config import client_config  # noqa: E402
 from airflow_samza_expand.store import open_store  # noqa: E402
 from claims_helpers import point_kafka_default  # noqa: E402
 

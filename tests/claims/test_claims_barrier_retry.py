@@ -12,7 +12,7 @@ import pytest
 from claims_helpers import expansion_dag, produce_keyed, run_until, tries
 from kafka_helpers import commit_offsets  # tests/airflow
 
-from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.admin import KafkaAdmin
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(180)]
 

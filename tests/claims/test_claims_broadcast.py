@@ -11,8 +11,8 @@ import sys
 import pytest
 from claims_helpers import expansion_dag, produce_keyed, run_until, tries
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
 from airflow_samza_expand.core.model import JobModel, StreamPartitionCounts, SystemStreamPartition
-from airflow_samza_expand.kafka.admin import KafkaAdmin
 
 pytestmark = [pytest.mark.kafka]
 

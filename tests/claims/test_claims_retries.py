@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from claims_helpers import expansion_dag, point_kafka_default, produce_keyed, run_until, tries
 
-from airflow_samza_expand.kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.admin import KafkaAdmin
 
 pytestmark = [pytest.mark.kafka]
 
@@ -47,7 +47,7 @@ def test_broker_outage_is_retried_and_succeeds_when_the_broker_returns(
 ) -> None:
     """A development broker of this test's own (own port, own data dir) is down when the plan
     task first runs; Airflow's retry callback starts it again, and the second try succeeds."""
-    from airflow_samza_expand.testing import DevBrokerProcess
+    from airflow_samza_expand._testing import DevBrokerProcess
 
     broker = DevBrokerProcess(data_dir=tmp_path / "data", log_path=tmp_path / "broker.log")
     broker.start()

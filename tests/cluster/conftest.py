@@ -1,4 +1,4 @@
-"""Tests on a real three-node Apache Kafka cluster (testing/apache_kafka_cluster.py).
+"""Tests on a real three-node Apache Kafka cluster (_testing/apache_kafka_cluster.py).
 
 Every test here is marked `kafka_cluster` and, by the root conftest, `apache_ci`: scripts/test.sh
 runs it in part 1 (Apache Kafka), never on the development broker. Each module starts its own
@@ -24,7 +24,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="module")
 def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """Three KRaft nodes (replication 3, min.insync.replicas 2) on 127.0.0.1."""
-    from airflow_samza_expand.testing.apache_kafka_cluster import ApacheKafkaCluster
+    from airflow_samza_expand._testing.apache_kafka_cluster import ApacheKafkaCluster
 
     with ApacheKafkaCluster(3, work_dir=tmp_path_factory.mktemp("kafka-cluster")) as cluster:
         yield cluster

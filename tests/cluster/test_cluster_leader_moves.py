@@ -13,11 +13,11 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand._protocol.init_job import init_job
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
-from airflow_samza_expand.protocol.init_job import init_job
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 TIMEOUT_S = 45.0
 
@@ -107,7 +107,7 @@ def test_barrier_snapshot_reads_the_new_leaders_high_watermark(cluster, unique_t
         fill_two_partitions(admin, config, topic)
         assert snapshot_barrier(admin, {topic: 2}) == {topic: {0: 50, 1: 50}}
         cluster.kill(cluster.leader(topic, 0))  # the admin's metadata still names it
-        with caplog.at_level(logging.INFO, logger="airflow_samza_expand.kafka.admin"):
+        with caplog.at_level(logging.INFO, logger="airflow_samza_expand._kafka.admin"):
             assert snapshot_barrier(admin, {topic: 2}) == {topic: {0: 50, 1: 50}}
 
 
@@ -140,7 +140,7 @@ def test_a_long_lived_consumer_reads_watermarks_across_a_leader_kill(cluster, un
     from the new leader instead of failing the job (it used to: _TIMED_OUT after 30 s)."""
     import time
 
-    from airflow_samza_expand.kafka.leader_offsets import consumer_watermarks
+    from airflow_samza_expand._kafka.leader_offsets import consumer_watermarks
 
     config = cluster.client_config
     topic = unique_topic("orders")

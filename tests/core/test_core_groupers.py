@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_samza_expand._kafka.partitioners import PARTITIONERS
 from airflow_samza_expand.core.errors import ExpansionError, InvalidGrowthError
 from airflow_samza_expand.core.groupers import (
     GROUPERS,
@@ -15,7 +16,6 @@ from airflow_samza_expand.core.groupers import (
     grouper_by_name,
 )
 from airflow_samza_expand.core.model import SystemStreamPartition, mapping_from_groups
-from airflow_samza_expand.kafka.partitioners import PARTITIONERS
 
 
 def ssps(stream: str, count: int, system: str = "kafka") -> list[SystemStreamPartition]:

@@ -14,16 +14,16 @@ CORE_MODULES = (
     "airflow_samza_expand.core.model",
     "airflow_samza_expand.core.expansion",
     "airflow_samza_expand.core.groupers",
-    "airflow_samza_expand.core.plan",
-    "airflow_samza_expand.core.clock",
-    "airflow_samza_expand.core.record",
-    "airflow_samza_expand.core.lease",
-    "airflow_samza_expand.core.secrets",
-    "airflow_samza_expand.core.validate",
-    "airflow_samza_expand.core.render",
-    "airflow_samza_expand.core.names",
-    "airflow_samza_expand.core.cli_plan",
-    "airflow_samza_expand.kafka.partitioners",
+    "airflow_samza_expand.core._plan",
+    "airflow_samza_expand.core._clock",
+    "airflow_samza_expand.core._record",
+    "airflow_samza_expand.core._lease",
+    "airflow_samza_expand.core._secrets",
+    "airflow_samza_expand.core._validate",
+    "airflow_samza_expand.core._render",
+    "airflow_samza_expand.core._names",
+    "airflow_samza_expand.core._cli_plan",
+    "airflow_samza_expand._kafka.partitioners",
 )
 
 PROBE = """
@@ -51,7 +51,7 @@ def offending(modules: list[str]) -> list[str]:
 
 def test_core_imports_no_airflow_kafka_or_spark():
     modules = loaded_modules(*CORE_MODULES)
-    assert "airflow_samza_expand.core.plan" in modules
+    assert "airflow_samza_expand.core._plan" in modules
     assert offending(modules) == []
 
 

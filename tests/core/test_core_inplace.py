@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from airflow_samza_expand.core._inplace import gated, parent, readable
 from airflow_samza_expand.core.errors import ExpansionError
-from airflow_samza_expand.core.inplace import gated, parent, readable
 
 H1 = {"orders": {0: 100, 1: 50}}  # 2 -> 4
 H2 = {"orders": {0: 300, 1: 200, 2: 40, 3: 30}}  # 4 -> 8

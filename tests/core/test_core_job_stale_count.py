@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_samza_expand.core.order import (
+from airflow_samza_expand._protocol.barrier.rule import job_coverage, next_target
+from airflow_samza_expand.core._order import (
     JOB_SOURCE,
     SCAN_SOURCE,
     JobStaleCount,
     OrderEvidence,
 )
-from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
-from airflow_samza_expand.protocol.barrier.rule import job_coverage, next_target
+from airflow_samza_expand.core._stale import StalePlacement, StaleSummary
 
 START = {"orders": {0: 100, 1: 200}}
 

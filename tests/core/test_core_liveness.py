@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from airflow_samza_expand.core.clock import to_iso, utc_now
-from airflow_samza_expand.core.liveness import (
+from airflow_samza_expand.core._clock import to_iso, utc_now
+from airflow_samza_expand.core._liveness import (
     DEFAULT_TTL_S,
     ProcessorStatus,
     acknowledging,
@@ -88,7 +88,7 @@ def test_the_advertised_group_is_the_newest_heartbeats_for_any_typed_rows():
     """One rule for the protocol (`ProcessorStatus`) and the job page (its own rows)."""
     from types import SimpleNamespace
 
-    from airflow_samza_expand.core.liveness import advertised_group
+    from airflow_samza_expand.core._liveness import advertised_group
 
     rows = [
         SimpleNamespace(heartbeat_at="2026-11-29T01:00:00Z", consumer_group="old"),

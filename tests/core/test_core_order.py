@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_samza_expand.core.order import (
+from airflow_samza_expand._protocol.barrier.rule import decide_snapshot
+from airflow_samza_expand.core._order import (
     OrderEvidence,
     check_on_stale_placement,
     order_line,
     order_report,
 )
-from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
-from airflow_samza_expand.protocol.barrier.rule import decide_snapshot
+from airflow_samza_expand.core._stale import StalePlacement, StaleSummary
 
 T0 = 1_000_000.0  # the expansion
 
@@ -139,7 +139,7 @@ def test_on_stale_placement_choices():
 
 def test_keys_named_like_secrets_fit_in_an_expansion_record():
     """Record keys are data, never JSON object keys: the record's secret check must not trip."""
-    from airflow_samza_expand.core.secrets import secret_paths
+    from airflow_samza_expand.core._secrets import secret_paths
 
     after = StaleSummary().add(placements(2, ["password-reset-7", "sasl.user"]))
     evidence = OrderEvidence().with_job_placements(after)

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from airflow_samza_expand.core._plan import ExpansionPlan, SspMove, plan_expansion
+from airflow_samza_expand.core._render import render_diagram, render_mapping_table, render_plan
 from airflow_samza_expand.core.errors import ExpansionError, InvalidGrowthError
 from airflow_samza_expand.core.model import JobModel, StreamPartitionCounts, SystemStreamPartition
-from airflow_samza_expand.core.plan import ExpansionPlan, SspMove, plan_expansion
-from airflow_samza_expand.core.render import render_diagram, render_mapping_table, render_plan
 
 T0, T1 = "2026-11-22T01:00:00Z", "2026-11-22T02:00:00Z"
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from airflow_samza_expand._kafka.partitioners import PARTITIONERS
+from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core.groupers import (
     GroupByPartition,
     GroupByPartitionFixedTasks,
@@ -17,8 +19,6 @@ from airflow_samza_expand.core.groupers import (
     GroupBySystemStreamPartitionFixedTasks,
 )
 from airflow_samza_expand.core.model import JobModel, SystemStreamPartition, mapping_from_groups
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.kafka.partitioners import PARTITIONERS
 
 T0 = "2026-11-22T00:00:00Z"
 MAX_PARTITIONS = 4096

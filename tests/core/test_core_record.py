@@ -8,7 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_samza_expand.core.clock import CLOCK_SKEW_S, age_s, now_iso, parse_iso, to_iso
+from airflow_samza_expand.core._clock import CLOCK_SKEW_S, age_s, now_iso, parse_iso, to_iso
+from airflow_samza_expand.core._lease import decide_acquire, decide_release, decide_renew
+from airflow_samza_expand.core._record import (
+    TRANSITIONS,
+    ExpansionRecord,
+    ExpansionStatus,
+)
+from airflow_samza_expand.core._secrets import redact
 from airflow_samza_expand.core.errors import (
     CorruptCoordinatorRecordError,
     InvalidTransitionError,
@@ -16,13 +23,6 @@ from airflow_samza_expand.core.errors import (
     LeaseLostError,
     SecretValueError,
 )
-from airflow_samza_expand.core.lease import decide_acquire, decide_release, decide_renew
-from airflow_samza_expand.core.record import (
-    TRANSITIONS,
-    ExpansionRecord,
-    ExpansionStatus,
-)
-from airflow_samza_expand.core.secrets import redact
 
 S = ExpansionStatus
 T0 = datetime(2026, 11, 23, 12, 0, 0, 123456, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""The job model's SVG diagram (core.render.render_svg: the UI's job model view, the demo's
+"""The job model's SVG diagram (core._render.render_svg: the UI's job model view, the demo's
 report)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 
 
 def test_svg_diagram_is_well_formed_and_names_every_partition_and_task() -> None:
+    from airflow_samza_expand.core._plan import plan_expansion
+    from airflow_samza_expand.core._render import render_svg
     from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.core.plan import plan_expansion
-    from airflow_samza_expand.core.render import render_svg
 
     v1 = JobModel.initial("job", {"orders": 2})
     v2 = plan_expansion(v1, None, {"orders": 4}).new_job_model

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_samza_expand.core.stale import (
+from airflow_samza_expand._kafka.partitioners import PARTITIONERS
+from airflow_samza_expand.core._stale import (
     MAX_KEYS_KEPT,
     StalePlacement,
     StaleSummary,
@@ -21,7 +22,6 @@ from airflow_samza_expand.core.stale import (
     stale_in_chain,
     stale_target,
 )
-from airflow_samza_expand.kafka.partitioners import PARTITIONERS
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 partitioners = st.sampled_from(sorted(PARTITIONERS))

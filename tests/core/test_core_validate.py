@@ -7,14 +7,14 @@ import dataclasses
 import pytest
 
 from airflow_samza_expand.core import groupers
+from airflow_samza_expand.core._plan import DEFAULT_MAX_PARTITIONS, plan_expansion
+from airflow_samza_expand.core._validate import check_fixed_tasks, check_next_version
 from airflow_samza_expand.core.errors import (
     ExpansionError,
     InvalidJobModelError,
     MaxPartitionsError,
 )
 from airflow_samza_expand.core.model import JobModel, StreamPartitionCounts, SystemStreamPartition
-from airflow_samza_expand.core.plan import DEFAULT_MAX_PARTITIONS, plan_expansion
-from airflow_samza_expand.core.validate import check_fixed_tasks, check_next_version
 
 
 def ssp(p: int) -> SystemStreamPartition:
@@ -62,7 +62,7 @@ def test_a_target_above_max_partitions_is_refused_before_any_work(monkeypatch):
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("airflow_samza_expand.core.plan.grouper_by_name", counting)
+    monkeypatch.setattr("airflow_samza_expand.core._plan.grouper_by_name", counting)
     v1 = JobModel.initial("job", {"orders": 2})
     with pytest.raises(MaxPartitionsError, match=r"target 1048576 .* max_partitions=4096") as c:
         plan_expansion(v1, None, {"orders": 2**20})

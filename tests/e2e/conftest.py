@@ -25,7 +25,7 @@ E2E_TRIGGER = "processing-time=1s"
 @pytest.fixture(scope="session")
 def e2e_airflow(kafka_bootstrap: str) -> Iterator[str]:
     """Migrated temporary Airflow with kafka_default -> test Kafka, spark_default -> local[2]."""
-    from airflow_samza_expand.demo.jobs import spark_connection_env, spark_env
+    from airflow_samza_expand._demo.jobs import spark_connection_env, spark_env
 
     airflow_env.migrate_airflow_db()
     saved = {
@@ -46,7 +46,7 @@ def e2e_airflow(kafka_bootstrap: str) -> Iterator[str]:
 @pytest.fixture
 def scenario(e2e_airflow: str, kafka_bootstrap: str, tmp_path: Path) -> Iterator[Callable]:
     """``scenario(run_mode=..., naive=...)`` -> a set-up `Scenario`; closed after the test."""
-    from airflow_samza_expand.demo.scenario import Scenario, ScenarioConfig
+    from airflow_samza_expand._demo.scenario import Scenario, ScenarioConfig
 
     made: list[Scenario] = []
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 def test_demo_downtime_line_names_the_handover_and_its_target() -> None:
     from types import SimpleNamespace
 
-    from airflow_samza_expand.demo.report import HANDOVER_TARGET_RATIO, build_report, figure_lines
+    from airflow_samza_expand._demo.report import HANDOVER_TARGET_RATIO, build_report, figure_lines
 
     outcome = SimpleNamespace(
         factor=2, counts=(2, 4), state="success", summary=None, tasks={}, wall_s=1.0,

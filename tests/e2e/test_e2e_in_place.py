@@ -16,7 +16,7 @@ CHAIN_OK = {"plan", "expand", "barrier", "stop_job", "write_job_model", "submit"
 
 
 def test_shipped_job_expanded_twice_in_place_without_a_restart(scenario) -> None:
-    from airflow_samza_expand.core.liveness import statuses
+    from airflow_samza_expand.core._liveness import statuses
 
     s = scenario(run_mode="continuous", handover="auto", grace_s=3.0, poll_s=0.5)
     s.start_producer()
@@ -67,7 +67,7 @@ def test_job_killed_before_its_first_batch_on_vn1_restarts_from_its_checkpoint(s
     import signal
     import time
 
-    from airflow_samza_expand.protocol import launch as detached
+    from airflow_samza_expand._protocol import launch as detached
 
     # an 8 s liveness TTL (the job's --ttl): the killed processor's active lease and heartbeat
     # expire sooner, so the relaunch takes over without the default 30 s wait

@@ -28,10 +28,10 @@ pytestmark = [
 def test_running_job_counts_stale_placements_beyond_vn1_snapshot_in_place(
     scenario, refresh_ms: int, at_risk: bool
 ) -> None:
-    from airflow_samza_expand.core.liveness import statuses
-    from airflow_samza_expand.core.order import JOB_SOURCE, SCAN_SOURCE
-    from airflow_samza_expand.demo.jobs import wait_for
-    from airflow_samza_expand.demo.stale import add_stale_producer, expansion_records
+    from airflow_samza_expand._demo.jobs import wait_for
+    from airflow_samza_expand._demo.stale import add_stale_producer, expansion_records
+    from airflow_samza_expand.core._liveness import statuses
+    from airflow_samza_expand.core._order import JOB_SOURCE, SCAN_SOURCE
 
     s = scenario(
         run_mode="continuous", handover="auto", grace_s=3.0, poll_s=0.5, stale_quiet_s=0.0

@@ -42,7 +42,7 @@ class Burst:
         self.thread.start()
 
     def send(self, n: int) -> None:
-        from airflow_samza_expand.kafka.clients import Producer
+        from airflow_samza_expand._kafka.clients import Producer
 
         producer = Producer({**self.config, "acks": "all", "linger.ms": 20,
                              "max.in.flight.requests.per.connection": 1})  # fmt: skip
@@ -73,9 +73,9 @@ class Burst:
 
 
 def test_child_of_another_parent_is_read_before_the_slow_partition_drained(scenario) -> None:
-    from airflow_samza_expand.demo.latency import commits
-    from airflow_samza_expand.kafka.partitioners import crc32_partition
-    from airflow_samza_expand.protocol.records import expansion_id_for
+    from airflow_samza_expand._demo.latency import commits
+    from airflow_samza_expand._kafka.partitioners import crc32_partition
+    from airflow_samza_expand._protocol.records import expansion_id_for
 
     s = scenario(
         run_mode="continuous", handover="auto", grace_s=3.0, poll_s=0.5,

@@ -1,5 +1,5 @@
 """End to end with two real stateful jobs on one topic, under live traffic: job a runs the
-shipped `SequenceCounter`, job b `testing.keyed.SequenceDigest` (other state, another order
+shipped `SequenceCounter`, job b `_testing.keyed.SequenceDigest` (other state, another order
 check); each has its own consumer group, coordinator topic, checkpoint and output topic; both run
 continuously on local[2]. One run of the multi-job DAG (factory ``jobs=[a, b]``, dag.test())
 grows the topic 2 -> 4 once and switches each job in place to its own v2. Then each job's
@@ -21,10 +21,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka, pytest.mar
 
 @pytest.fixture
 def multi(e2e_airflow, kafka_bootstrap, tmp_path):
-    from airflow_samza_expand.demo.multi import MultiJobScenario
-    from airflow_samza_expand.demo.scenario import ScenarioConfig
-    from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
-    from airflow_samza_expand.testing import keyed
+    from airflow_samza_expand._demo.multi import MultiJobScenario
+    from airflow_samza_expand._demo.scenario import ScenarioConfig
+    from airflow_samza_expand._testing import keyed
+    from airflow_samza_expand.spark._processor import DEFAULT_PROCESSOR
 
     m = MultiJobScenario(
         ScenarioConfig(
@@ -41,8 +41,8 @@ def multi(e2e_airflow, kafka_bootstrap, tmp_path):
 
 
 def test_two_jobs_one_topic_one_run_grows_it_once_and_both_keep_exact_counts_and_order(multi):
-    from airflow_samza_expand.demo.verify import read_output_history
-    from airflow_samza_expand.testing.keyed import expected_digest
+    from airflow_samza_expand._demo.verify import read_output_history
+    from airflow_samza_expand._testing.keyed import expected_digest
 
     m = multi
     m.setup()

@@ -22,9 +22,9 @@ import time
 
 import pytest
 
-from airflow_samza_expand.core.clock import parse_iso
-from airflow_samza_expand.demo.jobs import wait_for
-from airflow_samza_expand.kafka.partitioners import crc32_partition
+from airflow_samza_expand._demo.jobs import wait_for
+from airflow_samza_expand._kafka.partitioners import crc32_partition
+from airflow_samza_expand.core._clock import parse_iso
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka, pytest.mark.timeout(900)]
 
@@ -98,7 +98,7 @@ def _xcom(dag_id: str, task_id: str, key: str):
 def test_slow_producer_is_held_by_the_barrier_and_a_late_record_fails_the_run(scenario) -> None:
     from confluent_kafka import Producer
 
-    from airflow_samza_expand.protocol.records import expansion_id_for
+    from airflow_samza_expand._protocol.records import expansion_id_for
 
     s = scenario(run_mode="continuous", grace_s=GRACE_S, stale_quiet_s=QUIET_S)
     s.start_producer()

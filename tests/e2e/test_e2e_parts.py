@@ -4,8 +4,8 @@ tests/core/test_core_render.py)."""
 
 from __future__ import annotations
 
-from airflow_samza_expand.demo.verify import Verification, check_outputs
-from airflow_samza_expand.protocol.steps.report import seconds_per_step
+from airflow_samza_expand._demo.verify import Verification, check_outputs
+from airflow_samza_expand._protocol.steps.report import seconds_per_step
 
 
 def _passed_verification() -> Verification:
@@ -33,8 +33,8 @@ def test_verifier_flags_mismatch_violation_and_count_going_back() -> None:
 def test_seconds_per_step_from_expansion_record() -> None:
     """One duration per step, named by the DAG's task ids: the record's start to end of each
     step - the same number the job page shows for it (issue 41)."""
-    from airflow_samza_expand.airflow.ui.decode import expansion_of
-    from airflow_samza_expand.core.record import ExpansionRecord
+    from airflow_samza_expand.airflow._ui.decode import expansion_of
+    from airflow_samza_expand.core._record import ExpansionRecord
 
     times = {  # step: (started, ended) seconds after 01:00:00
         "plan": (0.0, 0.2),
@@ -115,8 +115,8 @@ def test_demo_barrier_bound_includes_the_quiet_window_after_the_last_stale_place
     4 s + drain + poll called it ABOVE BOUND)."""
     from types import SimpleNamespace
 
-    from airflow_samza_expand.core.record import ExpansionRecord
-    from airflow_samza_expand.demo.report import build_report, figure_lines
+    from airflow_samza_expand._demo.report import build_report, figure_lines
+    from airflow_samza_expand.core._record import ExpansionRecord
 
     def record(last_stale_at: str | None) -> ExpansionRecord:
         return ExpansionRecord(
@@ -158,7 +158,7 @@ def test_in_place_downtime_is_the_longest_gap_around_the_switch_minus_the_cadenc
     """Batches every 0.5 s; vN+1 written at 10.2, the job switched at 11.0 and its next batch
     came 1.9 s after the last one before the write: downtime 1.9 - 0.5 = 1.4 s. A long gap
     before the write (the steady state's) or after the 3rd batch after the switch is not it."""
-    from airflow_samza_expand.demo.latency import switch_downtime_s
+    from airflow_samza_expand._demo.latency import switch_downtime_s
 
     steady = [i * 0.5 for i in range(21)]  # 0.0 .. 10.0
     after = [11.9, 12.4, 12.9, 13.4, 20.0]  # a late gap after the 3rd batch: not the switch's
@@ -171,7 +171,7 @@ def test_in_place_downtime_is_the_longest_gap_around_the_switch_minus_the_cadenc
 def test_switch_and_commit_lines_of_the_job_log() -> None:
     from datetime import datetime
 
-    from airflow_samza_expand.demo.latency import commit_times, commits, switch_times
+    from airflow_samza_expand._demo.latency import commit_times, commits, switch_times
 
     log = (
         "2026-11-26 02:00:00,100 INFO samza: committed group 'j' offsets "
@@ -190,7 +190,7 @@ def test_moved_key_latency_runs_from_the_first_record_in_a_new_partition_to_its_
     """Key a's first record in a new partition (seq 7, produced at 100.0) was first counted by an
     output at 102.5 (an earlier output counted only up to seq 6); b at 101.0 -> 101.5; c was
     never counted."""
-    from airflow_samza_expand.demo.latency import moved_key_latency
+    from airflow_samza_expand._demo.latency import moved_key_latency
 
     first = {"a": (7, 100.0), "b": (3, 101.0), "c": (1, 100.0)}
     outputs = [("a", 6, 101.0), ("b", 3, 101.5), ("a", 8, 102.5), ("a", 9, 103.0), ("x", 1, 99.0)]
@@ -202,8 +202,8 @@ def test_moved_key_latency_runs_from_the_first_record_in_a_new_partition_to_its_
 def test_demo_reports_the_in_place_switch_against_its_target_with_moved_key_latency() -> None:
     from types import SimpleNamespace
 
-    from airflow_samza_expand.demo.latency import MovedKeyLatency
-    from airflow_samza_expand.demo.report import IN_PLACE_TARGET_RATIO, build_report, figure_lines
+    from airflow_samza_expand._demo.latency import MovedKeyLatency
+    from airflow_samza_expand._demo.report import IN_PLACE_TARGET_RATIO, build_report, figure_lines
 
     outcome = SimpleNamespace(
         factor=2, counts=(2, 4), state="success", summary=None, tasks={}, wall_s=1.0,
@@ -235,7 +235,7 @@ def test_demo_reports_the_in_place_switch_against_its_target_with_moved_key_late
 
 
 def test_demo_switches_in_place_by_default_in_continuous_mode() -> None:
-    from airflow_samza_expand.demo.cli import default_handover
+    from airflow_samza_expand._demo.cli import default_handover
 
     assert default_handover("continuous", naive=False) == "in-place"
     assert default_handover("available-now", naive=False) == "warm"
@@ -249,8 +249,8 @@ def test_demo_reads_the_switch_downtime_from_the_job_log_and_skips_a_relaunch(tm
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    from airflow_samza_expand.core.record import StepTimes
-    from airflow_samza_expand.demo.latency import in_place_downtime
+    from airflow_samza_expand._demo.latency import in_place_downtime
+    from airflow_samza_expand.core._record import StepTimes
 
     t0 = 1_800_000_000.0
 

@@ -36,7 +36,7 @@ def live_job(e2e_airflow, kafka_bootstrap, tmp_path_factory):
     """A continuous job on v1 with a live producer, shared by the cases."""
     import airflow_env
 
-    from airflow_samza_expand.demo.scenario import Scenario, ScenarioConfig
+    from airflow_samza_expand._demo.scenario import Scenario, ScenarioConfig
 
     s = Scenario(
         ScenarioConfig(bootstrap=kafka_bootstrap, work_dir=tmp_path_factory.mktemp("chain")),

@@ -27,7 +27,7 @@ def test_a_job_that_can_only_be_restarted_is_started_by_the_users_own_task(
 ) -> None:
     from airflow.providers.standard.operators.python import PythonOperator
 
-    from airflow_samza_expand.core.liveness import statuses
+    from airflow_samza_expand.core._liveness import statuses
 
     launched = tmp_path / "launched.json"
     made: dict = {}

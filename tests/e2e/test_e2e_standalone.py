@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from test_e2e_expansion import CHAIN_OK, _run_two_expansions
 
-from airflow_samza_expand.testing.spark_standalone import SparkStandalone
+from airflow_samza_expand._testing.spark_standalone import SparkStandalone
 
 # dev_ci: its subject is the Spark cluster, not the Kafka - CI runs it in the rest lane
 pytestmark = [
@@ -27,7 +27,7 @@ def spark_standalone() -> Iterator[SparkStandalone]:
 
 
 def test_expansion_on_a_spark_standalone_cluster(scenario, spark_standalone, monkeypatch):
-    from airflow_samza_expand.demo.jobs import spark_connection_env
+    from airflow_samza_expand._demo.jobs import spark_connection_env
 
     master = spark_standalone.master_url
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")

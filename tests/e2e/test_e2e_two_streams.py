@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_samza_expand.core.record import ExpansionStatus
-from airflow_samza_expand.protocol.records import expansion_id_for
+from airflow_samza_expand._protocol.records import expansion_id_for
+from airflow_samza_expand.core._record import ExpansionStatus
 
 pytestmark = [
     pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka, pytest.mark.timeout(1500),

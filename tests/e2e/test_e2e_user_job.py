@@ -41,7 +41,7 @@ EXPECTED = {"python": {"in-place"}, "kafka": {"in-app", "warm"}}
 
 def factory_default_handover() -> str:
     """The expansion DAG factory's own default restart (what a DAG without handover= gets)."""
-    from airflow_samza_expand.dags.settings import ExpansionSettings
+    from airflow_samza_expand.dags._settings import ExpansionSettings
 
     (field,) = [f for f in dataclasses.fields(ExpansionSettings) if f.name == "handover"]
     return str(field.default)
@@ -57,8 +57,8 @@ def expected_mode(capabilities: list[tuple[str, ...]]) -> str:
 
 @pytest.mark.parametrize("source", ["kafka", "python"])
 def test_user_job_expanded_twice_with_the_default_restart(scenario, source) -> None:
-    from airflow_samza_expand.core.liveness import statuses
-    from airflow_samza_expand.protocol.records import expansion_id_for
+    from airflow_samza_expand._protocol.records import expansion_id_for
+    from airflow_samza_expand.core._liveness import statuses
 
     default = factory_default_handover()
     assert default == "auto", default

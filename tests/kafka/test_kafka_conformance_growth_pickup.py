@@ -9,7 +9,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import NewPartitions
 from kafka_conformance_helpers import wait_for_partitions
 
-from airflow_samza_expand.kafka.partitioners import murmur2_partition
+from airflow_samza_expand._kafka.partitioners import murmur2_partition
 
 
 def test_producer_picks_up_new_partitions(admin, kafka_bootstrap, create_topic) -> None:

@@ -1,4 +1,4 @@
-"""librdkafka's keyed partitioners place records where kafka/partitioners.py says (conformance)."""
+"""librdkafka's keyed partitioners place records where _kafka/partitioners.py says (conformance)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka import Producer
 from kafka_conformance_helpers import produce_and_wait
 
-from airflow_samza_expand.kafka.partitioners import crc32_partition, murmur2_partition
+from airflow_samza_expand._kafka.partitioners import crc32_partition, murmur2_partition
 
 KEYS = [f"key-{i}".encode() for i in range(300)] + [b"a", b"\x00\xff", "ключ".encode()]
 

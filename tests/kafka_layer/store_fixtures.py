@@ -11,12 +11,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from airflow_samza_expand.core import lease as lease_rules
-from airflow_samza_expand.core.clock import now_iso, utc_now
-from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.store.files import FileCoordinatorStore
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand.core import _lease as lease_rules
+from airflow_samza_expand.core._clock import now_iso, utc_now
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
+from airflow_samza_expand.store._files import FileCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 Store = KafkaCoordinatorStore | FileCoordinatorStore
 
@@ -92,7 +92,7 @@ class WriteGate:
 
 
 class FakeClock:
-    """`core.lease`'s clock, moved by the test (no sleeping)."""
+    """`core._lease`'s clock, moved by the test (no sleeping)."""
 
     def __init__(self) -> None:
         self.now = utc_now()

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.membership import ActiveLease
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._kafka.membership import ActiveLease
 
 TTL_S = 6.0  # Kafka's group.min.session.timeout.ms is 6 s
 WAIT_S = 60.0
@@ -99,7 +99,7 @@ def test_bad_ttl_is_refused(kafka_bootstrap):
 def test_a_standby_heartbeats_often_enough_to_take_a_released_lease_at_once():
     """A standby hears of the active's LeaveGroup only in its next heartbeat's answer: with
     Kafka's default (3 s, a tenth of the 30 s TTL) a handover waited up to 3 s for the lease."""
-    from airflow_samza_expand.kafka.membership import HEARTBEAT_MAX_MS, heartbeat_interval_ms
+    from airflow_samza_expand._kafka.membership import HEARTBEAT_MAX_MS, heartbeat_interval_ms
 
     assert heartbeat_interval_ms(30.0) == heartbeat_interval_ms(600.0) == HEARTBEAT_MAX_MS <= 250
     assert heartbeat_interval_ms(1.0) == 100  # never below 100 ms

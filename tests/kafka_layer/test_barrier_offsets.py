@@ -8,9 +8,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from kafka_layer_helpers import produce
 
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.protocol.barrier.reads import (
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._protocol.barrier.reads import (
     barrier_from_dict,
     barrier_status,
     barrier_status_async,

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 from kafka_layer_helpers import produce
 
-from airflow_samza_expand.demo.stale import Producers, order_counts
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.barrier.reads import barrier_to_dict, snapshot_barrier
+from airflow_samza_expand._demo.stale import Producers, order_counts
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._kafka.partitioners import crc32_partition
+from airflow_samza_expand._protocol.barrier.reads import barrier_to_dict, snapshot_barrier
 
 
 def _iso(epoch_s: float) -> str:

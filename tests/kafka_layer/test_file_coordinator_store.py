@@ -14,7 +14,7 @@ from airflow_samza_expand.core.errors import (
     InvalidJobModelError,
 )
 from airflow_samza_expand.store import open_store
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 JOB = "orders-counter"
 

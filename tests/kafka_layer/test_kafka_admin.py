@@ -6,13 +6,13 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from kafka_layer_helpers import produce
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin, KafkaUnavailableError
+from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand.core.errors import (
     ExpansionError,
     InvalidGrowthError,
     UnknownTopicError,
 )
-from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
-from airflow_samza_expand.kafka.config import client_config
 
 
 @pytest.fixture

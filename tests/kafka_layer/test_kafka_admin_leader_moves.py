@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin, KafkaUnavailableError
+from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand.core.errors import UnknownTopicError
-from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
-from airflow_samza_expand.kafka.config import client_config
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_end_offsets_are_never_an_unknown_offset(dev_broker, admin, unique_topic
     topic = unique_topic("orders")
     admin.ensure_topic(topic, 2)
     dev_broker.faults.inject("ListOffsets", "error", error=0, times=2)
-    with caplog.at_level("INFO", logger="airflow_samza_expand.kafka.admin"):
+    with caplog.at_level("INFO", logger="airflow_samza_expand._kafka.admin"):
         assert admin.high_watermarks({topic: [0, 1]}) == {topic: {0: 0, 1: 0}}
     assert dev_broker.faults.hits("ListOffsets") == 2
     assert "no offset yet" in caplog.text  # the wait says why

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin, KafkaUnavailableError
+from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand.core.errors import ExpansionError, KafkaAuthenticationError
-from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 PASSWORD = "hunter2-do-not-log"
 

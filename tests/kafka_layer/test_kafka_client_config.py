@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_samza_expand.kafka.config import client_config, read_config_file, redact
+from airflow_samza_expand._kafka.config import client_config, read_config_file, redact
 
 
 def test_file_then_bootstrap_then_overrides(tmp_path):
@@ -71,8 +71,8 @@ def test_redact_masks_secrets_only():
 
 
 def test_admin_and_store_reprs_hide_secrets():
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
-    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
     config = client_config("127.0.0.1:9", **{"sasl.username": "alice", "sasl.password": "pw2"})
     for thing in (KafkaAdmin(config), KafkaCoordinatorStore(config, "job")):

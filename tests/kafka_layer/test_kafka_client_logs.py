@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import airflow_samza_expand
-from airflow_samza_expand.demo.producer import KeyedProducer
-from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
-from airflow_samza_expand.kafka.config import LIBRDKAFKA_LOGGER, client_config
-from airflow_samza_expand.kafka.config_file import write_config_file
+from airflow_samza_expand._demo.producer import KeyedProducer
+from airflow_samza_expand._kafka.admin import KafkaAdmin, KafkaUnavailableError
+from airflow_samza_expand._kafka.config import LIBRDKAFKA_LOGGER, client_config
+from airflow_samza_expand._kafka.config_file import write_config_file
 
 PACKAGE = Path(airflow_samza_expand.__file__).parent
 CLIENTS = {"Producer", "Consumer", "AdminClient"}
@@ -22,10 +22,10 @@ CLIENTS = {"Producer", "Consumer", "AdminClient"}
 
 def _direct_client_imports() -> list[str]:
     """`module:line name` of every import of (or attribute access to) a confluent-kafka client
-    class outside kafka/clients.py."""
+    class outside _kafka/clients.py."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path == PACKAGE / "kafka" / "clients.py":
+        if path == PACKAGE / "_kafka" / "clients.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("confluent_"):
@@ -75,7 +75,7 @@ def _partcnt(records: list[logging.LogRecord]) -> list[logging.LogRecord]:
 
 
 def test_the_logger_never_reaches_a_config_file(tmp_path):
-    from airflow_samza_expand.kafka.config import with_logger
+    from airflow_samza_expand._kafka.config import with_logger
 
     config = with_logger(client_config("127.0.0.1:9092"))
     text = Path(write_config_file(config, directory=tmp_path)).read_text()

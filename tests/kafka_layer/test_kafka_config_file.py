@@ -7,13 +7,13 @@ import stat
 
 import pytest
 
-from airflow_samza_expand.core.errors import SecretValueError
-from airflow_samza_expand.kafka.config import read_config_file
-from airflow_samza_expand.kafka.config_file import (
+from airflow_samza_expand._kafka.config import read_config_file
+from airflow_samza_expand._kafka.config_file import (
     check_free_of_secrets,
     job_kafka_args,
     write_config_file,
 )
+from airflow_samza_expand.core.errors import SecretValueError
 
 CONFIG = {
     "bootstrap.servers": "b:9093",

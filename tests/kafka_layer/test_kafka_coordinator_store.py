@@ -8,17 +8,17 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kafka_layer_helpers import history, model, produce
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin, KafkaUnavailableError
+from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand.core.errors import (
     ConcurrentExpansionError,
     CorruptCoordinatorRecordError,
     ExpansionError,
     InvalidJobModelError,
 )
-from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
-from airflow_samza_expand.kafka.config import client_config
 from airflow_samza_expand.store import coordinator_topic, open_store
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
-from airflow_samza_expand.store.kafka_log import encode_key
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka_log import encode_key
 
 
 @pytest.fixture

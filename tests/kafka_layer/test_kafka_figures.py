@@ -6,10 +6,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from kafka_layer_helpers import produce
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._kafka.figures import measure_topic, sample_record_bytes
 from airflow_samza_expand.core.policy import GrowthPolicy, decide
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.figures import measure_topic, sample_record_bytes
 
 
 @pytest.fixture

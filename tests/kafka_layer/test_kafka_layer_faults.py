@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from kafka_layer_helpers import model
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin, KafkaUnavailableError
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._protocol.barrier.reads import barrier_status, snapshot_barrier
 from airflow_samza_expand.core.errors import ExpansionError
-from airflow_samza_expand.kafka.admin import KafkaAdmin, KafkaUnavailableError
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.protocol.barrier.reads import barrier_status, snapshot_barrier
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 
 @pytest.fixture

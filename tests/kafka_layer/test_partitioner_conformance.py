@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from kafka_layer_helpers import produce
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._kafka.conformance import check_conformance, classify_samples
+from airflow_samza_expand._kafka.partitioners import crc32_partition, murmur2_partition
 from airflow_samza_expand.core.errors import PartitionerMismatchError, UnknownTopicError
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.conformance import check_conformance, classify_samples
-from airflow_samza_expand.kafka.partitioners import crc32_partition, murmur2_partition
 
 KEYS = [f"user-{i}".encode() for i in range(200)]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_samza_expand.core.liveness import dead_processors, is_alive
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.store.files import FileCoordinatorStore
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
-from airflow_samza_expand.testing.liveness import heartbeat_dead
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._testing.liveness import heartbeat_dead
+from airflow_samza_expand.core._liveness import dead_processors, is_alive
+from airflow_samza_expand.store._files import FileCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 
 @pytest.fixture(params=["files", "kafka"])
@@ -55,8 +55,8 @@ def test_dead_processor_record_is_tombstoned(store):
 def test_a_processors_stale_count_is_one_record_per_expansion(store):
     """Rule 1.5 before the snapshot: a processor publishes its count per expansion (the barrier
     takes it); a replayed or repeated publish replaces it, never adds to it."""
-    from airflow_samza_expand.core.order import JobStaleCount
-    from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
+    from airflow_samza_expand.core._order import JobStaleCount
+    from airflow_samza_expand.core._stale import StalePlacement, StaleSummary
 
     assert store.stale_count("exp-1") is None
     # a stale key named like a secret setting still fits (keys are a list, not JSON keys)

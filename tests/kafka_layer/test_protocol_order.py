@@ -12,24 +12,24 @@ import time
 import pytest
 from kafka_layer_helpers import produce
 
-from airflow_samza_expand.core.clock import now_iso
-from airflow_samza_expand.core.order import OrderEvidence
-from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.barrier.evidence import (
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._kafka.partitioners import crc32_partition
+from airflow_samza_expand._protocol.barrier.evidence import (
     job_order_args,
     job_publisher,
     order_summary,
     record_scan_start,
 )
-from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
-from airflow_samza_expand.protocol.barrier.step import order_poll
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand._protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand._protocol.barrier.step import order_poll
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._order import OrderEvidence
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
+from airflow_samza_expand.core._stale import StalePlacement, StaleSummary
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
-EVIDENCE_LOG = "airflow_samza_expand.protocol.barrier.evidence"
+EVIDENCE_LOG = "airflow_samza_expand._protocol.barrier.evidence"
 
 T0 = 1_900_000_000.0  # the expansion, in the poll's clock
 GRACE, QUIET = 60.0, 30.0
@@ -78,7 +78,7 @@ def setup(config, admin, unique_topic, tmp_path):
 
 def _snapshot_look(admin, store, expansion_id: str, quiet_s: float):
     """One barrier snapshot poll with the grace already over."""
-    from airflow_samza_expand.protocol.barrier import step as barrier
+    from airflow_samza_expand._protocol.barrier import step as barrier
 
     return barrier.snapshot_poll(
         admin, store, expansion_id=expansion_id, group="g", grace_ends=time.time() - 1,
@@ -203,8 +203,8 @@ def test_wired_expand_records_the_scan_start_and_snapshot_poll_holds(config, adm
     """The protocol's own steps: expand records where the scan starts (before the growth);
     snapshot_poll waits out stale placements, then reports how many it held; the report
     renders the order line."""
-    from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
-    from airflow_samza_expand.protocol.steps.report import build_summary, render_summary
+    from airflow_samza_expand._protocol.steps.expand import ExpandRequest, expand
+    from airflow_samza_expand._protocol.steps.report import build_summary, render_summary
 
     topic, store, expansion_id = setup
     before = snapshot_barrier(admin, {topic: 2})
@@ -245,8 +245,8 @@ def two_streams(config, admin, unique_topic, tmp_path):
 def test_a_stream_that_stays_is_outside_the_barrier_and_the_order_check(config, admin, two_streams):
     """Issue: growing one of two streams failed the barrier ('growth 2 -> 2 is not a
     power-of-two multiple'). Only the grown stream is scanned, snapshot and checked."""
-    from airflow_samza_expand.protocol.barrier.evidence import scan_after_snapshot
-    from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
+    from airflow_samza_expand._protocol.barrier.evidence import scan_after_snapshot
+    from airflow_samza_expand._protocol.steps.expand import ExpandRequest, expand
 
     orders, payments, store, expansion_id = two_streams
     expand(admin, store, ExpandRequest(topic=orders, target=4), expansion_id=expansion_id)
@@ -299,9 +299,9 @@ def test_held_stale_placements_are_one_info_line_per_poll(config, admin, setup, 
 def test_stale_placements_after_the_snapshot_stay_one_warning_each(config, admin, setup, caplog):
     """Unlike the held ones, a stale placement beyond the barrier puts its key's order at risk:
     the report's scan logs each one as a warning."""
-    from airflow_samza_expand.protocol.barrier import step as barrier
-    from airflow_samza_expand.protocol.barrier.evidence import scan_after_snapshot
-    from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
+    from airflow_samza_expand._protocol.barrier import step as barrier
+    from airflow_samza_expand._protocol.barrier.evidence import scan_after_snapshot
+    from airflow_samza_expand._protocol.steps.expand import ExpandRequest, expand
 
     topic, store, expansion_id = setup
     expand(admin, store, ExpandRequest(topic=topic, target=4), expansion_id=expansion_id)
@@ -324,9 +324,9 @@ def test_in_place_barrier_passes_at_the_snapshot_without_the_drain(config, admin
     """Rule 1.9: under the switch in place the job itself reads a child only once it passed its
     parent's snapshot, so the barrier holds at the snapshot; a restart waits for the drain (the
     group ``g`` committed nothing of the 30 records). The report names the restart."""
-    from airflow_samza_expand.protocol.barrier import step as barrier
-    from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
-    from airflow_samza_expand.protocol.steps.report import build_summary, render_summary
+    from airflow_samza_expand._protocol.barrier import step as barrier
+    from airflow_samza_expand._protocol.steps.expand import ExpandRequest, expand
+    from airflow_samza_expand._protocol.steps.report import build_summary, render_summary
 
     topic, store, expansion_id = setup
     record = store.get_expansion(expansion_id)

@@ -8,17 +8,17 @@ from __future__ import annotations
 from kafka_layer_helpers import produce
 from test_protocol_order import GRACE, QUIET, T0, _moved, _planned
 
-from airflow_samza_expand.core.clock import now_iso
-from airflow_samza_expand.core.order import JOB_SOURCE, SCAN_SOURCE, JobStaleCount
-from airflow_samza_expand.core.stale import StalePlacement, StaleSummary
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.barrier.before_snapshot import order_poll
-from airflow_samza_expand.protocol.barrier.evidence import evidence_of, record_scan_start
-from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
-from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._kafka.partitioners import crc32_partition
+from airflow_samza_expand._protocol.barrier.before_snapshot import order_poll
+from airflow_samza_expand._protocol.barrier.evidence import evidence_of, record_scan_start
+from airflow_samza_expand._protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand._protocol.barrier.stale_scan import StaleScanner
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._order import JOB_SOURCE, SCAN_SOURCE, JobStaleCount
+from airflow_samza_expand.core._stale import StalePlacement, StaleSummary
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 
 class SpyScanner(StaleScanner):
@@ -58,7 +58,7 @@ def test_the_barrier_takes_the_jobs_count_waits_for_it_and_scans_without_it(
         ]
         store.heartbeat("proc-1", 1, "running", role="active", capabilities=["counts-stale"])
 
-        def publish(checked) -> None:  # what the job's driver publishes (spark.stale_before)
+        def publish(checked) -> None:  # what the job's driver publishes (spark._stale_before)
             summary = StaleSummary().add(placements)
             store.put_stale_count(JobStaleCount(eid, "proc-1", 1, checked, summary, now_iso()))
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from kafka_layer_helpers import produce
 
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.kafka.partitioners import PARTITIONERS
-from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
-from airflow_samza_expand.protocol.barrier.stale_scan import (
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._kafka.partitioners import PARTITIONERS
+from airflow_samza_expand._protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand._protocol.barrier.stale_scan import (
     StaleScanner,
     resolve_partitioners,
     scan_until_caught_up,

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
+from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core.errors import CorruptCoordinatorRecordError, InvalidJobModelError
 from airflow_samza_expand.core.model import JobModel, StreamPartitionCounts, SystemStreamPartition
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.store.kafka_log import encode_key
+from airflow_samza_expand.store._kafka_log import encode_key
 
 CREATED_AT = "2026-01-02T03:04:05Z"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from airflow_samza_expand.store.kafka_log import CoordinatorLog, encode_key, parse_key
+from airflow_samza_expand.store._kafka_log import CoordinatorLog, encode_key, parse_key
 
 
 def lease(epoch: int, released: bool = False) -> bytes:

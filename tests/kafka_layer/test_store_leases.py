@@ -9,7 +9,7 @@ import threading
 import pytest
 from store_fixtures import WriteGate, record
 
-from airflow_samza_expand.core.clock import CLOCK_SKEW_S
+from airflow_samza_expand.core._clock import CLOCK_SKEW_S
 from airflow_samza_expand.core.errors import LeaseHeldError, LeaseLostError
 from airflow_samza_expand.store import ACTIVE_LEASE, EXPANSION_LEASE
 
@@ -129,7 +129,7 @@ def test_a_later_step_renews_with_the_ttl_the_plan_chose(make_store, clock):
     """The plan takes the expansion lease with the DAG's ``lease_ttl_s``; the later steps and
     waits renew it with ``take(store, holder)`` and keep that TTL (they used to reset it to the
     600 s default, so a short TTL lasted one step and a long one was cut to 600 s)."""
-    from airflow_samza_expand.protocol.ownership import DEFAULT_LEASE_TTL_S, take
+    from airflow_samza_expand._protocol.ownership import DEFAULT_LEASE_TTL_S, take
 
     store = make_store()
     holder = "airflow:dag/run-a"

@@ -9,18 +9,18 @@ import threading
 import pytest
 from store_fixtures import WriteGate, record
 
-from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._record import ExpansionStatus
 from airflow_samza_expand.core.errors import (
     CorruptCoordinatorRecordError,
     InvalidTransitionError,
     SecretValueError,
     StaleRevisionError,
 )
-from airflow_samza_expand.core.record import ExpansionStatus
 from airflow_samza_expand.store import CoordinatorStore, open_store
-from airflow_samza_expand.store.files import FileCoordinatorStore
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
-from airflow_samza_expand.store.kafka_log import encode_key
+from airflow_samza_expand.store._files import FileCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka_log import encode_key
 
 
 def test_both_stores_implement_the_whole_protocol(tmp_path):

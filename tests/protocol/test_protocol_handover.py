@@ -7,15 +7,15 @@ import dataclasses
 
 import pytest
 
-from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand._protocol import handover
+from airflow_samza_expand._protocol.steps import standby
+from airflow_samza_expand._protocol.steps.submit import before_submit
+from airflow_samza_expand._testing.liveness import heartbeat_dead
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.protocol import handover
-from airflow_samza_expand.protocol.steps import standby
-from airflow_samza_expand.protocol.steps.submit import before_submit
-from airflow_samza_expand.store.files import FileCoordinatorStore
-from airflow_samza_expand.testing.liveness import heartbeat_dead
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 JOB = "orders-counter"
 EXPANSION = "orders-counter~orders.2-4"
@@ -119,7 +119,7 @@ def _choose_in_place(store) -> None:
 
 
 def test_in_place_launches_no_standby_stops_nothing_and_submits_nothing(store):
-    from airflow_samza_expand.protocol.steps.stop import request_stop
+    from airflow_samza_expand._protocol.steps.stop import request_stop
 
     _choose_in_place(store)
     assert "in-place" in standby.before_standby(store, EXPANSION).message

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from airflow_samza_expand.protocol import launch as detached
+from airflow_samza_expand._protocol import launch as detached
 
 
 def _wait(cond, timeout_s=20.0):

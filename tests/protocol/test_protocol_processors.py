@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_samza_expand._protocol.steps import ack, standby, stop
+from airflow_samza_expand._protocol.steps.submit import before_submit
+from airflow_samza_expand._testing.liveness import heartbeat_dead
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.protocol.steps import ack, standby, stop
-from airflow_samza_expand.protocol.steps.submit import before_submit
-from airflow_samza_expand.store.files import FileCoordinatorStore
-from airflow_samza_expand.testing.liveness import heartbeat_dead
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 JOB = "orders-counter"
 
@@ -41,7 +41,7 @@ def test_dead_processor_does_not_block_the_stop_and_is_removed(store):
 
 
 def test_stop_request_ignores_a_dead_processor_and_submit_launches(store):
-    from airflow_samza_expand.protocol.steps.stop import request_stop
+    from airflow_samza_expand._protocol.steps.stop import request_stop
 
     heartbeat_dead(store, "dead", 1)
     decision = request_stop(store, "test")
@@ -67,7 +67,7 @@ def test_standby_poll_waits_while_the_new_version_warms_up(store):
 
 def test_submit_logs_why_it_launches_or_not(store, caplog):
     """Issue 41 item 8: the submit step's log says why it launched or did not."""
-    caplog.set_level("INFO", logger="airflow_samza_expand.protocol.steps.submit")
+    caplog.set_level("INFO", logger="airflow_samza_expand._protocol.steps.submit")
     assert before_submit(store, None, continuous=True).launch
     assert f"launching job {JOB} on job model v1" in caplog.text
     store.heartbeat("live", 1, "running", role="active", ttl_s=30)

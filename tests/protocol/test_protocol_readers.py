@@ -8,17 +8,17 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.protocol.readers import (
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._protocol.readers import (
     OtherJobsReadTopicError,
     TopicReaders,
     check_other_jobs,
     find_readers,
     normalise_other_jobs,
 )
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 pytestmark = pytest.mark.kafka
 

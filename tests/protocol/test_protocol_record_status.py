@@ -11,17 +11,17 @@ import uuid
 
 import pytest
 
-from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._protocol import outcome, records
+from airflow_samza_expand._protocol.ownership import cli_holder
+from airflow_samza_expand._protocol.steps.expand import ExpandRequest, expand
+from airflow_samza_expand._protocol.steps.plan import PLANNED, PlanRequest, plan
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus, StepTimes
 from airflow_samza_expand.core.errors import InvalidTransitionError
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus, StepTimes
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.protocol import outcome, records
-from airflow_samza_expand.protocol.ownership import cli_holder
-from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
-from airflow_samza_expand.protocol.steps.plan import PLANNED, PlanRequest, plan
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 S = ExpansionStatus
 
@@ -120,7 +120,7 @@ def test_a_finished_record_left_at_planned_is_completed_and_the_next_intent_plan
     store.put_expansion(
         dataclasses.replace(stuck, steps=steps), expected_revision=stuck.revision
     )
-    from airflow_samza_expand.protocol.ownership import give_up
+    from airflow_samza_expand._protocol.ownership import give_up
 
     give_up(store, holder)
     second = _plan(name, orders, store, admin, f"{holder}-next")
@@ -130,7 +130,7 @@ def test_a_finished_record_left_at_planned_is_completed_and_the_next_intent_plan
 
 
 def _v2(model: JobModel, topic: str) -> JobModel:
-    from airflow_samza_expand.core.plan import plan_expansion
+    from airflow_samza_expand.core._plan import plan_expansion
 
     counts = model.partition_counts()
     return plan_expansion(model, {**counts, topic: 4}, {topic: 4}).new_job_model

@@ -10,27 +10,27 @@ import uuid
 
 import pytest
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._protocol import records
+from airflow_samza_expand._protocol.ownership import cli_holder, give_up, lease_poll, take
+from airflow_samza_expand._protocol.steps.expand import ExpandRequest, expand
+from airflow_samza_expand._protocol.steps.plan import NOTHING, PlanRequest, plan
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.protocol import records
-from airflow_samza_expand.protocol.ownership import cli_holder, give_up, lease_poll, take
-from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
-from airflow_samza_expand.protocol.steps.plan import NOTHING, PlanRequest, plan
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 pytestmark = pytest.mark.kafka
 
 
 def test_protocol_imports_no_airflow():
     probe = (
-        "import sys, airflow_samza_expand.protocol.steps.plan, "
-        "airflow_samza_expand.protocol.steps.expand, airflow_samza_expand.protocol.barrier.step, "
-        "airflow_samza_expand.protocol.steps.stop, airflow_samza_expand.protocol.steps.standby, "
-        "airflow_samza_expand.protocol.steps.write_model, "
-        "airflow_samza_expand.protocol.steps.submit, airflow_samza_expand.protocol.steps.ack, "
-        "airflow_samza_expand.protocol.steps.report, airflow_samza_expand.protocol.secrets, "
-        "airflow_samza_expand.protocol.launch\n"
+        "import sys, airflow_samza_expand._protocol.steps.plan, "
+        "airflow_samza_expand._protocol.steps.expand, airflow_samza_expand._protocol.barrier.step, "
+        "airflow_samza_expand._protocol.steps.stop, airflow_samza_expand._protocol.steps.standby, "
+        "airflow_samza_expand._protocol.steps.write_model, "
+        "airflow_samza_expand._protocol.steps.submit, airflow_samza_expand._protocol.steps.ack, "
+        "airflow_samza_expand._protocol.steps.report, airflow_samza_expand._protocol.secrets, "
+        "airflow_samza_expand._protocol.launch\n"
         "print(sorted(m for m in sys.modules if m == 'airflow' or m.startswith('airflow.')))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
@@ -135,7 +135,7 @@ def test_dry_run_plan_writes_nothing_and_takes_no_lease(job):
 def test_a_topic_named_like_a_secret_is_no_secret(kafka_bootstrap, unique_topic, name):
     """Topic names are keys of the record's maps (counts, barrier offsets, scan positions):
     a topic called ``password-resets`` is expanded like any other, its counts kept."""
-    from airflow_samza_expand.protocol.barrier import step as barrier
+    from airflow_samza_expand._protocol.barrier import step as barrier
 
     config = client_config(kafka_bootstrap)
     job_name = f"job-{uuid.uuid4().hex[:10]}"
@@ -167,10 +167,10 @@ def _ui_shows_every_step_timed(store, record, tmp_path) -> None:
     start, an end and a duration in every step's row."""
     import re
 
-    from airflow_samza_expand.airflow.ui.data import read_job
-    from airflow_samza_expand.airflow.ui.html import job_page
-    from airflow_samza_expand.airflow.ui.settings import UiSettings
-    from airflow_samza_expand.store.files import FileCoordinatorStore
+    from airflow_samza_expand.airflow._ui.data import read_job
+    from airflow_samza_expand.airflow._ui.html import job_page
+    from airflow_samza_expand.airflow._ui.settings import UiSettings
+    from airflow_samza_expand.store._files import FileCoordinatorStore
 
     files = FileCoordinatorStore(str(tmp_path / "ui"), store.job_name)
     for model in store.job_model_history():
@@ -178,7 +178,7 @@ def _ui_shows_every_step_timed(store, record, tmp_path) -> None:
     files.put_expansion(record, expected_revision=0)
     page = job_page(read_job(UiSettings(coordinator=str(tmp_path / "ui"), discover=False),
                              store.job_name), "/samza-expand", "")  # fmt: skip
-    from airflow_samza_expand.protocol.steps import step_title
+    from airflow_samza_expand._protocol.steps import step_title
 
     for step in record.steps:  # named by the DAG's task ids
         row = re.search(rf"<tr><td>{re.escape(step_title(step))}</td>(.*?)</tr>", page)
@@ -191,12 +191,12 @@ def _ui_shows_every_step_timed(store, record, tmp_path) -> None:
 def test_a_completed_expansion_has_a_start_and_an_end_for_every_step(job, tmp_path):
     """Each step's first call records its start (`records.begin`), its last its end: the UI's
     expansion table shows start, end and duration of every step of a completed expansion."""
-    from airflow_samza_expand.protocol.barrier import step as barrier_step
-    from airflow_samza_expand.protocol.steps import ack as ack_step
-    from airflow_samza_expand.protocol.steps import report as report_step
-    from airflow_samza_expand.protocol.steps import stop as stop_step
-    from airflow_samza_expand.protocol.steps import submit as submit_step
-    from airflow_samza_expand.protocol.steps import write_model as write_step
+    from airflow_samza_expand._protocol.barrier import step as barrier_step
+    from airflow_samza_expand._protocol.steps import ack as ack_step
+    from airflow_samza_expand._protocol.steps import report as report_step
+    from airflow_samza_expand._protocol.steps import stop as stop_step
+    from airflow_samza_expand._protocol.steps import submit as submit_step
+    from airflow_samza_expand._protocol.steps import write_model as write_step
 
     name, topic, store, admin, _ = job
     holder = cli_holder()
@@ -242,7 +242,7 @@ def test_a_completed_expansion_has_a_start_and_an_end_for_every_step(job, tmp_pa
 
 def test_the_report_formats_offsets_for_people():
     """Issue 41 item 8: offsets as ``topic pN offset``, partitions in number order, no dict."""
-    from airflow_samza_expand.protocol.steps.report import offsets_text
+    from airflow_samza_expand._protocol.steps.report import offsets_text
 
     offsets = {"orders": {"10": 5, "2": 4723, "0": 1}, "a": {"0": 9}}
     assert offsets_text(offsets) == "a p0 9; orders p0 1, p2 4723, p10 5"

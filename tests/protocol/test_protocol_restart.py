@@ -1,4 +1,4 @@
-"""The restart home (`protocol.restart`, rules 1.8 and 1.10): one object per strategy, chosen
+"""The restart home (`_protocol.restart`, rules 1.8 and 1.10): one object per strategy, chosen
 in the registry's order from the running processors' capabilities - in place, in-app, the
 user's restart task (when one is supplied), warm, cold - and asked by the steps."""
 
@@ -8,16 +8,16 @@ import dataclasses
 
 import pytest
 
-from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand._protocol import restart
+from airflow_samza_expand._protocol.steps import standby
+from airflow_samza_expand._protocol.steps.ack import ack_poll
+from airflow_samza_expand._protocol.steps.stop import request_stop
+from airflow_samza_expand._protocol.steps.submit import before_submit
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.protocol import restart
-from airflow_samza_expand.protocol.steps import standby
-from airflow_samza_expand.protocol.steps.ack import ack_poll
-from airflow_samza_expand.protocol.steps.stop import request_stop
-from airflow_samza_expand.protocol.steps.submit import before_submit
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 JOB = "orders-counter"
 EXPANSION = "orders-counter~orders.2-4"

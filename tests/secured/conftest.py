@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_samza_expand.testing.apache_kafka_secured import (
+from airflow_samza_expand._testing.apache_kafka_secured import (
     create_scram_user,
     grant,
     new_password,
@@ -39,8 +39,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from airflow_samza_expand.testing import ApacheKafkaProcess
-    from airflow_samza_expand.testing.apache_kafka_process import cached_libs
+    from airflow_samza_expand._testing import ApacheKafkaProcess
+    from airflow_samza_expand._testing.apache_kafka_process import cached_libs
 
     if cached_libs() is None and not shutil.which("mvn"):
         pytest.skip("Apache Kafka needs Maven (mvn) to fetch it once - apt-get install maven")
@@ -72,7 +72,7 @@ def principal(secured_kafka: object, admin_config: dict[str, str]) -> Callable[.
 
 @pytest.fixture
 def secured_topic(admin_config: dict[str, str]) -> Callable[..., str]:
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
 
     def make(prefix: str = "t", partitions: int = 2, config: dict | None = None) -> str:
         topic = f"{prefix}-{uuid.uuid4().hex[:8]}"

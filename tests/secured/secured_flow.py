@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 
 class JobKafkaActions(threading.Thread):

@@ -25,9 +25,7 @@ pytest.importorskip("pyspark")
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
 
-from airflow_samza_expand.core.model import JobModel  # noqa: E402
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args  # noqa: E402
-from airflow_samza_expand.demo.jobs import (  # noqa: E402
+from airflow_samza_expand._demo.jobs import (  # noqa: E402
     LOCAL_SPARK_CONF,
     StreamJob,
     committed_total,
@@ -36,12 +34,14 @@ from airflow_samza_expand.demo.jobs import (  # noqa: E402
     spark_env,
     wait_for,
 )
-from airflow_samza_expand.demo.producer import KeyedProducer  # noqa: E402
-from airflow_samza_expand.kafka.acls import resolve  # noqa: E402
-from airflow_samza_expand.kafka.admin import KafkaAdmin  # noqa: E402
-from airflow_samza_expand.kafka.config_file import job_kafka_args, write_config_file  # noqa: E402
+from airflow_samza_expand._demo.producer import KeyedProducer  # noqa: E402
+from airflow_samza_expand._kafka.acls import resolve  # noqa: E402
+from airflow_samza_expand._kafka.admin import KafkaAdmin  # noqa: E402
+from airflow_samza_expand._kafka.config_file import job_kafka_args, write_config_file  # noqa: E402
+from airflow_samza_expand.core.model import JobModel  # noqa: E402
+from airflow_samza_expand.dags import build_expansion_dag, stream_job_args  # noqa: E402
 from airflow_samza_expand.store import coordinator_topic  # noqa: E402
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore  # noqa: E402
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(1200)]
 

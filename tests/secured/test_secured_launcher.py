@@ -10,8 +10,8 @@ from unittest import mock
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from airflow_samza_expand.testing import ApacheKafkaProcess
-from airflow_samza_expand.testing.apache_kafka_secured import AUTHORIZER
+from airflow_samza_expand._testing import ApacheKafkaProcess
+from airflow_samza_expand._testing.apache_kafka_secured import AUTHORIZER
 
 
 def test_secured_config_is_owner_only_and_names_sasl_and_the_authorizer() -> None:
@@ -57,7 +57,7 @@ def test_kraft_format_accepts_a_cluster_id_that_starts_with_a_dash(secured_kafka
 def test_readme_shows_the_acl_table_of_kafka_acls() -> None:
     from pathlib import Path
 
-    from airflow_samza_expand.kafka.acls import acl_table_markdown
+    from airflow_samza_expand._kafka.acls import acl_table_markdown
 
     readme = (Path(__file__).resolve().parents[2] / "docs" / "deployments.md").read_text()
     assert acl_table_markdown() in readme

@@ -14,16 +14,16 @@ import time
 
 from secured_flow import JobKafkaActions
 
-from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand._demo.producer import KeyedProducer
+from airflow_samza_expand._kafka.acls import resolve
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.conformance import check_conformance
+from airflow_samza_expand._protocol.barrier.reads import barrier_status, snapshot_barrier
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._plan import plan_expansion
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.demo.producer import KeyedProducer
-from airflow_samza_expand.kafka.acls import resolve
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.conformance import check_conformance
-from airflow_samza_expand.protocol.barrier.reads import barrier_status, snapshot_barrier
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 
 def _wait(what: str, check, timeout_s: float = 60.0):

@@ -13,15 +13,15 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.acls import resolve
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.protocol.readers import (
+from airflow_samza_expand._kafka.acls import resolve
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._protocol.readers import (
     OtherJobsReadTopicError,
     check_other_jobs,
     find_readers,
 )
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 
 def test_discovery_with_least_privilege_acls_sees_other_jobs_and_groups(

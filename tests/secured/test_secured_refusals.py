@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_samza_expand._kafka.acls import resolve
+from airflow_samza_expand._kafka.admin import KafkaAdmin
 from airflow_samza_expand.core.errors import (
     ExpansionError,
     KafkaAuthenticationError,
     KafkaAuthorizationError,
 )
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.acls import resolve
-from airflow_samza_expand.kafka.admin import KafkaAdmin
 from airflow_samza_expand.store import coordinator_topic, open_store
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 LONG_TIMEOUT_S = 60.0
 
@@ -119,7 +119,7 @@ def test_a_missing_acl_fails_the_airflow_task_without_retry(principal, secured_t
     AirflowFailException (a task that fails at once, never retried)."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from airflow_samza_expand.airflow.shell import protocol_outcomes
+    from airflow_samza_expand.airflow._shell import protocol_outcomes
 
     topic = secured_topic("orders", partitions=2)
     config = principal(resolve("watcher", job="j", inputs=[topic]))

@@ -13,9 +13,9 @@ import time
 
 from confluent_kafka import Producer
 
-from airflow_samza_expand.kafka.acls import resolve
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
+from airflow_samza_expand._kafka.acls import resolve
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._protocol.barrier.stale_scan import StaleScanner
 
 MIN_CONSUMER_AGE_S = 3.0  # FindCoordinator answers within milliseconds on 127.0.0.1
 MIN_ROUNDS = 5

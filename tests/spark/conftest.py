@@ -22,7 +22,7 @@ def spark() -> Iterator[Any]:
 
     builder = SparkSession.builder
     try:  # Spark's Kafka source for the runtime's read_kafka() (scripts/setup.sh fetches it)
-        from airflow_samza_expand.testing.spark_kafka import connector_jars
+        from airflow_samza_expand._testing.spark_kafka import connector_jars
 
         builder = builder.config("spark.jars", ",".join(connector_jars()))
     except RuntimeError as exc:  # no Maven: the tests on Spark's Kafka source skip

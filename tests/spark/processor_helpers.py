@@ -8,9 +8,9 @@ from typing import Any
 
 from spark_helpers import committed, create_topic
 
+from airflow_samza_expand._testing.processors import JobProcess
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.store import open_store
-from airflow_samza_expand.testing.processors import JobProcess
 
 TTL_S = 6.0  # Kafka's minimum session timeout: the fastest failover
 WAIT_S = 300.0

@@ -114,8 +114,8 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[i
 def put_expansion_record(store, topic: str, barrier: dict, partitioner: str = "crc32") -> None:
     """The record of expansion ``topic`` 2 -> 4 (v1 -> v2) with its barrier snapshot and the
     partitioner the plan detected, in a typed store."""
-    from airflow_samza_expand.core.clock import now_iso
-    from airflow_samza_expand.core.record import ExpansionRecord
+    from airflow_samza_expand.core._clock import now_iso
+    from airflow_samza_expand.core._record import ExpansionRecord
 
     stamp = now_iso()
     store.put_expansion(
@@ -131,8 +131,8 @@ def put_expansion_record(store, topic: str, barrier: dict, partitioner: str = "c
 
 def planned_growth(job_name: str, topic: str, expansion_id: str) -> Any:
     """A planned 2 -> 4 expansion record of ``topic`` (crc32 detected), job model v1 -> v2."""
-    from airflow_samza_expand.core.clock import now_iso
-    from airflow_samza_expand.core.record import ExpansionRecord
+    from airflow_samza_expand.core._clock import now_iso
+    from airflow_samza_expand.core._record import ExpansionRecord
 
     stamp = now_iso()
     return ExpansionRecord(
@@ -145,7 +145,7 @@ def planned_growth(job_name: str, topic: str, expansion_id: str) -> Any:
 
 def mark_grown(store: Any, expansion_id: str) -> None:
     """Record the expand step as done (what the expand step stores after CreatePartitions)."""
-    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand.core._clock import now_iso
 
     record = store.get_expansion(expansion_id)
     stamp = now_iso()

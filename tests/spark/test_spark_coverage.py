@@ -1,4 +1,4 @@
-"""The job notices partitions its job model does not cover (spark.coverage): the coverage
+"""The job notices partitions its job model does not cover (spark._coverage): the coverage
 function, the periodic warning, and the ``uncovered`` heartbeat field written by the job's
 heartbeat on real Kafka after the topic grew outside the job's expansion (no Spark started)."""
 
@@ -9,17 +9,17 @@ import uuid
 
 import pytest
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.spark.coverage import (
+from airflow_samza_expand.spark._coverage import (
     CoverageWatch,
     admin_live_counts,
     uncovered_partitions,
 )
-from airflow_samza_expand.spark.lifecycle import Lifecycle
-from airflow_samza_expand.store.files import FileCoordinatorStore
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.spark._lifecycle import Lifecycle
+from airflow_samza_expand.store._files import FileCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 
 def test_uncovered_partitions_are_the_live_ones_beyond_the_model():
@@ -38,7 +38,7 @@ def test_the_watch_rereads_when_due_and_warns_each_time(caplog):
     live["orders"] = 4
     now[0] = 30.0
     assert watch.poll() == {}  # not due: the last finding
-    with caplog.at_level(logging.WARNING, "airflow_samza_expand.spark.coverage"):
+    with caplog.at_level(logging.WARNING, "airflow_samza_expand.spark._coverage"):
         now[0] = 60.0
         assert watch.poll() == {"orders": [2, 3]}
         now[0] = 120.0
@@ -105,7 +105,7 @@ def test_a_running_job_reports_partitions_grown_outside_its_job_model(
     job.store.write_job_model(JobModel.initial(job.name, {job.topic: 2}))
     produce_sequenced(kafka_bootstrap, job.topic, [f"key-{i}" for i in range(10)], 5)
     grow_topic(kafka_bootstrap, job.topic, 4)  # grown by someone else: the model still says 2
-    with caplog.at_level(logging.WARNING, "airflow_samza_expand.spark.coverage"):
+    with caplog.at_level(logging.WARNING, "airflow_samza_expand.spark._coverage"):
         assert job.run() == 0
     warnings = [r.getMessage() for r in caplog.records if "not covered" in r.getMessage()]
     assert warnings and f"{job.topic} partitions [2, 3]" in warnings[0]

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import argparse
 
-from airflow_samza_expand.core.clock import now_iso
-from airflow_samza_expand.core.liveness import statuses
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._liveness import statuses
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.spark.lifecycle import Lifecycle
+from airflow_samza_expand.spark._lifecycle import Lifecycle
+from airflow_samza_expand.spark._switch import barrier_passed
 from airflow_samza_expand.spark.runtime import Job
-from airflow_samza_expand.spark.switch import barrier_passed
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 JOB = "caps"
 

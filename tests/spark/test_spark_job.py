@@ -17,6 +17,7 @@ from spark_helpers import (
     read_latest_outputs,
 )
 
+from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core.groupers import GroupByPartition
 from airflow_samza_expand.core.model import (
     JobModel,
@@ -24,9 +25,8 @@ from airflow_samza_expand.core.model import (
     SystemStreamPartition,
     mapping_from_groups,
 )
-from airflow_samza_expand.core.plan import plan_expansion
+from airflow_samza_expand.spark._state import TASK_SET_FILE
 from airflow_samza_expand.spark.job import main
-from airflow_samza_expand.spark.state import TASK_SET_FILE
 from airflow_samza_expand.store import open_store
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]

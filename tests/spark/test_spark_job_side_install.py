@@ -53,7 +53,7 @@ def job_side_python(tmp_path_factory) -> Path:
 def test_the_job_side_installs_without_airflow_and_runs_the_example_user_job(
     job_side_python, kafka_bootstrap, unique_topic, tmp_path
 ) -> None:
-    from airflow_samza_expand.testing.spark_kafka import connector_jars
+    from airflow_samza_expand._testing.spark_kafka import connector_jars
 
     python = str(job_side_python)
     probe = (

@@ -7,11 +7,11 @@ import threading
 
 import pytest
 
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._testing.liveness import heartbeat_dead
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.spark.lifecycle import LeaseLostError, Lifecycle
-from airflow_samza_expand.store.files import FileCoordinatorStore
-from airflow_samza_expand.testing.liveness import heartbeat_dead
+from airflow_samza_expand.spark._lifecycle import LeaseLostError, Lifecycle
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 pytestmark = [pytest.mark.kafka]
 
@@ -105,8 +105,8 @@ def test_dead_records_are_reaped_on_start(lives):
 def test_heartbeats_advertise_the_standby_capability_only_with_the_lease(tmp_path) -> None:
     """Rule 1.8: the DAG launches a warm standby only for a processor that says it can wait as
     one; the shipped job can while it uses the active lease."""
-    from airflow_samza_expand.core.liveness import statuses
-    from airflow_samza_expand.store.files import FileCoordinatorStore as Files
+    from airflow_samza_expand.core._liveness import statuses
+    from airflow_samza_expand.store._files import FileCoordinatorStore as Files
 
     store = Files(str(tmp_path), "caps")
     store.write_job_model(JobModel.initial("caps", {"orders": 2}))

@@ -9,18 +9,18 @@ import json
 import pytest
 from spark_helpers import create_topic, grow_topic, produce_raw, put_expansion_record
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.partitioners import crc32_partition
+from airflow_samza_expand._protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand._protocol.barrier.stale_scan import StaleScanner
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
-from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
-from airflow_samza_expand.spark.job import build_parser
-from airflow_samza_expand.spark.stale import (
+from airflow_samza_expand.spark._stale import (
     OrderCheck,
     StalePlacementError,
     growths_of,
     parse_barrier_offsets,
 )
+from airflow_samza_expand.spark.job import build_parser
 
 pytestmark = pytest.mark.kafka
 
@@ -123,11 +123,11 @@ def test_growths_come_from_the_barrier_and_the_job_model():
 def test_counts_reach_the_expansion_record_of_a_typed_store(kafka_bootstrap, grown, tmp_path):
     """order_check_from_args publishes into the record of the expansion that made the job
     model (its own typed store on --coordinator)."""
-    from airflow_samza_expand.core.clock import now_iso
-    from airflow_samza_expand.core.order import OrderEvidence
-    from airflow_samza_expand.core.record import ExpansionRecord
-    from airflow_samza_expand.spark.stale import order_check_from_args
-    from airflow_samza_expand.store.files import FileCoordinatorStore
+    from airflow_samza_expand.core._clock import now_iso
+    from airflow_samza_expand.core._order import OrderEvidence
+    from airflow_samza_expand.core._record import ExpansionRecord
+    from airflow_samza_expand.spark._stale import order_check_from_args
+    from airflow_samza_expand.store._files import FileCoordinatorStore
 
     topic, barrier, _ = grown
     store = FileCoordinatorStore(str(tmp_path / "store"), "job")
@@ -158,8 +158,8 @@ def test_counts_reach_the_expansion_record_of_a_typed_store(kafka_bootstrap, gro
 
 
 def test_auto_takes_the_barrier_and_partitioner_from_the_record(kafka_bootstrap, grown, tmp_path):
-    from airflow_samza_expand.spark.stale import order_check_from_args
-    from airflow_samza_expand.store.files import FileCoordinatorStore
+    from airflow_samza_expand.spark._stale import order_check_from_args
+    from airflow_samza_expand.store._files import FileCoordinatorStore
 
     topic, barrier, _ = grown
     store = FileCoordinatorStore(str(tmp_path / "store"), "job")
@@ -187,8 +187,8 @@ def test_auto_takes_the_barrier_and_partitioner_from_the_record(kafka_bootstrap,
 def test_the_heartbeat_counts_the_stale_placements_per_key(kafka_bootstrap, grown, tmp_path):
     """Rule 1.5: the processor's heartbeat carries its order check's counts per key, so the ack
     step and the UI see the order at risk while the job runs (not only in the record)."""
-    from airflow_samza_expand.spark.lifecycle import Lifecycle
-    from airflow_samza_expand.store.files import FileCoordinatorStore
+    from airflow_samza_expand.spark._lifecycle import Lifecycle
+    from airflow_samza_expand.store._files import FileCoordinatorStore
 
     topic, barrier, scanner = grown
     store = FileCoordinatorStore(str(tmp_path / "store"), "job")

@@ -19,19 +19,19 @@ import pytest
 from spark_helpers import planned_growth, produce_raw
 from test_spark_job import Job
 
-from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.demo.producer import KeyedProducer
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.barrier.evidence import (
+from airflow_samza_expand._demo.producer import KeyedProducer
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.partitioners import crc32_partition
+from airflow_samza_expand._protocol.barrier.evidence import (
     job_order_args,
     order_summary,
     record_scan_start,
 )
-from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
-from airflow_samza_expand.protocol.barrier.step import order_poll
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand._protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand._protocol.barrier.step import order_poll
+from airflow_samza_expand.core._plan import plan_expansion
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ import pytest
 from processor_helpers import JobSetup, wait_for
 from spark_helpers import produce_sequenced, read_latest_outputs
 
-from airflow_samza_expand.spark.lifecycle import EXIT_LEASE_LOST
+from airflow_samza_expand.spark._lifecycle import EXIT_LEASE_LOST
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow, pytest.mark.apache_ci]
 

@@ -18,14 +18,14 @@ from spark_helpers import (
     read_latest_outputs,
 )
 
-from airflow_samza_expand.core.liveness import (
+from airflow_samza_expand.core._liveness import (
     CAPABILITY_COUNTS_STALE,
     CAPABILITY_IN_APP,
     CAPABILITY_IN_PLACE,
     CAPABILITY_STANDBY,
 )
+from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import plan_expansion
 from airflow_samza_expand.store import open_store
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -109,9 +109,9 @@ def test_an_existing_job_moved_onto_the_runtime_starts_where_its_group_stopped(
     run (a fresh checkpoint) starts each partition at its consumer group's committed offset -
     the position `init-job --from-group` copied in (Spark's source), or the group the job used,
     kept with ``--consumer-group`` (the provider's reader)."""
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
-    from airflow_samza_expand.kafka.config import client_config
-    from airflow_samza_expand.protocol.init_job import init_job
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
+    from airflow_samza_expand._kafka.config import client_config
+    from airflow_samza_expand._protocol.init_job import init_job
 
     if source == "kafka":
         _spark_kafka(spark)

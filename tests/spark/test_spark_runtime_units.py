@@ -8,10 +8,10 @@ import logging
 
 import pytest
 
+from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.spark.driving import end_offsets
-from airflow_samza_expand.spark.kafka_options import spark_kafka_options
+from airflow_samza_expand.spark._driving import end_offsets
+from airflow_samza_expand.spark._kafka_options import spark_kafka_options
 from airflow_samza_expand.spark.runtime import assignment, parse_args, task_of
 
 BASE = ["--job-name", "j", "--bootstrap-servers", "k:9092", "--checkpoint-dir", "/c"]

@@ -8,9 +8,9 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from spark_helpers import committed, create_topic, grow_topic, produce_sequenced
 
+from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.spark.source import (
+from airflow_samza_expand.spark._source import (
     SOURCE_SCHEMA,
     ReadSplit,
     SamzaKafkaStreamReader,
@@ -149,8 +149,8 @@ def test_read_splits_in_one_worker_share_one_consumer(
 ) -> None:
     """A Python worker reads its splits with one pooled consumer (not a client per split and
     batch); a read given up midway closes its consumer instead of pooling it."""
-    from airflow_samza_expand.kafka import clients
-    from airflow_samza_expand.spark import source_read
+    from airflow_samza_expand._kafka import clients
+    from airflow_samza_expand.spark import _source_read
 
     made: list[object] = []
 
@@ -160,7 +160,7 @@ def test_read_splits_in_one_worker_share_one_consumer(
             super().__init__(config)
 
     monkeypatch.setattr(clients, "Consumer", CountingConsumer)
-    monkeypatch.setattr(source_read, "_IDLE", {})
+    monkeypatch.setattr(_source_read, "_IDLE", {})
     topic = unique_topic("pool")
     create_topic(kafka_bootstrap, topic, 2)
     produce_sequenced(kafka_bootstrap, topic, [f"k{i}" for i in range(20)], 10)
@@ -175,10 +175,10 @@ def test_read_splits_in_one_worker_share_one_consumer(
         partial = reader.read(reader.partitions(start, end)[0])
         next(partial)
         partial.close()  # given up midway: its consumer is closed, not pooled
-        assert sum(len(idle) for idle in source_read._IDLE.values()) == 0
+        assert sum(len(idle) for idle in _source_read._IDLE.values()) == 0
         assert len(_records(reader, start, end)) == 200 and len(made) == 2
     finally:
         reader.stop()
-        for idle in source_read._IDLE.values():
+        for idle in _source_read._IDLE.values():
             for consumer in idle:
                 consumer.close()

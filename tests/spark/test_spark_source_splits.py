@@ -10,10 +10,10 @@ import json
 import pandas as pd
 import pytest
 
+from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.spark.source import SOURCE_SCHEMA, SamzaKafkaStreamReader
-from airflow_samza_expand.spark.source_splits import ReadSplit, pack, parse_max_splits
+from airflow_samza_expand.spark._source import SOURCE_SCHEMA, SamzaKafkaStreamReader
+from airflow_samza_expand.spark._source_splits import ReadSplit, pack, parse_max_splits
 
 pytestmark = pytest.mark.spark
 
@@ -106,8 +106,8 @@ def test_state_applies_a_tasks_records_in_partition_offset_order_across_splits()
     """A key moved 0 -> 2 by the growth: seq 0..4 in parent 0 (offsets 50..), seq 5..9 in child
     2 (offsets 0..). Read by two splits, the child's rows may reach the group first; applied in
     (partition, offset) order the key's sequence is unbroken."""
-    from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR, SequenceCounter
-    from airflow_samza_expand.spark.state import StatefulFunction
+    from airflow_samza_expand.spark._processor import DEFAULT_PROCESSOR, SequenceCounter
+    from airflow_samza_expand.spark._state import StatefulFunction
 
     parent, child = _frame(0, range(50, 55), range(5)), _frame(2, range(5), range(5, 10))
     # as the splits arrive (child first), unsorted, the counter would see a broken sequence

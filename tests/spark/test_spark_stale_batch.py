@@ -10,16 +10,16 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 from spark_helpers import create_topic, grow_topic, produce_raw, put_expansion_record
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.partitioners import PARTITIONERS, crc32_partition
+from airflow_samza_expand._protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand._protocol.barrier.stale_scan import StaleScanner
+from airflow_samza_expand.core._plan import plan_expansion
+from airflow_samza_expand.core._stale import StaleSummary, stale_target
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.core.stale import StaleSummary, stale_target
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.partitioners import PARTITIONERS, crc32_partition
-from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
-from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
-from airflow_samza_expand.spark.source import SOURCE_SCHEMA, SamzaKafkaStreamReader
-from airflow_samza_expand.spark.stale import BATCHES, SCAN, OrderCheck, stale_rule
-from airflow_samza_expand.spark.stale_batch import (
+from airflow_samza_expand.spark._source import SOURCE_SCHEMA, SamzaKafkaStreamReader
+from airflow_samza_expand.spark._stale import BATCHES, SCAN, OrderCheck, stale_rule
+from airflow_samza_expand.spark._stale_batch import (
     StaleRule,
     count_stale,
     take_reports,
@@ -56,7 +56,7 @@ def test_vectorised_count_matches_the_per_record_rule(partitioners, tmp_path) ->
 
 
 def _placement(partition: int, offset: int, key: bytes, target: int, topic: str = "t"):
-    from airflow_samza_expand.core.stale import StalePlacement
+    from airflow_samza_expand.core._stale import StalePlacement
 
     return StalePlacement(topic, partition, offset, key.decode("utf-8", "replace"), target)
 
@@ -135,9 +135,9 @@ def test_a_switch_in_place_starts_the_check_of_the_new_job_models_expansion(
 ) -> None:
     """Without ``--barrier-offsets`` (nothing restarts after an in-place switch) the running
     job takes the check of the expansion that made vN+1, and the reader gets the same rule."""
+    from airflow_samza_expand.spark._stale import order_check_after_switch, switch_rule
     from airflow_samza_expand.spark.job import build_parser
-    from airflow_samza_expand.spark.stale import order_check_after_switch, switch_rule
-    from airflow_samza_expand.store.files import FileCoordinatorStore
+    from airflow_samza_expand.store._files import FileCoordinatorStore
 
     topic = unique_topic("switch-order")
     barrier = {topic: {0: 3, 1: 5}}

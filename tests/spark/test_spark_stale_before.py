@@ -16,20 +16,20 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from spark_helpers import create_topic, grow_topic, mark_grown, planned_growth, produce_raw
 from test_spark_job import Job
 
-from airflow_samza_expand.core.clock import now_iso
-from airflow_samza_expand.core.liveness import CAPABILITY_COUNTS_STALE, statuses
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.partitioners import crc32_partition
+from airflow_samza_expand._protocol.barrier.before_snapshot import order_poll
+from airflow_samza_expand._protocol.barrier.evidence import evidence_of, record_scan_start
+from airflow_samza_expand._protocol.barrier.reads import snapshot_barrier
+from airflow_samza_expand._protocol.barrier.stale_scan import StaleScanner
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._liveness import CAPABILITY_COUNTS_STALE, statuses
+from airflow_samza_expand.core._order import JOB_SOURCE, SCAN_SOURCE
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.order import JOB_SOURCE, SCAN_SOURCE
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.barrier.before_snapshot import order_poll
-from airflow_samza_expand.protocol.barrier.evidence import evidence_of, record_scan_start
-from airflow_samza_expand.protocol.barrier.reads import snapshot_barrier
-from airflow_samza_expand.protocol.barrier.stale_scan import StaleScanner
-from airflow_samza_expand.spark.source import SOURCE_SCHEMA, SamzaKafkaStreamReader
-from airflow_samza_expand.spark.stale_batch import RuleFile
-from airflow_samza_expand.spark.stale_before import BeforeSnapshotCount
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.spark._source import SOURCE_SCHEMA, SamzaKafkaStreamReader
+from airflow_samza_expand.spark._stale_batch import RuleFile
+from airflow_samza_expand.spark._stale_before import BeforeSnapshotCount
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -220,8 +220,8 @@ def test_the_reader_counts_before_the_snapshot_and_the_driver_publishes_each_ran
 
 
 def test_the_job_counts_only_a_grown_expansion_of_its_model_without_a_snapshot() -> None:
-    from airflow_samza_expand.core.order import OrderEvidence
-    from airflow_samza_expand.spark.stale_before import in_progress
+    from airflow_samza_expand.core._order import OrderEvidence
+    from airflow_samza_expand.spark._stale_before import in_progress
 
     planned = planned_growth("job", "orders", "exp")
     started = OrderEvidence(scan_start={"orders": {0: 5, 1: 7}}).to_dict()

@@ -10,11 +10,11 @@ import pytest
 from spark_helpers import grow_topic, produce_raw, produce_sequenced
 from test_spark_job import Job
 
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.partitioners import crc32_partition
+from airflow_samza_expand._protocol.barrier.reads import barrier_to_dict, snapshot_barrier
+from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.partitioners import crc32_partition
-from airflow_samza_expand.protocol.barrier.reads import barrier_to_dict, snapshot_barrier
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 

@@ -1,4 +1,4 @@
-"""Rule 1.9, the switch in place, driven directly: the driver publishes vN+1 (`spark.switch`),
+"""Rule 1.9, the switch in place, driven directly: the driver publishes vN+1 (`spark._switch`),
 the provider's reader takes it at a batch's planning and admits a child partition once its own
 position on the parent reached the barrier snapshot (no Spark session needed)."""
 
@@ -11,13 +11,13 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 from spark_helpers import create_topic, grow_topic, produce_raw
 
-from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._plan import plan_expansion
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.spark.source import SOURCE_SCHEMA, SamzaKafkaStreamReader
-from airflow_samza_expand.spark.switch import SwitchPublisher, snapshots_up_to
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.spark._source import SOURCE_SCHEMA, SamzaKafkaStreamReader
+from airflow_samza_expand.spark._switch import SwitchPublisher, snapshots_up_to
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 

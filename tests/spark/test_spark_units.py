@@ -8,15 +8,15 @@ import pandas as pd
 import pytest
 
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.spark.job import UsageError, parse_trigger
-from airflow_samza_expand.spark.processor import SequenceCounter, load_processor, parse_seq
-from airflow_samza_expand.spark.source import fair_split, offsets_json
-from airflow_samza_expand.spark.state import (
+from airflow_samza_expand.spark._processor import SequenceCounter, load_processor, parse_seq
+from airflow_samza_expand.spark._source import fair_split, offsets_json
+from airflow_samza_expand.spark._state import (
     TASK_SET_FILE,
     IncompatibleCheckpointError,
     check_task_set,
     write_task_set,
 )
+from airflow_samza_expand.spark.job import UsageError, parse_trigger
 
 pytestmark = pytest.mark.spark
 
@@ -77,15 +77,15 @@ def test_parse_seq_ignores_values_without_integer_seq() -> None:
 
 def test_load_processor_errors_name_the_problem() -> None:
     assert isinstance(
-        load_processor("airflow_samza_expand.spark.processor:SequenceCounter"), SequenceCounter
+        load_processor("airflow_samza_expand.spark._processor:SequenceCounter"), SequenceCounter
     )
     assert isinstance(
-        load_processor("airflow_samza_expand.spark.processor.SequenceCounter"), SequenceCounter
+        load_processor("airflow_samza_expand.spark._processor.SequenceCounter"), SequenceCounter
     )
     with pytest.raises(ValueError, match="cannot import module 'no_such_module'"):
         load_processor("no_such_module:X")
     with pytest.raises(ValueError, match="has no attribute 'Nope'"):
-        load_processor("airflow_samza_expand.spark.processor:Nope")
+        load_processor("airflow_samza_expand.spark._processor:Nope")
     with pytest.raises(ValueError, match="lacks init_state"):
         load_processor("json:dumps")
     with pytest.raises(ValueError, match="not a dotted path"):
@@ -135,7 +135,7 @@ def _grown_by_partition(v1: JobModel) -> JobModel:
 
 
 def test_task_set_guard(tmp_path) -> None:
-    from airflow_samza_expand.core.plan import plan_expansion
+    from airflow_samza_expand.core._plan import plan_expansion
 
     ckpt = str(tmp_path / "ckpt")
     v1 = JobModel.initial("job", {"orders": 2})
@@ -200,8 +200,8 @@ def _shuffled_rows(task: str, keys_seqs: dict[str, list[int]], seed: int) -> pd.
 
 @pytest.mark.parametrize("buckets", [0, 4])
 def test_stateful_function_orders_rows_and_keeps_state_per_key(buckets: int) -> None:
-    from airflow_samza_expand.spark.processor import DEFAULT_PROCESSOR
-    from airflow_samza_expand.spark.state import StatefulFunction
+    from airflow_samza_expand.spark._processor import DEFAULT_PROCESSOR
+    from airflow_samza_expand.spark._state import StatefulFunction
 
     fn = StatefulFunction(DEFAULT_PROCESSOR, buckets)
     # Rows arrive shuffled and split in two chunks; sorted by (partition, offset) they are in
@@ -257,8 +257,8 @@ def test_job_bad_input_exits_2_with_a_clear_message_and_changes_nothing(tmp_path
     [(" ", "is not a group name"), ("j.active", "is the job's lease group")],
 )
 def test_a_consumer_group_that_cannot_hold_the_jobs_offsets_is_refused(group, problem) -> None:
-    from airflow_samza_expand.kafka.membership import lease_group
-    from airflow_samza_expand.spark.args import parse_args, validate_runtime_args
+    from airflow_samza_expand._kafka.membership import lease_group
+    from airflow_samza_expand.spark._args import parse_args, validate_runtime_args
 
     assert lease_group("j") == "j.active"
     argv = ["--job-name", "j", "--checkpoint-dir", "/c", "--bootstrap-servers", "b:9092"]

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 import yaml
 
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "docker"
@@ -240,7 +240,7 @@ def test_sample_producer_keys_sequences_and_partitions(
 
     from confluent_kafka import Consumer, TopicPartition
 
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
 
     topic = unique_topic("orders")
     config = client_config(kafka_bootstrap)

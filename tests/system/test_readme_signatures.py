@@ -54,9 +54,9 @@ def signatures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]
         "import dataclasses\n"
         "from airflow_samza_expand.dags import ExpansionSettings\n"
         "out['ExpansionSettings'] = [f.name for f in dataclasses.fields(ExpansionSettings)]\n"
-        "from airflow_samza_expand.dags import groups\n"
+        "from airflow_samza_expand.dags import _groups\n"
         "out['groups'] = {c.__name__: [f.name for f in dataclasses.fields(c)]\n"
-        "                 for c in groups.GROUPS.values()}\n"
+        "                 for c in _groups.GROUPS.values()}\n"
         "print(json.dumps(out))\n"
     )
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path_factory.mktemp("airflow-home"))}

@@ -10,7 +10,7 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
-from airflow_samza_expand.testing.broker.codec import build
+from airflow_samza_expand._testing.broker.codec import build
 
 
 def call(bootstrap: str, api_key: int, version: int, body: dict) -> Any:

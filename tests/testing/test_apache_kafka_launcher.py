@@ -9,8 +9,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from airflow_samza_expand.testing import ApacheKafkaProcess
-from airflow_samza_expand.testing.apache_kafka_process import (
+from airflow_samza_expand._testing import ApacheKafkaProcess
+from airflow_samza_expand._testing.apache_kafka_process import (
     cached_libs,
     fetch_apache_kafka,
     kafka_version,
@@ -56,7 +56,7 @@ def test_fetch_without_maven_names_the_fix_and_leaves_no_cache(tmp_path, monkeyp
 def test_free_ports_are_drawn_below_the_ephemeral_range(tmp_path) -> None:
     """An outgoing connection never takes a port below the kernel's ephemeral range, so the
     server that binds the port a moment later finds it free (two test lanes, many clients)."""
-    from airflow_samza_expand.testing.launch import ephemeral_low, free_port
+    from airflow_samza_expand._testing.launch import ephemeral_low, free_port
 
     low = ephemeral_low()
     ports = {free_port() for _ in range(20)}

@@ -7,7 +7,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from airflow_samza_expand.testing.bytecode import compile_zip
+from airflow_samza_expand._testing.bytecode import compile_zip
 
 MODULE = "def answer():\n    raise ValueError('from the zip')\n"
 

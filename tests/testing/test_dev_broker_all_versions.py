@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from dev_broker_raw_client import call
 
-from airflow_samza_expand.testing.broker.apis import APIS
+from airflow_samza_expand._testing.broker.apis import APIS
 
 
 def _requests(topic: str, group: str) -> dict[str, dict]:

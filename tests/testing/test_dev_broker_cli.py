@@ -70,7 +70,7 @@ def test_foreground_run_logs_and_stops_on_sigterm(tmp_path: Path) -> None:
 
 PARENT_THAT_DIES = """
 import os
-from airflow_samza_expand.testing import DevBrokerProcess
+from airflow_samza_expand._testing import DevBrokerProcess
 broker = DevBrokerProcess().start()
 print(broker.pid, flush=True)
 os._exit(0)  # no stop(): like a test session killed by a timeout

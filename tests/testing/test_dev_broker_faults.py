@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from airflow_samza_expand.testing import FaultError
+from airflow_samza_expand._testing import FaultError
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from airflow_samza_expand.testing.broker.groups import (
+from airflow_samza_expand._testing.broker.groups import (
     ILLEGAL_GENERATION,
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,

@@ -8,7 +8,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from airflow_samza_expand.testing import DevBrokerProcess
+from airflow_samza_expand._testing import DevBrokerProcess
 
 
 def _consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[tuple]:

@@ -7,7 +7,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from dev_broker_raw_client import call
 
-from airflow_samza_expand.testing.broker.apis import APIS
+from airflow_samza_expand._testing.broker.apis import APIS
 
 
 def test_api_versions_lists_exactly_the_implemented_apis(dev_broker) -> None:

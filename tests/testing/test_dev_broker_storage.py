@@ -11,7 +11,7 @@ from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 
-from airflow_samza_expand.testing.broker.storage import (
+from airflow_samza_expand._testing.broker.storage import (
     CorruptBatchError,
     PartitionLog,
     split_batches,

@@ -1,4 +1,4 @@
-"""The second keyed processor of the multi-job tests (`testing.keyed.SequenceDigest`)."""
+"""The second keyed processor of the multi-job tests (`_testing.keyed.SequenceDigest`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pandas as pd
 
-from airflow_samza_expand.spark.processor import KeyedProcessor, load_processor
-from airflow_samza_expand.testing.keyed import PATH, SequenceDigest, expected_digest
+from airflow_samza_expand._testing.keyed import PATH, SequenceDigest, expected_digest
+from airflow_samza_expand.spark._processor import KeyedProcessor, load_processor
 
 
 def rows(seqs: list[int], key: str = "k") -> pd.DataFrame:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_samza_expand.testing.session_sweep import HOME_PREFIX
+from airflow_samza_expand._testing.session_sweep import HOME_PREFIX
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = "tests/testing/leak_probe.py"

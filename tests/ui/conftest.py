@@ -5,7 +5,7 @@ free port and stopped by its pid (process group) at the end of the session.
 The expansion is written by the public operators run as a DAG with ``dag.test()``
 (plan -> expand -> barrier -> stop -> write -> report), not by Spark: the job's part is played
 by the test (it commits the consumer group's offsets, heartbeats as processors, and a stand-in
-``python`` process launched with ``protocol.launch.launch`` writes the restarted job's log, whose
+``python`` process launched with ``_protocol.launch.launch`` writes the restarted job's log, whose
 handle is recorded in the expansion record as the submit step records it).
 """
 
@@ -47,7 +47,7 @@ def ui_output(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def ui_kafka(kafka_bootstrap: str) -> Iterator[dict[str, str]]:
     """``kafka_default`` pointing at the test Kafka, in this process and the api-server."""
-    from airflow_samza_expand.kafka.config import client_config
+    from airflow_samza_expand._kafka.config import client_config
 
     old = os.environ.get("AIRFLOW_CONN_KAFKA_DEFAULT")
     os.environ["AIRFLOW_CONN_KAFKA_DEFAULT"] = airflow_env.kafka_connection_env(kafka_bootstrap)
@@ -64,7 +64,7 @@ class _LiveProcessor:
     api-server starts, and the pages would rightly call the processor dead."""
 
     def __init__(self, config: dict[str, str], job: str, processor_id: str, version: int):
-        from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+        from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
         self._store = KafkaCoordinatorStore(config, job)
         self._beat = lambda: self._store.heartbeat(processor_id, version, "running")
@@ -91,18 +91,18 @@ def expanded_job(ui_kafka: dict[str, str], tmp_path_factory: pytest.TempPathFact
     from airflow.sdk import DAG
     from kafka_helpers import commit_offsets, produce_keyed
 
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
+    from airflow_samza_expand._protocol import launch as detached
     from airflow_samza_expand.airflow.operators import (
         ExpandPartitionsOperator,
         PlanExpansionOperator,
         StopStatefulJobOperator,
         WriteJobModelOperator,
     )
-    from airflow_samza_expand.airflow.operators.report import ExpansionReportOperator
+    from airflow_samza_expand.airflow.operators._report import ExpansionReportOperator
     from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
     from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
-    from airflow_samza_expand.protocol import launch as detached
-    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
     suffix = uuid.uuid4().hex[:8]
     job, topic = f"ui-job-{suffix}", f"ui-orders-{suffix}"
@@ -176,12 +176,12 @@ def waiting_job(ui_kafka: dict[str, str]):
     the expansion lease held by a DAG run (written with the store's typed API)."""
     from kafka_helpers import commit_offsets, produce_keyed
 
-    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
+    from airflow_samza_expand.core._clock import now_iso
+    from airflow_samza_expand.core._plan import plan_expansion
+    from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
     from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.core.plan import plan_expansion
-    from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
-    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
     suffix = uuid.uuid4().hex[:8]
     job, topic = f"ui-waiting-{suffix}", f"ui-events-{suffix}"

@@ -110,7 +110,7 @@ def test_api_typed_record_barrier_lag_and_lease(api_server, token, waiting_job):
 def test_api_jobs_lists_configured_and_discovered_jobs(
     api_server, token, expanded_job, waiting_job, ui_kafka
 ):
-    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
     phantom = f"{waiting_job.job}-phantom"  # a coordinator topic holding a lease, no job model
     with KafkaCoordinatorStore(ui_kafka, phantom) as store:  # (an older plan of a typo left it)

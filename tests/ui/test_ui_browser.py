@@ -102,7 +102,7 @@ def _produce_raw(config, topic: str, key: bytes, value: bytes) -> None:
 
 def test_bad_input_is_a_message_not_a_stack_trace(browser, api_server, ui_kafka, ui_output):
     from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
     status = browser.open(_ui(api_server, "/jobs/no-such-job"))
     text = browser.text()
@@ -215,13 +215,13 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expan
     from kafka_helpers import commit_offsets, produce_keyed
     from ui_helpers import planned_record
 
-    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
+    from airflow_samza_expand._protocol.barrier import progress
+    from airflow_samza_expand.core._clock import now_iso
+    from airflow_samza_expand.core._plan import plan_expansion
+    from airflow_samza_expand.core._record import ExpansionStatus as S
     from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.core.plan import plan_expansion
-    from airflow_samza_expand.core.record import ExpansionStatus as S
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
-    from airflow_samza_expand.protocol.barrier import progress
-    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
     suffix = uuid.uuid4().hex[:8]
     job, topic = f"ui-running-{suffix}", f"ui-running-{suffix}"
@@ -370,11 +370,11 @@ def test_the_job_page_stays_true_while_it_is_open(browser, api_server, ui_kafka,
     Kafka's new count; a heartbeat's age counts up and a lease's expiry counts down."""
     from ui_helpers import planned_record
 
-    from airflow_samza_expand.core.clock import now_iso
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
+    from airflow_samza_expand.core._clock import now_iso
+    from airflow_samza_expand.core._record import ExpansionStatus as S
     from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.core.record import ExpansionStatus as S
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
-    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
     suffix = uuid.uuid4().hex[:8]
     job, topic = f"ui-open-{suffix}", f"ui-open-{suffix}"

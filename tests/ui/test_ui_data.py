@@ -1,4 +1,4 @@
-"""The UI's reads (``airflow.ui.data``) on a file coordinator store: no Kafka, no server."""
+"""The UI's reads (``airflow._ui.data``) on a file coordinator store: no Kafka, no server."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from airflow_samza_expand.airflow.ui.data import UiProblem, read_job
-from airflow_samza_expand.airflow.ui.settings import UiSettings
+from airflow_samza_expand._protocol.records import expansion_id_for
+from airflow_samza_expand.airflow._ui.data import UiProblem, read_job
+from airflow_samza_expand.airflow._ui.settings import UiSettings
+from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.protocol.records import expansion_id_for
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 JOB = "orders-job"
 
@@ -131,8 +131,8 @@ def test_a_processor_reading_too_few_partitions_or_stale_placements_is_flagged(t
     """The processors table names the partitions a processor's job model does not cover
     (rule 1.4: a topic grown outside the expansion) and the stale placements its order check
     counted (rule 1.5), from its heartbeat; in the page and in the JSON."""
-    from airflow_samza_expand.airflow.ui.html import job_page
-    from airflow_samza_expand.airflow.ui.views import snapshot_json
+    from airflow_samza_expand.airflow._ui.html import job_page
+    from airflow_samza_expand.airflow._ui.views import snapshot_json
 
     store, _ = _grown(tmp_path)
     store.heartbeat("old", 1, "running", role="active", ttl_s=30, uncovered={"orders": [2, 3]})
@@ -163,7 +163,7 @@ def test_a_page_fetch_logs_no_connection_line(monkeypatch, caplog, capfd):
     import json
     import logging
 
-    from airflow_samza_expand.airflow.ui.data import kafka_config
+    from airflow_samza_expand.airflow._ui.data import kafka_config
 
     extra = {"bootstrap.servers": "127.0.0.1:9"}
     conn = json.dumps({"conn_type": "kafka", "extra": extra})
@@ -187,7 +187,7 @@ def test_processors_list_the_live_and_newest_first(tmp_path):
 
 
 def test_the_log_tail_starts_at_a_whole_line(tmp_path):
-    from airflow_samza_expand.airflow.ui.data import LOG_TAIL_CHARS
+    from airflow_samza_expand.airflow._ui.data import LOG_TAIL_CHARS
 
     store, expansion_id = _grown(tmp_path / "store")
     logs = tmp_path / "logs"
@@ -211,8 +211,8 @@ def test_the_order_verdict_is_on_the_expansions_row(tmp_path):
 
     from ui_helpers import planned_record
 
-    from airflow_samza_expand.airflow.ui.html import job_page
-    from airflow_samza_expand.core.order import OrderEvidence
+    from airflow_samza_expand.airflow._ui.html import job_page
+    from airflow_samza_expand.core._order import OrderEvidence
 
     store = FileCoordinatorStore(str(tmp_path), JOB)
     v1 = store.write_job_model(JobModel.initial(JOB, {"orders": 2}))

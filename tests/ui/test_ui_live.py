@@ -34,8 +34,8 @@ import airflow_env
 import pytest
 from browser import Browser, wait_for
 
-from airflow_samza_expand.airflow.ui.running import WARMING
-from airflow_samza_expand.protocol.steps import step_title
+from airflow_samza_expand._protocol.steps import step_title
+from airflow_samza_expand.airflow._ui.running import WARMING
 
 pytestmark = pytest.mark.kafka
 
@@ -100,9 +100,9 @@ def test_a_real_expansion_as_it_runs(
     from kafka_helpers import produce_keyed
     from live_expansion import build
 
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
     from airflow_samza_expand.core.model import JobModel
-    from airflow_samza_expand.kafka.admin import KafkaAdmin
-    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
     suffix = uuid.uuid4().hex[:8]
     job = topic = f"ui-live-{suffix}"

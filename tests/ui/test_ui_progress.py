@@ -12,21 +12,21 @@ import uuid
 import pytest
 from kafka_helpers import commit_offsets, produce_keyed
 
-from airflow_samza_expand.airflow.ui.data import read_job
-from airflow_samza_expand.airflow.ui.html import job_page
-from airflow_samza_expand.airflow.ui.settings import UiSettings
-from airflow_samza_expand.airflow.ui.views import snapshot_json
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._kafka.config import client_config
+from airflow_samza_expand._protocol.barrier import progress
+from airflow_samza_expand._protocol.barrier import step as barrier
+from airflow_samza_expand._protocol.ownership import cli_holder, take
+from airflow_samza_expand._protocol.steps.expand import ExpandRequest, expand
+from airflow_samza_expand._protocol.steps.plan import PlanRequest, plan
+from airflow_samza_expand.airflow._ui.data import read_job
+from airflow_samza_expand.airflow._ui.html import job_page
+from airflow_samza_expand.airflow._ui.settings import UiSettings
+from airflow_samza_expand.airflow._ui.views import snapshot_json
+from airflow_samza_expand.core._record import ExpansionStatus
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.record import ExpansionStatus
-from airflow_samza_expand.kafka.admin import KafkaAdmin
-from airflow_samza_expand.kafka.config import client_config
-from airflow_samza_expand.protocol.barrier import progress
-from airflow_samza_expand.protocol.barrier import step as barrier
-from airflow_samza_expand.protocol.ownership import cli_holder, take
-from airflow_samza_expand.protocol.steps.expand import ExpandRequest, expand
-from airflow_samza_expand.protocol.steps.plan import PlanRequest, plan
-from airflow_samza_expand.store.files import FileCoordinatorStore
-from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+from airflow_samza_expand.store._files import FileCoordinatorStore
+from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 pytestmark = pytest.mark.kafka
 

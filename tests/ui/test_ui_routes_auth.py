@@ -1,5 +1,5 @@
 """Every route of the plugin's app refuses a request without a token (401), read from the app
-object itself (`airflow.ui.app.create_app().routes`), so a route added later is covered without
+object itself (`airflow._ui.app.create_app().routes`), so a route added later is covered without
 an edit here. Against the real api-server that mounts the app (tests/ui/conftest.py)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def app_requests(job: str) -> list[tuple[str, str]]:
     and ``2`` (a real page once signed in: a diff of versions 1 and 2)."""
     from fastapi.routing import APIRoute
 
-    from airflow_samza_expand.airflow.ui.app import URL_PREFIX, create_app
+    from airflow_samza_expand.airflow._ui.app import URL_PREFIX, create_app
 
     requests = []
     for route in create_app().routes:

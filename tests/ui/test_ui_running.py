@@ -8,14 +8,14 @@ from pathlib import Path
 
 from ui_helpers import planned_record
 
-from airflow_samza_expand.airflow.ui.data import read_job
-from airflow_samza_expand.airflow.ui.html import job_page
-from airflow_samza_expand.airflow.ui.settings import UiSettings
-from airflow_samza_expand.airflow.ui.views import snapshot_json
-from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand.airflow._ui.data import read_job
+from airflow_samza_expand.airflow._ui.html import job_page
+from airflow_samza_expand.airflow._ui.settings import UiSettings
+from airflow_samza_expand.airflow._ui.views import snapshot_json
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._record import ExpansionStatus
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.record import ExpansionStatus
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 JOB = "orders-job"
 S = ExpansionStatus
@@ -142,14 +142,14 @@ def test_the_stop_step_waiting_for_the_standby_to_warm_up_says_so(tmp_path):
 
 def test_the_lag_chart_draws_from_its_first_sample():
     """Issue 41: one sample (the barrier's first poll) is a mark on the chart, not nothing."""
-    from airflow_samza_expand.airflow.ui.running_html import lag_chart
+    from airflow_samza_expand.airflow._ui.running_html import lag_chart
 
     chart = lag_chart([{"at": now_iso(), "total": 12, "partitions": {"orders[1]": 12}}])
     assert chart.count("<circle") == 1 and "12 now" in chart
 
 
 def test_the_barrier_says_what_it_waits_for():
-    from airflow_samza_expand.airflow.ui.running_html import _barrier_wait
+    from airflow_samza_expand.airflow._ui.running_html import _barrier_wait
 
     rows = [
         {"topic": "orders", "partition": 0, "lag": 0},
@@ -166,7 +166,7 @@ def test_the_barrier_section_knows_when_its_step_polls_next():
     poll, and when: the last lag sample plus the median gap between samples."""
     from datetime import UTC, datetime, timedelta
 
-    from airflow_samza_expand.airflow.ui.running import next_poll_in_s
+    from airflow_samza_expand.airflow._ui.running import next_poll_in_s
 
     t0 = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
     samples = [{"at": (t0 + timedelta(seconds=s)).isoformat(), "total": 1} for s in (0, 10, 20)]

@@ -12,13 +12,13 @@ from types import SimpleNamespace
 import pytest
 from ui_helpers import planned_record
 
-from airflow_samza_expand.airflow.ui.data import UiProblem, read_job
-from airflow_samza_expand.airflow.ui.html import job_page
-from airflow_samza_expand.airflow.ui.settings import UiSettings
-from airflow_samza_expand.airflow.ui.views import snapshot_json
+from airflow_samza_expand.airflow._ui.data import UiProblem, read_job
+from airflow_samza_expand.airflow._ui.html import job_page
+from airflow_samza_expand.airflow._ui.settings import UiSettings
+from airflow_samza_expand.airflow._ui.views import snapshot_json
+from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 JOB = "orders-job"
 
@@ -61,7 +61,7 @@ def test_a_released_lease_shows_as_released(tmp_path):
 
 
 def test_a_stopped_processor_gets_no_coverage_warning_and_ages_are_not_negative(tmp_path):
-    from airflow_samza_expand.airflow.ui.decode import age_s
+    from airflow_samza_expand.airflow._ui.decode import age_s
 
     store = _store(tmp_path)
     store.heartbeat("v1", 1, "stopped", role="active", ttl_s=30, uncovered={"orders": [2, 3]})
@@ -97,8 +97,8 @@ def test_the_stop_request_is_text_and_in_force_only_while_it_applies(tmp_path, g
 
 
 def test_the_store_is_described_without_a_repr_or_secrets(tmp_path):
-    from airflow_samza_expand.airflow.ui.data import describe_store
-    from airflow_samza_expand.store.kafka import KafkaCoordinatorStore
+    from airflow_samza_expand.airflow._ui.data import describe_store
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
     _store(tmp_path)
     page, doc = _page_and_json(tmp_path)
@@ -126,7 +126,7 @@ def test_the_unknown_job_message_advises_writing_v1(tmp_path):
 
 
 def test_a_single_version_404_does_not_ask_for_two(tmp_path):
-    from airflow_samza_expand.airflow.ui.app import check_versions
+    from airflow_samza_expand.airflow._ui.app import check_versions
 
     _store(tmp_path, grown=False)
     snap = read_job(_settings(tmp_path), JOB)

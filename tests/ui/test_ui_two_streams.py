@@ -3,15 +3,15 @@ streams: the grown one as ``before -> after`` and the one that stays as staying.
 
 from __future__ import annotations
 
-from airflow_samza_expand.airflow.ui.data import read_job
-from airflow_samza_expand.airflow.ui.html import job_page
-from airflow_samza_expand.airflow.ui.settings import UiSettings
-from airflow_samza_expand.core.clock import now_iso
+from airflow_samza_expand._protocol.records import expansion_id_for
+from airflow_samza_expand.airflow._ui.data import read_job
+from airflow_samza_expand.airflow._ui.html import job_page
+from airflow_samza_expand.airflow._ui.settings import UiSettings
+from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._plan import plan_expansion
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.core.plan import plan_expansion
-from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.protocol.records import expansion_id_for
-from airflow_samza_expand.store.files import FileCoordinatorStore
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 JOB = "join-job"
 

@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     if not job or not bootstrap:
         say("no --job-name/--bootstrap-servers: nothing to run")
         return 2
-    from airflow_samza_expand.kafka.config import client_config
+    from airflow_samza_expand._kafka.config import client_config
     from airflow_samza_expand.store import open_store
 
     config = client_config(bootstrap)

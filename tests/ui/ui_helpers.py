@@ -7,7 +7,7 @@ import json
 import urllib.error
 import urllib.request
 
-from airflow_samza_expand.testing.launch import free_port  # noqa: F401 - below the ephemeral range
+from airflow_samza_expand._testing.launch import free_port  # noqa: F401 - below the ephemeral range
 
 
 def http(method: str, url: str, *, token: str | None = None, body: dict | None = None):
@@ -27,9 +27,9 @@ def http(method: str, url: str, *, token: str | None = None, body: dict | None =
 def planned_record(model, grown: dict[str, int], owner: str = "airflow:dag/run-1"):
     """A typed expansion record of `model`'s job growing its streams to `grown`: planned, its
     plan step done (for stores written by hand, without the DAG)."""
-    from airflow_samza_expand.core.clock import now_iso
-    from airflow_samza_expand.core.plan import plan_expansion
-    from airflow_samza_expand.core.record import ExpansionRecord, ExpansionStatus
+    from airflow_samza_expand.core._clock import now_iso
+    from airflow_samza_expand.core._plan import plan_expansion
+    from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 
     stamp = now_iso()
     before = {s: model.partition_counts()[s] for s in grown}

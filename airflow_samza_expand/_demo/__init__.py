@@ -1,0 +1,2 @@
+"""``samza-expand demo``: the expansion under live keyed traffic on an embedded stack (see
+`_demo.cli`). The top of the house: nothing in the package imports it."""

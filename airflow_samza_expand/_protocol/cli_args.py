@@ -1,0 +1,189 @@
+"""What the operator commands of ``samza-expand`` (init-job, status, stop) share: one spelling
+of each flag, the old spellings as hidden deprecated aliases, and one short reachability check
+of Kafka that ends in one line instead of librdkafka's retry log.
+
+    --job-name NAME (or the JOB argument)   old: --job
+    --coordinator kafka|kafka://TOPIC|PATH   old: --coordinator-topic TOPIC
+    --bootstrap-servers HOST:PORT[,...]  --kafka-config FILE  --timeout SECONDS
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from airflow_samza_expand._kafka.admin import KafkaAdmin, KafkaUnavailableError
+from airflow_samza_expand._kafka.config import LIBRDKAFKA_LOGGER, bootstrap_of, client_config
+from airflow_samza_expand.core._names import coordinator_topic
+from airflow_samza_expand.store import parse_coordinator
+
+DEFAULT_TIMEOUT_S = 10.0
+NO_SERVERS = (
+    "no Kafka bootstrap servers - pass --bootstrap-servers HOST:PORT (e.g. "
+    "--bootstrap-servers localhost:9092), or a --kafka-config FILE that sets bootstrap.servers"
+)
+
+
+class UsageError(Exception):
+    """Bad command-line input; the message names the problem and the fix."""
+
+
+class _DeprecatedAlias(argparse.Action):
+    """An old flag spelling: stores into the new flag's dest (through `convert`) and says once
+    on stderr which flag to use instead. Hidden from --help."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        self.new = kwargs.pop("new")
+        self.convert = kwargs.pop("convert", None) or (lambda value: value)
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        print(f"note: {option} is deprecated - use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, self.convert(values))
+
+
+def add_deprecated_alias(
+    parser: argparse.ArgumentParser, old: str, new: str, dest: str, convert: Any = None
+) -> None:
+    """`old` as a hidden alias of the flag `new` (same dest)."""
+    parser.add_argument(old, dest=dest, action=_DeprecatedAlias, new=new, convert=convert)
+
+
+def add_job_argument(parser: argparse.ArgumentParser, *, positional: bool = False) -> None:
+    """``--job-name`` (and the hidden old ``--job``); with `positional` also a JOB argument."""
+    if positional:
+        parser.add_argument("job", nargs="?", metavar="JOB", help="job name")
+    parser.add_argument(
+        "--job-name",
+        default=None,
+        help="job name: its consumer group and coordinator topic __samza_coordinator_<job>",
+    )
+    add_deprecated_alias(parser, "--job", "--job-name", "job_name")
+
+
+def add_kafka_arguments(parser: argparse.ArgumentParser, *, coordinator: bool = True) -> None:
+    """``--bootstrap-servers``, ``--kafka-config``, ``--timeout`` and ``--coordinator`` (with
+    the hidden old ``--coordinator-topic``)."""
+    parser.add_argument("--bootstrap-servers", help="Kafka bootstrap servers HOST:PORT[,...]")
+    parser.add_argument(
+        "--kafka-config",
+        metavar="FILE",
+        help="librdkafka key=value settings (security.protocol, sasl.*, ssl.*, ...)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long to wait for Kafka (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    if coordinator:
+        parser.add_argument(
+            "--coordinator",
+            default="kafka",
+            help="coordinator store: 'kafka' (topic __samza_coordinator_<job>, the default), "
+            "'kafka://TOPIC', or a directory / fsspec URL of a file store",
+        )
+        add_deprecated_alias(
+            parser,
+            "--coordinator-topic",
+            "--coordinator kafka://TOPIC",
+            "coordinator",
+            convert=lambda topic: f"kafka://{topic}",
+        )
+
+
+def job_name(args: argparse.Namespace) -> str:
+    """The job of the command (JOB or --job-name), checked to name a Kafka topic."""
+    positional = getattr(args, "job", None)
+    flag = getattr(args, "job_name", None)
+    if positional and flag and positional != flag:
+        raise UsageError(
+            f"two job names: {positional!r} and --job-name {flag!r} - give the job once"
+        )
+    name = positional or flag
+    if not name:
+        raise UsageError("which job? - pass its name, e.g. --job-name orders-counter")
+    check_job_name(name)
+    return name
+
+
+def check_job_name(name: str, flag: str = "--job-name") -> None:
+    """UsageError naming the flag when `name` cannot name the job's Kafka topics."""
+    try:
+        coordinator_topic(name)
+    except ValueError:
+        raise UsageError(
+            f"{flag} {name!r} cannot name a Kafka topic (the job's coordinator topic and "
+            "consumer group take it) - use 1-229 characters of a-z, A-Z, 0-9, '.', '_', '-'"
+        ) from None
+
+
+def kafka_config(args: argparse.Namespace) -> dict[str, str]:
+    """The client config of --bootstrap-servers / --kafka-config (UsageError naming the flag)."""
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout {args.timeout:g} - pass a number of seconds > 0, e.g. 10")
+    try:
+        return client_config(args.bootstrap_servers, args.kafka_config)
+    except ValueError as exc:
+        if "no Kafka bootstrap servers" in str(exc):
+            raise UsageError(NO_SERVERS) from None
+        raise UsageError(str(exc)) from None
+
+
+def uses_kafka_store(args: argparse.Namespace) -> bool:
+    try:
+        return parse_coordinator(args.coordinator).kind == "kafka"
+    except ValueError as exc:
+        raise UsageError(f"--coordinator: {exc}") from None
+
+
+@contextlib.contextmanager
+def quiet_librdkafka() -> Iterator[None]:
+    """librdkafka logs every failed connection attempt (hundreds of lines while a broker is
+    down); a command reports the outcome in one line instead. The level is restored after."""
+    level = LIBRDKAFKA_LOGGER.level
+    LIBRDKAFKA_LOGGER.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        LIBRDKAFKA_LOGGER.setLevel(level)
+
+
+def connect(config: Mapping[str, str], timeout_s: float) -> KafkaAdmin:
+    """An admin client once one metadata request within `timeout_s` answered, else
+    KafkaUnavailableError saying, in one line, which servers and what to check. Call it
+    inside `quiet_librdkafka()`."""
+    admin = KafkaAdmin(config, timeout_s=timeout_s)
+    try:
+        admin.topic_names()
+    except KafkaUnavailableError:
+        admin.close()
+        raise KafkaUnavailableError(
+            f"cannot reach Kafka at {bootstrap_of(config)} within {timeout_s:g} s - check "
+            "--bootstrap-servers (and --kafka-config) and that the brokers run; --timeout "
+            "waits longer"
+        ) from None
+    except BaseException:
+        admin.close()
+        raise
+    return admin
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "UsageError",
+    "add_deprecated_alias",
+    "add_job_argument",
+    "add_kafka_arguments",
+    "check_job_name",
+    "connect",
+    "job_name",
+    "kafka_config",
+    "quiet_librdkafka",
+    "uses_kafka_store",
+]

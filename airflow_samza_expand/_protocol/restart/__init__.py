@@ -1,0 +1,158 @@
+"""The restart of an expansion, in one home (DESIGN rules 1.7-1.10, section 2): one object per
+strategy (`in_place`, `in_app`, `task`, `warm`, `cold`, each a `RestartStrategy`), registered
+in order in `registry`. The plan step chooses (`choose_restart`, from the running processors'
+capabilities) and records the choice in the expansion record (`RestartChoice`); the standby,
+stop, submit, barrier and ack steps, the factory, the UI and the report ask the chosen strategy
+(`strategy_of`).
+
+Requested restarts (``handover``): ``"auto"`` (default) takes the first strategy of the
+registry that fits - in place, in-app, the user's restart task (when one is supplied), warm,
+cold; a mode by name takes that one or refuses (ExpansionError naming the processors that
+cannot). Available-now mode is always cold: no run is in progress to hand over from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow_samza_expand._protocol.restart.registry import STRATEGIES
+from airflow_samza_expand._protocol.restart.strategy import Context, RestartStrategy
+from airflow_samza_expand.core._liveness import WORKING_STATES, statuses
+from airflow_samza_expand.core.errors import ExpansionError
+
+if TYPE_CHECKING:
+    from airflow_samza_expand.core._record import ExpansionRecord
+
+log = logging.getLogger(__name__)
+
+AUTO = "auto"
+# Steps of the expansion record whose result may hold a detached launch of the new model.
+LAUNCH_STEPS = ("standby", "submit", "hot_standby")
+
+
+def modes() -> tuple[str, ...]:
+    """``auto`` and every registered mode, in the registry's order."""
+    return (AUTO, *STRATEGIES)
+
+
+def normalise_restart(value: Any, *, error: type[Exception] = ExpansionError) -> str:
+    """``auto`` or a registered mode; a clear ``error`` naming each one otherwise."""
+    mode = str(value).strip().lower()
+    if mode not in modes():
+        known = ", ".join(f"{m!r} ({s.summary})" for m, s in STRATEGIES.items())
+        raise error(
+            f"handover={value!r} is not known - use {known} or 'auto' (the default: the first "
+            f"of {', '.join(STRATEGIES)} the running job can do, from what it says it can do)"
+        )
+    return mode
+
+
+def strategy_named(mode: str) -> RestartStrategy:
+    """The registered strategy ``mode`` (KeyError: none)."""
+    return STRATEGIES[mode]
+
+
+@dataclass(frozen=True)
+class RestartChoice:
+    """The restart an expansion uses (rule 1.8), as recorded in the plan's result."""
+
+    mode: str
+    requested: str
+    reason: str
+
+    @property
+    def strategy(self) -> RestartStrategy:
+        return STRATEGIES[self.mode]
+
+    def to_dict(self) -> dict[str, str]:
+        return {"mode": self.mode, "requested": self.requested, "reason": self.reason}
+
+    def nothing_to_do(self, version: int | None, what: str) -> str:
+        """What a step logs when the chosen strategy gives it nothing to do (``what``: the
+        step's own words, e.g. "nothing to stop")."""
+        return self.strategy.nothing_to_do(self.reason, version, what)
+
+    @classmethod
+    def of_record(cls, record: ExpansionRecord | None) -> RestartChoice | None:
+        """The choice kept in an expansion record (None: the plan made none)."""
+        doc = ((record.results.get("plan") or {}) if record is not None else {}).get("restart")
+        if not isinstance(doc, Mapping) or doc.get("mode") not in STRATEGIES:
+            return None
+        return cls(str(doc["mode"]), str(doc.get("requested", "")), str(doc.get("reason", "")))
+
+
+def live_processors(processors: Mapping[str, Mapping[str, Any]], version: int) -> list[Any]:
+    """The live processors of job model ``version`` that still work on it (statuses)."""
+    return [
+        s
+        for s in statuses(processors).values()
+        if s.job_model_version == version and s.state in WORKING_STATES and s.alive()
+    ]
+
+
+def choose_restart(
+    processors: Mapping[str, Mapping[str, Any]],
+    version: int,
+    requested: str,
+    *,
+    restart_task: bool = False,
+) -> RestartChoice:
+    """Rule 1.8: ``auto`` takes the first registered strategy that fits the live processors of
+    job model ``version`` (in place, in-app, the user's task when ``restart_task``, warm,
+    cold); a mode asked for by name is taken or refused (ExpansionError naming the processors
+    that cannot). Asking for a strategy that needs the user's restart task says one is supplied:
+    in place or in-app still come first (they launch nothing)."""
+    requested = normalise_restart(requested)
+    ctx = Context(live_processors(processors, version), version, restart_task, requested)
+    asked = STRATEGIES.get(requested)
+    if asked is not None and asked.needs_task:
+        ctx = dataclasses.replace(ctx, restart_task=True)
+    elif asked is not None:
+        return RestartChoice(asked.mode, requested, asked.explicit(ctx))
+    for strategy in STRATEGIES.values():
+        reason = strategy.fits(ctx)
+        if reason is not None:
+            return RestartChoice(strategy.mode, requested, reason)
+    raise ExpansionError(f"no restart strategy fits job model v{version} (registry: {modes()})")
+
+
+def strategy_of(record: ExpansionRecord | None) -> RestartStrategy | None:
+    """The strategy the record's plan chose (None: the plan chose none)."""
+    choice = RestartChoice.of_record(record)
+    return None if choice is None else choice.strategy
+
+
+def waits_for_drain(record: ExpansionRecord | None) -> bool:
+    """Whether the barrier holds until the job's group passed the snapshot: always, unless the
+    plan chose a strategy whose job gates new partitions itself (in place, rule 1.9)."""
+    strategy = strategy_of(record)
+    return strategy is None or strategy.waits_for_drain
+
+
+def launches_nothing(record: ExpansionRecord | None) -> RestartChoice | None:
+    """The record's choice when Airflow launches and stops nothing for it (in place, in-app:
+    the running application takes vN+1 itself, rule 1.10), else None."""
+    choice = RestartChoice.of_record(record)
+    return choice if choice is not None and choice.strategy.launches_nothing else None
+
+
+__all__ = [
+    "AUTO",
+    "LAUNCH_STEPS",
+    "STRATEGIES",
+    "Context",
+    "RestartChoice",
+    "RestartStrategy",
+    "choose_restart",
+    "launches_nothing",
+    "live_processors",
+    "modes",
+    "normalise_restart",
+    "strategy_named",
+    "strategy_of",
+    "waits_for_drain",
+]

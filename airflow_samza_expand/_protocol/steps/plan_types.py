@@ -1,0 +1,106 @@
+"""What the plan step is asked (`PlanRequest`), what it records (`PlanResult`, the record's
+``results["plan"]``) and what it decides (`PlanOutcome`, one of the kinds below)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_samza_expand.core._plan import DEFAULT_MAX_PARTITIONS
+from airflow_samza_expand.core._record import ExpansionRecord
+from airflow_samza_expand.core.policy import GrowthPolicy
+
+PLANNED, REUSED, RESUMED = "planned", "reused", "resumed"
+NOTHING, DRY_RUN = "nothing-to-do", "dry-run"
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What a run asks for: ``targets`` ({topic: count}) or ``topics`` x ``factor``."""
+
+    job_name: str
+    targets: Mapping[str, int] | None = None
+    topics: Sequence[str] = ()
+    factor: int = 2
+    follow_live_counts: bool = False
+    require_power_of_two: bool = True
+    max_partitions: int = DEFAULT_MAX_PARTITIONS
+    check_partitioner: bool = True
+    sample_per_partition: int = 100
+    consumer_group: str | None = None
+    dry_run: bool = False
+    request_timeout_s: float = 30.0
+    policy: GrowthPolicy | None = None  # grow only when a live figure crosses a threshold
+    other_jobs: str = "refuse"  # other managed jobs reading a grown topic: readers.py
+    co_jobs: Sequence[str] = ()  # the other jobs this run expands too (multi-job factory)
+    # the restart asked for (protocol.handover: auto/warm/cold; None: the plan chooses none)
+    restart: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """``results["plan"]``: who planned, the lag and conformance measured, and (when there was
+    one) the growth policy's decisions, the other readers found and the restart chosen."""
+
+    holder: str | None = None
+    lag: Mapping[str, Any] | None = None
+    conformance: Mapping[str, Any] | None = None
+    policy: list[Any] | None = None
+    readers: Mapping[str, Any] | None = None
+    restart: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = {"holder": self.holder, "lag": self.lag, "conformance": self.conformance}
+        return doc | self.extra()
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any] | None) -> PlanResult:
+        doc = doc if isinstance(doc, Mapping) else {}
+        return cls(**{k: doc.get(k) for k in cls.__dataclass_fields__})
+
+    @classmethod
+    def of(cls, record: ExpansionRecord | None) -> PlanResult:
+        return cls.from_dict(record.results.get("plan") if record is not None else None)
+
+    def extra(self) -> dict[str, Any]:
+        """The policy, readers and restart that are present (a `PlanOutcome`'s ``extra``)."""
+        found = {"policy": self.policy, "readers": self.readers, "restart": self.restart}
+        return {k: v for k, v in found.items() if v}
+
+
+@dataclass(frozen=True)
+class PlanOutcome:
+    """The plan step's decision; `to_xcom` is what the plan task returns."""
+
+    kind: str
+    message: str
+    expansion_id: str | None = None
+    plan: Mapping[str, Any] | None = None
+    lag: Mapping[str, Any] | None = None
+    conformance: Mapping[str, Any] | None = None
+    status: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_xcom(self) -> dict[str, Any]:
+        return {
+            "expansion_id": self.expansion_id,
+            "plan": dict(self.plan or {}),
+            "lag": self.lag,
+            "conformance": self.conformance,
+            "reused": self.kind in (REUSED, RESUMED),
+            "outcome": self.kind,
+            "dry_run": self.kind == DRY_RUN,
+            "policy": self.extra.get("policy"),
+            "readers": self.extra.get("readers"),
+            "unmanaged_groups": (self.extra.get("readers") or {}).get("groups", []),
+            "restart": self.extra.get("restart"),
+        }
+
+
+def outcome_from_record(kind: str, record: ExpansionRecord, message: str) -> PlanOutcome:
+    planned = PlanResult.of(record)
+    return PlanOutcome(
+        kind, message, record.expansion_id, record.plan, planned.lag, planned.conformance,
+        record.status.value, planned.extra(),
+    )  # fmt: skip

@@ -1,0 +1,128 @@
+"""The submit step's expansion bookkeeping: launch vN+1 once (`before_submit`: not twice for a
+continuous job that already runs it, nor over a live standby of the warm handover), then note
+the launch (`record_submitted`: the redacted handle is the step's result). The launch itself is
+the runtime's (`_protocol.launch`, spark-submit)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_samza_expand._protocol import records
+from airflow_samza_expand._protocol.restart import RestartChoice
+from airflow_samza_expand._protocol.steps.results import StandbyResult
+from airflow_samza_expand.core._lease import Lease
+from airflow_samza_expand.core._liveness import is_alive, standbys
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
+from airflow_samza_expand.store import CoordinatorStore
+
+log = logging.getLogger(__name__)
+
+
+def submit_handle(record: ExpansionRecord) -> dict[str, Any]:
+    """``results["submit"]``: the (redacted) handle of the launch an earlier try made, or {}."""
+    doc = record.results.get("submit")
+    return dict(doc) if isinstance(doc, Mapping) else {}
+
+
+def record_submitted(
+    store: CoordinatorStore, expansion_id: str | None, handle: Any, lease: Lease | None
+) -> ExpansionRecord | None:
+    """The submit step's end, with the redacted launch handle as its result."""
+    return records.record_step(
+        store, expansion_id, "submit", ExpansionStatus.SUBMITTED, handle, lease
+    )
+
+
+@dataclass(frozen=True)
+class SubmitDecision:
+    """``launch`` False: the job already runs the new model (``running`` says who)."""
+
+    launch: bool
+    version: int | None
+    running: list[str] = field(default_factory=list)
+    earlier: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+
+def before_submit(
+    store: CoordinatorStore,
+    expansion_id: str | None,
+    *,
+    continuous: bool,
+    is_running: Any = None,
+) -> SubmitDecision:
+    """Whether to launch: a continuous job that already runs the newest model (a fresh
+    heartbeat, a live standby of it, or the launch of an earlier try or of the handover's
+    standby still alive per ``is_running(handle)``) is not launched twice. Clears a stop
+    request left for the version about to start. Logs why it launches or not."""
+    decision = _decide(store, expansion_id, continuous=continuous, is_running=is_running)
+    log.info("%s", decision.message)
+    return decision
+
+
+def _decide(
+    store: CoordinatorStore,
+    expansion_id: str | None,
+    *,
+    continuous: bool,
+    is_running: Any = None,
+) -> SubmitDecision:
+    latest = store.latest_job_model()
+    version = latest.version if latest is not None else None
+    processors = store.processors()
+    running = sorted(
+        pid
+        for pid, p in processors.items()
+        if p.get("job_model_version") == version
+        and p.get("state") in ("starting", "running")
+        and is_alive(p)
+    )
+    # A live standby of the new model (the handover's, `_protocol.handover`) takes over itself.
+    running += [
+        f"{pid} (standby)"
+        for pid in standbys(processors)
+        if processors[pid].get("job_model_version") == version
+    ]
+    earlier: dict[str, Any] = {}
+    launched: list[Any] = []
+    if expansion_id:
+        record = records.begin(store, expansion_id, "submit")
+        switch = RestartChoice.of_record(record)
+        if switch is not None and not switch.strategy.submits_job and continuous:
+            # rule 1.10: the running application takes vN+1 itself; Airflow launches nothing
+            message = switch.nothing_to_do(version, "launching nothing")
+            return SubmitDecision(False, version, running, {}, message)
+        earlier = submit_handle(record)
+        launched = StandbyResult.of(record).launches
+    if earlier.get("detached") and is_running is not None and is_running(earlier):
+        running.append(f"pid {earlier['pid']} (launched by an earlier try)")
+    running += [
+        f"pid {h['pid']} (standby launched by the handover)"
+        for h in launched
+        if is_running is not None and isinstance(h, dict) and "pid" in h and is_running(h)
+    ]
+    if running and continuous:
+        return SubmitDecision(
+            False,
+            version,
+            running,
+            earlier,
+            f"job {store.job_name} already "
+            f"runs job model v{version} ({', '.join(running)}): not launching "
+            "it twice",
+        )
+    stop = store.stop_request()
+    if stop and version is not None and int(stop.get("version", 0)) >= version:
+        # A stop for the version we start (left by an earlier stop of a rerun) would stop the
+        # restarted job at once; the job it meant has stopped.
+        log.info("Clearing the stop request %s before the launch.", stop)
+        store.clear_stop()
+    return SubmitDecision(
+        True, version, running, earlier, f"launching job {store.job_name} on job model v{version}"
+    )
+
+
+__all__ = ["SubmitDecision", "before_submit", "record_submitted", "submit_handle"]

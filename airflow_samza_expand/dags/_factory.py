@@ -1,0 +1,378 @@
+"""The expansion DAG factory.
+
+``build_expansion_dag(...)`` returns a DAG, ``expansion_task_group(...)`` the same chain as a
+TaskGroup for a DAG of your own::
+
+    plan -> expand -> ordering barrier -> stop job -> write job model vN+1
+         -> submit restarted job (SparkSubmitOperator) -> wait for acknowledgement -> report
+
+Restart (``RestartSettings.handover``, rule 1.8): ``"auto"`` (default, continuous mode) is
+``"in-place"`` when the running processors advertise the ``in-place`` capability (rule 1.9: the
+running job switches at a batch boundary; the barrier holds at its snapshot and stop, standby
+and submit do nothing), else ``"in-app"`` when they advertise ``in-app`` (rule 1.10: a job on
+the runtime that hands ``job.run`` the function starting its query restarts that query on vN+1
+inside the same application once the barrier passed; nothing is stopped or launched), else
+``"warm"`` when they advertise ``standby`` (the plan step decides and records it), else
+``"cold"``. ``RestartSettings(task=...)`` (an operator, or job name -> operator) replaces the
+spark-submit launch for a job that can only be restarted: after the stop and the write, the
+``submit`` step decides and the user's task starts vN+1 (both skipped, saying why, when the
+job takes vN+1 itself). ``"warm"`` also launches the vN+1 processor as a
+standby right after the expansion (``submit_standby``, in parallel with the barrier's producer
+grace); vN releases the job's active lease after its last committed batch, the standby takes
+it once vN+1 is written, and ``submit`` launches nothing. ``"cold"``: stop, then start.
+``RestartSettings(hot_standby=True)`` keeps a second vN+1 processor waiting.
+
+Run modes of the stateful job (``JobSettings.run_mode``):
+
+* ``"continuous"``: the job runs all the time. The barrier waits for the running job to drain
+  the old partitions; the submit step returns as soon as the restarted job runs (detached
+  launch on a local master, ``waitAppCompletion=false`` on a cluster) and the acknowledgement
+  sensor (deferrable) confirms it runs job model vN+1.
+* ``"available-now"``: the job runs in scheduled runs that end. After the producer refresh
+  grace the barrier snapshot is taken, then a *drain* run of the job on the current job model
+  reads up to it (``drain``), the barrier holds, the stop step finds nothing running, and the
+  submit step is a plain ``SparkSubmitOperator`` run on vN+1 that ends; the acknowledgement
+  accepts a clean ``stopped`` on vN+1.
+
+Every numeric/boolean argument that users may want in a trigger form (factor, grace, barrier
+timeout, dry run) may be a Jinja template such as ``"{{ params.factor }}"``. The arguments come
+in groups (`dags._groups`: ``job=JobSettings(...)``, ``kafka=``, ``spark=``, ``barrier=``,
+``restart=``, ``ownership=``) beside the DAG's own keywords (``factor``, ``dry_run``, ...); the
+factory resolves them into one `ExpansionSettings` (which may also be passed whole).
+
+Ownership: the plan step takes the job's expansion lease for the DAG run; a second run (of
+this DAG or another) waits deferred and, once the expansion it joined has completed, ends with
+its steps skipped (never failed). A dry run writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from airflow.sdk import DAG, BaseOperator, TaskGroup, chain
+
+from airflow_samza_expand.airflow._failure import on_step_failure
+from airflow_samza_expand.airflow.operators import (
+    ExpandPartitionsOperator,
+    PlanExpansionOperator,
+    StopStatefulJobOperator,
+)
+from airflow_samza_expand.airflow.operators._jobs_report import JobsReportOperator
+from airflow_samza_expand.airflow.operators._report import ExpansionReportOperator
+from airflow_samza_expand.airflow.operators._submit import SubmitStreamJobOperator
+from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
+from airflow_samza_expand.dags._all_jobs import ALL_JOBS, add_all_jobs, is_mapped
+from airflow_samza_expand.dags._form import trigger_form
+from airflow_samza_expand.dags._groups import (
+    BarrierSettings,
+    JobSettings,
+    KafkaSettings,
+    OwnershipSettings,
+    RestartSettings,
+    SparkSettings,
+    flatten,
+)
+from airflow_samza_expand.dags._job_args import stream_job_args, stream_job_args_from_env
+from airflow_samza_expand.dags._settings import DEFAULT_APPLICATION, ExpansionSettings, with_trigger
+from airflow_samza_expand.dags._standby import restart_gate, standby_tasks, user_restart_task
+
+DEFAULT_DESCRIPTION = (
+    "Expand the Kafka input topics of a live stateful job (SEP-5 mapping + ordering barrier)"
+)
+STEP_TASK_IDS = ("plan", "expand", "barrier", "stop_job", "write_job_model", "submit", "ack")
+
+
+def _is_template(value: Any) -> bool:
+    return isinstance(value, str) and "{{" in value
+
+
+def _pull(task_id: str, path: str, mapped: bool = False) -> str:
+    index = ", map_indexes=ti.map_index" if mapped else ""  # one job of a mapped group (jobs="all")
+    return "{{ ti.xcom_pull(task_ids='" + task_id + "'" + index + ")" + path + " }}"
+
+
+def _add_chain(
+    s: ExpansionSettings, prefix: str
+) -> tuple[BaseOperator, list[BaseOperator], BaseOperator]:
+    """The chain's tasks (ids as created; a TaskGroup adds ``prefix`` itself, XComs name it)."""
+    mode = s.mode
+    mapped = is_mapped(s.job_name)  # jobs="all": fields resolved per job at run time
+    application_args = s.application_args if mapped else list(s.application_args)
+    drain_args = s.drain_application_args
+    if mode == "available-now" and s.takes_runtime_flags and not mapped:
+        application_args = with_trigger(application_args, "available-now")
+        if drain_args is not None:
+            drain_args = with_trigger(drain_args, "available-now")
+    ids = {step: f"{prefix}{step}" for step in (*STEP_TASK_IDS, "barrier_snapshot", "report")}
+    expansion_id = _pull(ids["plan"], "['expansion_id']", mapped)
+    common = {"coordinator": s.coordinator, "kafka_config_id": s.kafka_config_id}
+    # a step failed for good: its log says where the expansion stands and what to do
+    retrying = {
+        "retries": s.retries,
+        "retry_delay": s.retry_delay,
+        "on_failure_callback": on_step_failure,
+    }
+    owned = {"job_name": s.job_name, "expansion_id": expansion_id, **common}
+    spark = {
+        "conn_id": s.spark_conn_id,
+        "application": s.application,
+        "conf": s.spark_conf if mapped else dict(s.spark_conf or {}),
+        "env_vars": dict(s.spark_env_vars or {}),
+        "name": f"samza-expand-{s.job_name}"
+        if not (_is_template(s.job_name) or mapped)
+        else "samza-expand-job",
+        **dict(s.spark_submit_kwargs or {}),
+    }
+    topics = s.topic_list()
+    plan = PlanExpansionOperator(
+        task_id="plan",
+        job_name=s.job_name,
+        **({"targets": dict(s.targets)} if s.targets else {"topics": s.topics}),
+        factor=s.factor,
+        follow_live_counts=s.follow_live_counts,
+        check_partitioner=s.check_partitioner,
+        consumer_group=s.consumer_group,
+        dry_run=s.dry_run,
+        policy=s.policy,
+        max_partitions=s.max_partitions,
+        other_jobs=s.other_jobs,
+        co_jobs=s.co_jobs,
+        managed_jobs=s.managed_jobs,
+        lease_ttl_s=s.lease_ttl_s,
+        poll_interval_s=s.poll_interval_s,
+        # rule 1.8: the plan chooses the restart from the running processors' capabilities
+        restart=s.restart_requested,
+        **common,
+        **retrying,
+    )
+    expand_tasks: list[BaseOperator] = []
+    for topic in topics:
+        if s.targets and topic in s.targets:
+            size: dict[str, Any] = {"target_partitions": s.targets[topic]}
+        elif not _is_template(topic):
+            size = {
+                "target_partitions": _pull(
+                    ids["plan"], f"['plan']['counts_after']['{topic}']", mapped
+                )
+            }
+        else:
+            size = {"factor": s.factor}
+        expand_tasks.append(
+            ExpandPartitionsOperator(
+                task_id="expand" if len(topics) == 1 else f"expand_{topic}",
+                topic=topic,
+                dry_run=s.dry_run,
+                skip_on_dry_run=True,
+                **size,
+                **owned,
+                **retrying,
+            )
+        )
+    barrier_kwargs = {
+        "consumer_group": s.consumer_group,
+        "producer_refresh_grace_s": s.producer_refresh_grace_s,
+        "barrier_timeout_s": s.barrier_timeout_s,
+        "poke_interval": s.poll_interval_s,
+        "stale_quiet_s": s.stale_quiet_s,
+        **owned,
+    }
+    pre_barrier: list[BaseOperator] = []
+    if mode == "available-now":
+        snapshot = OrderingBarrierSensor(
+            task_id="barrier_snapshot",
+            snapshot_only=True,
+            mode="reschedule",
+            **barrier_kwargs,
+            **retrying,
+        )
+        drain = SubmitStreamJobOperator(
+            task_id="drain",
+            run_mode="available-now",
+            application_args=(drain_args or application_args)
+            if mapped
+            else list(drain_args or application_args),
+            **spark,
+            **retrying,
+        )
+        pre_barrier = [snapshot, drain]
+    barrier = OrderingBarrierSensor(
+        task_id="barrier", deferrable=mode == "continuous", **barrier_kwargs, **retrying
+    )
+    stop = StopStatefulJobOperator(
+        task_id="stop_job",
+        reason="partition expansion " + expansion_id,
+        # a handover: vN's stopped heartbeat is the standby's cue, so look often
+        poll_interval_s=min(s.poll_interval_s, 0.5 if s.warm_handover else 5.0),
+        stop_timeout_s=s.stop_timeout_s,
+        standby_warm_timeout_s=s.standby_warm_timeout_s if s.warm_handover else None,
+        **owned,
+        **retrying,
+    )
+    write = s.write_job_model_operator(task_id="write_job_model", **owned, **retrying)
+    restart_task = user_restart_task(s, plan)
+    submit: BaseOperator = SubmitStreamJobOperator(
+        task_id="submit",
+        run_mode=mode,
+        application_args=application_args,
+        log_dir=s.log_dir,
+        # rule 1.5: a job on the runtime checks what it reads beyond the barrier (another job
+        # gets the flags in its application_args if it supports them)
+        on_stale_placement=s.on_stale_placement if s.takes_runtime_flags else None,
+        retries=0 if mode == "continuous" else s.retries,  # a second launch would run it twice
+        retry_delay=s.retry_delay,
+        on_failure_callback=on_step_failure,
+        **spark,
+        **owned,
+    ) if restart_task is None else restart_gate(s, restart_task, owned)  # fmt: skip
+    ack = JobModelAckSensor(
+        task_id="ack",
+        version=_pull(ids["write_job_model"], "['version']", mapped),
+        accept_stopped=mode == "available-now", deferrable=True,  # not [operators]' default
+        poke_interval=min(s.poll_interval_s, 5.0),
+        timeout=s.ack_timeout_s,
+        # the user's restart task is skipped when the job takes vN+1 itself (in place, in-app)
+        **({"trigger_rule": "none_failed"} if restart_task is not None else {}),
+        **owned,
+        **retrying,
+    )
+    report = ExpansionReportOperator(
+        task_id="report",
+        job_name=s.job_name,
+        expansion_id="{{ (ti.xcom_pull(task_ids='"
+        + ids["plan"]
+        + ("', map_indexes=ti.map_index" if mapped else "'")
+        + ") or {}).get('expansion_id') }}",
+        **common,
+        run_mode=mode,
+        on_stale_placement=s.on_stale_placement,
+        task_ids={
+            "plan": ids["plan"],
+            "barrier": ids["barrier"],
+            "stop": ids["stop_job"],
+            "write": ids["write_job_model"],
+            "submit": ids["submit"],
+            "ack": ids["ack"],
+        },
+        trigger_rule="none_failed",  # also after a dry run (the changing steps are skipped)
+        retries=1,
+        retry_delay=s.retry_delay,
+    )
+    restart = [restart_task] if restart_task is not None else []
+    chain(plan, expand_tasks, *pre_barrier, barrier, stop, write, submit, *restart, ack, report)
+    standby_tasks(s, expand_tasks, stop, submit, report, spark, owned, application_args)
+    return plan, expand_tasks, report
+
+
+def _add_jobs(s: ExpansionSettings, prefix: str) -> None:
+    """One chain, or (``jobs``) one task group per job: its own plan (lease, record), expand,
+    barrier, stop, write, submit, ack and report, in parallel with the others. Every job is
+    planned before any topic grows (each plan also feeds the others' expand steps: a refusal
+    grows nothing); the first expand step grows the topic, the others find it grown. Then
+    `JobsReportOperator` ("report") shows each job's outcome."""
+    if s.jobs == ALL_JOBS:
+        add_all_jobs(s, prefix, _add_chain)
+        return
+    if not s.jobs:
+        _add_chain(s, prefix)
+        return
+    plans: list[BaseOperator] = []
+    expands: list[BaseOperator] = []
+    reports: list[BaseOperator] = []
+    groups: dict[str, str] = {}
+    for name in s.jobs:
+        group_id = name.replace(".", "_")
+        with TaskGroup(group_id=group_id):
+            plan, expand_tasks, report = _add_chain(s.for_job(name), f"{prefix}{group_id}.")
+        plans.append(plan)
+        expands += expand_tasks
+        reports.append(report)
+        groups[name] = f"{prefix}{group_id}."
+    for plan in plans:
+        plan >> expands
+    reports >> JobsReportOperator(task_id="report", groups=groups)
+
+
+def expansion_task_group(
+    settings: ExpansionSettings | None = None,
+    *,
+    group_id: str = "samza_expand",
+    job: JobSettings | None = None,
+    kafka: KafkaSettings | None = None,
+    spark: SparkSettings | None = None,
+    barrier: BarrierSettings | None = None,
+    restart: RestartSettings | None = None,
+    ownership: OwnershipSettings | None = None,
+    **fields: Any,
+) -> TaskGroup:
+    """The expansion chain as a TaskGroup (task ids ``<group_id>.plan`` ...), for use inside a
+    ``with DAG(...)`` block. The settings as `build_expansion_dag` takes them."""
+    groups = dict(job=job, kafka=kafka, spark=spark, barrier=barrier, restart=restart,
+                  ownership=ownership)  # fmt: skip
+    resolved = ExpansionSettings.of(settings, flatten("expansion_task_group", groups, fields))
+    with TaskGroup(group_id=group_id) as group:
+        _add_jobs(resolved, f"{group_id}.")
+    return group
+
+
+def build_expansion_dag(
+    dag_id: str,
+    settings: ExpansionSettings | None = None,
+    *,
+    job: JobSettings | None = None,
+    kafka: KafkaSettings | None = None,
+    spark: SparkSettings | None = None,
+    barrier: BarrierSettings | None = None,
+    restart: RestartSettings | None = None,
+    ownership: OwnershipSettings | None = None,
+    schedule: Any = None,
+    params: Mapping[str, Any] | None = None,
+    start_date: datetime | None = None,
+    tags: Sequence[str] = ("samza-expand",),
+    description: str | None = None,
+    doc_md: str | None = None,
+    max_active_runs: int = 1,
+    **fields: Any,
+) -> DAG:
+    """A DAG expanding the topics of a stateful job (see the module docstring): the groups
+    ``job``, ``kafka``, ``spark``, ``barrier``, ``restart``, ``ownership`` and the keywords
+    about the growth and the steps (``factor``, ``targets``, ``policy``, ``dry_run``,
+    ``retries``, ...; the flat keywords of a group: deprecated), or ``settings`` (an
+    `ExpansionSettings`); ``schedule`` ... ``max_active_runs`` are the DAG's own.
+    """
+    groups = dict(job=job, kafka=kafka, spark=spark, barrier=barrier, restart=restart,
+                  ownership=ownership)  # fmt: skip
+    resolved = ExpansionSettings.of(settings, flatten("build_expansion_dag", groups, fields))
+    resolved, form = trigger_form(resolved, params)
+    dag = DAG(
+        dag_id,
+        schedule=schedule,
+        start_date=start_date or datetime(2026, 1, 1),
+        catchup=False,
+        max_active_runs=max_active_runs,
+        params=form,  # the default trigger form unless `params` is given (dags/_form.py)
+        tags=list(tags),
+        description=description or DEFAULT_DESCRIPTION,
+        doc_md=doc_md,
+        render_template_as_native_obj=False,
+    )
+    with dag:
+        _add_jobs(resolved, "")
+    return dag
+
+
+__all__ = [
+    "DEFAULT_APPLICATION",
+    "BarrierSettings",
+    "ExpansionSettings",
+    "JobSettings",
+    "KafkaSettings",
+    "OwnershipSettings",
+    "RestartSettings",
+    "SparkSettings",
+    "build_expansion_dag",
+    "expansion_task_group",
+    "stream_job_args",
+    "stream_job_args_from_env",
+]
