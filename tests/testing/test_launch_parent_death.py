@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from airflow_samza_expand.testing.launch import die_with_parent, exit_with_parent_hook, stop_pid
+from airflow_samza_expand._testing.launch import die_with_parent, exit_with_parent_hook, stop_pid
 
 
 def _start_in_thread(preexec: Callable[[], Callable[[], None] | None]) -> subprocess.Popen:
