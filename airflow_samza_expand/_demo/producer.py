@@ -48,6 +48,9 @@ class KeyedProducer:
                 "metadata.max.age.ms": refresh_ms * 3,
                 "max.in.flight.requests.per.connection": 1,
                 "acks": "all",
+                # a produce answer lost with its leader (the record appended, then the broker
+                # died) is retried: without idempotence the retry appends the record again
+                "enable.idempotence": True,
                 "linger.ms": 5,
             }
         )
