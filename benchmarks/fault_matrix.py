@@ -314,9 +314,10 @@ class Job:
         handover = {"in-place": "auto"}.get(case.strategy, case.strategy)
         # an 8 s liveness TTL (the job's --ttl): a killed processor's lease expires sooner; a
         # broker restart (a ~10 s outage) and a cluster's failover (a dead broker fenced after
-        # 6 s, then the group coordinator moved and loaded) need the default 30 s, as in
-        # production: a shorter TTL than the failover loses the job's lease (it then stops)
-        ttl = [] if case.fault in ("broker-restart", "cluster") else ["--ttl", "8"]
+        # 6 s, then the group coordinator moved and loaded) need a TTL that outlasts them, as in
+        # production: a shorter TTL than the outage loses the job's lease (it then stops, as
+        # it did in a CI run where the broker's restart under load outlasted the default 30 s)
+        ttl = ["--ttl", "60"] if case.fault in ("broker-restart", "cluster") else ["--ttl", "8"]
         cfg = {"bootstrap": ctx.bootstrap, "work_dir": str(work), "handover": handover,
                "grace_s": 3.0, "poll_s": 0.5, "application_args": ttl,
                "name": f"fm-{uuid.uuid4().hex[:8]}"}  # fmt: skip
