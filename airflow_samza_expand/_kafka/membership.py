@@ -13,6 +13,14 @@ partition 0 is the **active** processor; every other member is a **standby**.
   with the member's generation, which the broker refuses (``ILLEGAL_GENERATION`` /
   ``UNKNOWN_MEMBER_ID``) once the member was fenced, e.g. a zombie resumed after its session
   expired. The job confirms before it writes a batch and before it commits offsets.
+* A refusal during a rebalance is not a verdict: while the group rebalances (a member joins or
+  leaves, its leader syncs late) the broker answers ``REBALANCE_IN_PROGRESS``, or
+  ``ILLEGAL_GENERATION`` to the generation the member had before it rejoined, yet the member
+  still holds the partition - the cooperative protocol revokes a partition before it moves it.
+  The confirm asks again until the rebalance's outcome: a successful commit (True), or the
+  partition revoked or lost (False), for at most `CONFIRM_TTLS` TTLs. The commit is
+  asynchronous: the polling thread never blocks, so a long rebalance never makes the member
+  miss its own poll interval (a synchronous commit did: the member left the group).
 * ``cooperative-sticky`` assignment keeps the partition with its holder when a standby joins
   or leaves (no needless handover); `ActiveLease.release` leaves the group at once, so a
   standby takes over after one rebalance instead of a session timeout (the handover).
@@ -46,12 +54,21 @@ POLL_S = 0.05  # also how fast confirm() is answered
 # (Kafka's default is 3 s; a member heartbeats a few times a second here, one tiny request).
 HEARTBEAT_MAX_MS = 250
 LEASE_PARTITION = 0
+# A confirm waits at most this many TTLs for the group's answer: a rebalance lasts at most the
+# rebalance timeout (max.poll.interval.ms = the TTL) per round, and a member that fails to rejoin
+# or sync is removed after its session timeout (the TTL) and starts one more round.
+CONFIRM_TTLS = 3.0
+CONFIRM_RETRY_S = 0.2  # between commits that got no verdict
 
 
-# a lease commit failing with these says nothing about the lease: a rebalance, or the group
-# coordinator moving or loading (a broker restart) - the confirm asks again, within the TTL
+# a lease commit failing with these says nothing final about the lease: a rebalance (the
+# member's generation moves on while it keeps the partition), or the group coordinator moving or
+# loading (a broker restart) - the confirm asks again until the group's outcome, within
+# CONFIRM_TTLS TTLs; a member that was fenced learns it from librdkafka (the partition lost)
 TRANSIENT_CONFIRM_ERRORS = frozenset({
     KafkaError.REBALANCE_IN_PROGRESS,
+    KafkaError.ILLEGAL_GENERATION,
+    KafkaError.UNKNOWN_MEMBER_ID,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
     KafkaError.COORDINATOR_NOT_AVAILABLE,
     KafkaError.NOT_COORDINATOR,
@@ -111,11 +128,16 @@ class ActiveLease:
         self._active = False
         self._epoch = 0  # +1 at every assignment of the lease to this member
         self._error: str | None = None
-        # confirm() runs its commit in the polling thread (one thread drives the consumer)
+        # confirm() runs its commit in the polling thread (one thread drives the consumer),
+        # asynchronously: the answer comes to `_on_commit` inside a poll
         self._confirm_lock = threading.Lock()
         self._confirm_request = threading.Event()
         self._confirm_done = threading.Event()
         self._confirm_ok = False
+        self._confirm_seq = 0  # the confirm being asked; an answer to an older one is dropped
+        self._in_flight: int | None = None  # the confirm whose commit awaits its answer
+        self._retry_at = 0.0
+        self._waiting_logged = False
 
     def __repr__(self) -> str:
         role = "active" if self._active else "standby"
@@ -145,6 +167,7 @@ class ActiveLease:
                 "heartbeat.interval.ms": str(heartbeat_interval_ms(self.ttl_s)),
                 "partition.assignment.strategy": "cooperative-sticky",
                 "fetch.wait.max.ms": "100",
+                "on_commit": self._on_commit,
             }
         )
         self._consumer = Consumer(config)
@@ -170,11 +193,7 @@ class ActiveLease:
                 time.sleep(POLL_S)
                 continue
             if self._confirm_request.is_set():
-                answer = self._commit_lease(consumer)
-                if answer is not None:  # None: a rebalance is in progress, ask again after it
-                    self._confirm_request.clear()
-                    self._confirm_ok = answer
-                    self._confirm_done.set()
+                self._ask_broker(consumer)
             try:
                 consumer.poll(POLL_S)  # serves rebalance callbacks; the topic carries no data
             except Exception as exc:  # noqa: BLE001 - keep the membership thread alive
@@ -239,7 +258,9 @@ class ActiveLease:
         """True if the broker confirms this member still holds the lease (at ``epoch``).
 
         Commits the lease partition's offset with the member's current generation: a fenced
-        member (session expired, rebalanced away) gets an error from the broker.
+        member (session expired, rebalanced away) gets an error from the broker and, from
+        librdkafka, the partition lost. During a rebalance it waits for the outcome (see the
+        module docstring), at most `CONFIRM_TTLS` TTLs.
         """
         if not self._active or (epoch is not None and epoch != self._epoch):
             return False
@@ -247,33 +268,72 @@ class ActiveLease:
             return False
         with self._confirm_lock:
             self._confirm_done.clear()
+            self._confirm_seq += 1
             self._confirm_request.set()
-            # the polling thread answers within one poll; a paused one is not confirmed
-            if not self._confirm_done.wait(self.ttl_s):
+            # a paused polling thread (a hung driver) is not confirmed
+            if not self._confirm_done.wait(self.ttl_s * CONFIRM_TTLS):
                 self._confirm_request.clear()
+                log.warning(
+                    "processor %s: no answer about the lease of job %s within %g s",
+                    self.member,
+                    self.job_name,
+                    self.ttl_s * CONFIRM_TTLS,
+                )
                 return False
             if not self._confirm_ok:
                 return False
         return self._active and (epoch is None or epoch == self._epoch)
 
-    def _commit_lease(self, consumer: Consumer) -> bool | None:
-        try:
-            consumer.commit(
-                offsets=[TopicPartition(self.topic, LEASE_PARTITION, 0)], asynchronous=False
-            )
-        except KafkaException as exc:
-            error = exc.args[0] if exc.args else None
-            if error is not None and error.code() in TRANSIENT_CONFIRM_ERRORS:
-                return None  # not an answer about the lease: ask again (within the TTL)
+    def _ask_broker(self, consumer: Consumer) -> None:
+        """In the polling thread: answer the confirm False once the partition is gone, else
+        commit the lease partition (asynchronously) unless a commit awaits its answer."""
+        if not self._active:
+            self._answer(False)
+        elif self._in_flight is None and time.monotonic() >= self._retry_at:
+            self._in_flight = self._confirm_seq
+            try:
+                consumer.commit(
+                    offsets=[TopicPartition(self.topic, LEASE_PARTITION, 0)], asynchronous=True
+                )
+            except KafkaException as exc:  # refused before it was sent
+                self._on_commit(exc.args[0] if exc.args else None, [])
+
+    def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        """librdkafka's answer to a lease commit (called inside a poll of the polling thread)."""
+        seq, self._in_flight = self._in_flight, None
+        if error is None:
+            error = next((p.error for p in partitions or [] if p.error is not None), None)
+        if seq is None or seq != self._confirm_seq or not self._confirm_request.is_set():
+            return  # the answer to a confirm that gave up waiting
+        if error is None:
+            if self._waiting_logged:
+                log.info("processor %s: the broker confirmed the lease again", self.member)
+            self._answer(self._active)
+        elif error.code() in TRANSIENT_CONFIRM_ERRORS:
+            if not self._waiting_logged:
+                log.info(
+                    "processor %s: the lease of job %s cannot be confirmed yet (%s): the group "
+                    "is rebalancing or its coordinator moving; asking again until it settles",
+                    self.member,
+                    self.job_name,
+                    error.name(),
+                )
+                self._waiting_logged = True
+            self._retry_at = time.monotonic() + CONFIRM_RETRY_S
+        else:
             log.warning(
-                "processor %s: the broker refused the lease of job %s (fenced: %s)",
+                "processor %s: the broker refused the lease of job %s (%s)",
                 self.member,
                 self.job_name,
-                exc.args[0].str() if exc.args else exc,
+                error.str(),
             )
-            self._set(False)
-            return False
-        return True
+            self._answer(False)
+
+    def _answer(self, ok: bool) -> None:
+        self._waiting_logged = False
+        self._confirm_request.clear()
+        self._confirm_ok = ok
+        self._confirm_done.set()
 
     # -- leaving -------------------------------------------------------------------------------
 

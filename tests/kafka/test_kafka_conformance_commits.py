@@ -124,3 +124,25 @@ def test_idempotent_retry_of_an_appended_batch_returns_the_original_offset(
     third = record_batch([b"c"], pid, epoch, 15)
     assert produce(kafka_bootstrap, topic, third) == (NONE, 15)
     assert log_end_offset(kafka_bootstrap, topic) == 16
+
+
+def test_a_follower_rejoining_while_completing_rebalance_keeps_the_generation(
+    kafka_bootstrap, stable_member
+):
+    """ClassicGroup: a known member's JoinGroup with unchanged metadata while the group is
+    CompletingRebalance (it missed its answer; librdkafka rejoins when its SyncGroup times out
+    while the leader is slow) gets the current generation back, and starts no new rebalance."""
+    topic, group, member = stable_member
+    other, thread = _second_member_joins(kafka_bootstrap, group)
+    wait_for_code("the group to start rebalancing", member.heartbeat, REBALANCE_IN_PROGRESS)
+    assert member.join() == NONE
+    thread.join(30)
+    leader, follower = (member, other) if member.leader == member.member_id else (other, member)
+    generation = follower.generation
+    assert follower.join() == NONE  # answered at once: no rebalance waits for the leader
+    assert follower.generation == generation
+    assert leader.sync([member.member_id, other.member_id]) == NONE
+    assert follower.sync([]) == NONE
+    assert commit(kafka_bootstrap, group, topic, 4, generation=generation,
+                  member_id=follower.member_id) == NONE  # fmt: skip
+    other.leave()

@@ -103,3 +103,59 @@ def test_a_standby_heartbeats_often_enough_to_take_a_released_lease_at_once():
 
     assert heartbeat_interval_ms(30.0) == heartbeat_interval_ms(600.0) == HEARTBEAT_MAX_MS <= 250
     assert heartbeat_interval_ms(1.0) == 100  # never below 100 ms
+
+
+def test_the_holder_confirms_through_a_rebalance_longer_than_its_ttl_and_not_after_losing_it(
+    kafka_bootstrap, unique_topic
+):
+    """A rebalance (a member joining or leaving) can outlast the lease's TTL: the group's leader
+    syncs late, and meanwhile the broker answers the holder's commit REBALANCE_IN_PROGRESS (or
+    ILLEGAL_GENERATION, with the generation it had before it rejoined). The holder still owns the
+    partition (the cooperative protocol revokes before it moves one): its confirm waits for the
+    rebalance's outcome. A CI run lost its healthy active this way when a resumed zombie
+    rejoined and left the group. If the outcome takes the partition away, the confirm is False."""
+    import threading
+
+    from raw_lease_leader import RawLeaseLeader
+
+    from airflow_samza_expand._kafka.admin import KafkaAdmin
+    from airflow_samza_expand._kafka.membership import lease_group, lease_topic
+
+    job = unique_topic("lease-job")
+    admin = KafkaAdmin(client_config(kafka_bootstrap))
+    try:
+        admin.ensure_topic(lease_topic(job), 1)
+    finally:
+        admin.close()
+    leader = RawLeaseLeader(kafka_bootstrap, lease_group(job), lease_topic(job))
+    leader.join()
+    leader.sync(None)
+    holder = ActiveLease(client_config(kafka_bootstrap), job, "holder", ttl_s=TTL_S)
+    try:
+        holder.join()
+        leader.wait_for_rebalance()
+        leader.join()
+        leader.sync(leader.other())
+        assert holder.wait_until_active(timeout_s=WAIT_S)
+        epoch = holder.epoch
+        assert holder.confirm(epoch)
+
+        def confirm_while_the_leader_rebalances(sync_after_s: float, lease_to: str | None):
+            leader.join()  # the leader's JoinGroup starts a rebalance; returns once all rejoined
+            answer: list[bool] = []
+            thread = threading.Thread(target=lambda: answer.append(holder.confirm(epoch)))
+            thread.start()
+            time.sleep(sync_after_s)  # the slow leader: the group stays CompletingRebalance
+            leader.sync(lease_to)
+            thread.join(WAIT_S)
+            return answer
+
+        # longer than the TTL, and the holder keeps the partition
+        assert confirm_while_the_leader_rebalances(2 * TTL_S, leader.other()) == [True]
+        assert holder.is_active() and holder.epoch == epoch
+        # the rebalance's outcome takes the partition away: never confirmed after that
+        assert confirm_while_the_leader_rebalances(1.0, None) == [False]
+        wait_for(lambda: not holder.is_active(), "the holder to see it lost the lease")
+        assert not holder.confirm(epoch)
+    finally:
+        holder.close()

@@ -4,7 +4,8 @@ broker (test/dev tool only).
 States follow Kafka's GroupCoordinator: Empty -> PreparingRebalance -> CompletingRebalance ->
 Stable. A rebalance completes once every known member has rejoined, or at the largest
 rebalance timeout, when members that did not rejoin are dropped. Members whose session expires
-are removed and trigger a rebalance.
+are removed and trigger a rebalance; a member awaiting its JoinGroup or SyncGroup answer is
+alive, as in Kafka.
 """
 
 from __future__ import annotations
@@ -117,6 +118,15 @@ class GroupCoordinator:
             log.info("group %s: member %s joins", group_id, member_id)
         else:
             member = group.members[member_id]
+            # Kafka: a known member rejoining with the same metadata (it missed the answer)
+            # gets the current generation; only the leader's rejoin, or new metadata,
+            # rebalances a Stable group
+            same = member.protocols == protocols
+            if same and (
+                group.state == COMPLETING or (group.state == STABLE and member_id != group.leader)
+            ):
+                member.last_seen = time.monotonic()
+                return self._join_response(group, member)
             member.protocols = protocols
             member.session_timeout_s = session_timeout_s
             member.rebalance_timeout_s = rebalance_timeout_s
@@ -199,33 +209,36 @@ class GroupCoordinator:
             " (timed out)" if timed_out else "",
         )
         for m in group.members.values():
-            members = (
-                [
-                    {
-                        "member_id": o.member_id,
-                        "group_instance_id": o.group_instance_id,
-                        "metadata": o.metadata_for(group.protocol_name),
-                    }
-                    for o in group.members.values()
-                ]
-                if m.member_id == group.leader
-                else []
-            )
             assert m.join_future is not None
-            m.join_future.set_result(
-                {
-                    "error_code": NONE,
-                    "generation_id": group.generation,
-                    "protocol_type": group.protocol_type,
-                    "protocol_name": group.protocol_name,
-                    "leader": group.leader,
-                    "skip_assignment": False,
-                    "member_id": m.member_id,
-                    "members": members,
-                }
-            )
+            m.join_future.set_result(self._join_response(group, m))
             m.join_future = None
             m.last_seen = time.monotonic()
+
+    @staticmethod
+    def _join_response(group: Group, m: Member) -> dict[str, Any]:
+        """The JoinGroup answer of the current generation to ``m`` (the leader gets the members)."""
+        members = (
+            [
+                {
+                    "member_id": o.member_id,
+                    "group_instance_id": o.group_instance_id,
+                    "metadata": o.metadata_for(group.protocol_name or ""),
+                }
+                for o in group.members.values()
+            ]
+            if m.member_id == group.leader
+            else []
+        )
+        return {
+            "error_code": NONE,
+            "generation_id": group.generation,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol_name,
+            "leader": group.leader,
+            "skip_assignment": False,
+            "member_id": m.member_id,
+            "members": members,
+        }
 
     # ---- sync ------------------------------------------------------------------------
     async def sync(
@@ -309,7 +322,11 @@ class GroupCoordinator:
             now = time.monotonic()
             for group in list(self.groups.values()):
                 for mid, m in list(group.members.items()):
-                    waiting = m.join_future is not None and not m.join_future.done()
+                    # Kafka's ClassicGroupMember.hasSatisfiedHeartbeat: a member awaiting its
+                    # JoinGroup or SyncGroup answer is alive (it cannot heartbeat meanwhile)
+                    waiting = any(
+                        f is not None and not f.done() for f in (m.join_future, m.sync_future)
+                    )
                     if not waiting and now - m.last_seen > m.session_timeout_s:
                         self._remove(group, mid, "session expired")
 
