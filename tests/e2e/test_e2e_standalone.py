@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from test_e2e_expansion import CHAIN_OK, _run_two_expansions
+from test_e2e_expansion import CHAIN_OK, _run_expansions
 
 from airflow_samza_expand._testing.spark_standalone import SparkStandalone
 
@@ -33,7 +33,7 @@ def test_expansion_on_a_spark_standalone_cluster(scenario, spark_standalone, mon
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", spark_connection_env(master))
     s = scenario(run_mode="continuous", master=master)
-    outcomes = _run_two_expansions(s)
+    outcomes = _run_expansions(s, 2)
     for outcome in outcomes:
         assert outcome.state == "success", outcome.tasks
         assert {t for t, st in outcome.tasks.items() if st == "success"} >= CHAIN_OK
