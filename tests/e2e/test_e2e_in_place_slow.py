@@ -81,6 +81,9 @@ def test_child_of_another_parent_is_read_before_the_slow_partition_drained(scena
         run_mode="continuous", handover="auto", grace_s=3.0, poll_s=0.5,
         trigger="processing-time=500ms",  # the drain it measures is in batches of 100
         application_args=("--max-records-per-batch", "100"),
+        # live traffic well below the capped drain even at 4 s a batch under load: at the
+        # default 60/s a CI run whose batches took 2 s never drained the burst
+        rate=20.0,
     )  # fmt: skip
     # keys on partition 0 under 2 and 4 partitions (librdkafka's default partitioner)
     keys = [k for k in (f"burst-{i:03d}" for i in range(200))
