@@ -36,6 +36,9 @@ class RawMember:
     member_id: str = ""
     generation: int = -1
     leader: str = ""
+    protocol: str = "range"  # the assignor it offers, with its subscription metadata
+    metadata: bytes = b""
+    members: tuple[str, ...] = ()  # the generation's members, as the leader is told
 
     def join(self) -> int:
         """JoinGroup v5 (answers MEMBER_ID_REQUIRED once on Kafka); blocks until the rebalance
@@ -43,18 +46,21 @@ class RawMember:
         while True:
             resp = call(self.bootstrap, JOIN, 5, {
                 "group_id": self.group, "session_timeout": 30000, "rebalance_timeout": 30000,
-                "member_id": self.member_id, "group_instance_id": None,
-                "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}],
+                "member_id": self.member_id, "group_instance_id": None, "protocol_type": "consumer",
+                "protocols": [{"name": self.protocol, "metadata": self.metadata}],
             })  # fmt: skip
             self.member_id = resp.member_id or self.member_id
             if resp.error_code != MEMBER_ID_REQUIRED:
                 break
         if resp.error_code == NONE:
             self.generation, self.leader = resp.generation_id, resp.leader
+            self.members = tuple(m.member_id for m in resp.members)
         return resp.error_code
 
-    def sync(self, members: list[str]) -> int:
-        assignments = [{"member_id": m, "assignment": b""} for m in members]
+    def sync(self, members: list[str], assignments_of: dict[str, bytes] | None = None) -> int:
+        """SyncGroup; the leader gives each of ``members`` its assignment (empty by default)."""
+        given = assignments_of or {}
+        assignments = [{"member_id": m, "assignment": given.get(m, b"")} for m in members]
         resp = call(self.bootstrap, SYNC, 3, {
             "group_id": self.group, "generation_id": self.generation,
             "member_id": self.member_id, "group_instance_id": None,

@@ -3,23 +3,17 @@ completes and who gets the lease partition, which a client library never lets a 
 
 Speaks the classic consumer group protocol ("cooperative-sticky", the lease group's assignor)
 with the subscription and assignment encodings of Kafka's ConsumerProtocol v0; the requests are
-encoded with kio (tests/testing/dev_broker_raw_client.py), at versions both brokers serve.
+those of the conformance suite's `RawMember` (tests/kafka/kafka_conformance_raw.py).
 """
 
 from __future__ import annotations
 
 import struct
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testing"))
-from dev_broker_raw_client import call  # noqa: E402
-
-JOIN, SYNC, HEARTBEAT = 11, 14, 12
-MEMBER_ID_REQUIRED = 79
-REBALANCE_IN_PROGRESS = 27
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kafka"))
+from kafka_conformance_raw import NONE, REBALANCE_IN_PROGRESS, RawMember, wait_for_code  # noqa: E402
 
 
 def _string(s: str) -> bytes:
@@ -40,63 +34,35 @@ def assignment(topic: str, partitions: list[int]) -> bytes:
     return body + b"".join(struct.pack(">i", p) for p in partitions) + struct.pack(">i", -1)
 
 
-@dataclass
 class RawLeaseLeader:
-    """A member that joins the lease group first (so it leads) and syncs when the test says."""
+    """A member that joins the lease group first (so it leads) and syncs when the test says:
+    the conformance suite's `RawMember` offering the lease group's assignor."""
 
-    bootstrap: str
-    group: str
-    topic: str
-    member_id: str = ""
-    generation: int = -1
-    members: tuple[str, ...] = ()
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        self.topic = topic
+        self.member = RawMember(
+            bootstrap, group, protocol="cooperative-sticky", metadata=subscription(topic)
+        )
 
     def join(self) -> None:
         """JoinGroup; blocks until every member rejoined; this member must be the leader."""
-        while True:
-            resp = call(self.bootstrap, JOIN, 5, {
-                "group_id": self.group, "session_timeout": 30000, "rebalance_timeout": 30000,
-                "member_id": self.member_id, "group_instance_id": None,
-                "protocol_type": "consumer",
-                "protocols": [{"name": "cooperative-sticky", "metadata": subscription(self.topic)}],
-            })  # fmt: skip
-            self.member_id = resp.member_id or self.member_id
-            if resp.error_code != MEMBER_ID_REQUIRED:
-                break
-        assert resp.error_code == 0, f"JoinGroup answered error {resp.error_code}"
-        assert resp.leader == self.member_id, "the raw member must lead the group"
-        self.generation = resp.generation_id
-        self.members = tuple(m.member_id for m in resp.members)
+        code = self.member.join()
+        assert code == NONE, f"JoinGroup answered error {code}"
+        assert self.member.leader == self.member.member_id, "the raw member must lead the group"
 
     def sync(self, lease_to: str | None) -> None:
         """SyncGroup as the leader: the lease partition to member ``lease_to`` (None: nobody)."""
-        assignments = [
-            {"member_id": m, "assignment": assignment(self.topic, [0] if m == lease_to else [])}
-            for m in self.members
-        ]
-        resp = call(self.bootstrap, SYNC, 3, {
-            "group_id": self.group, "generation_id": self.generation,
-            "member_id": self.member_id, "group_instance_id": None,
-            "assignments": assignments,
-        })  # fmt: skip
-        assert resp.error_code == 0, (
-            f"SyncGroup answered error {resp.error_code} (27: a member left or rejoined meanwhile)"
-        )
+        members = list(self.member.members)
+        given = {m: assignment(self.topic, [0] if m == lease_to else []) for m in members}
+        code = self.member.sync(members, given)
+        assert code == NONE, f"SyncGroup answered error {code} (27: a member left or rejoined)"
 
     def other(self) -> str:
         """The one other member of the group."""
-        (other,) = [m for m in self.members if m != self.member_id]
+        (other,) = [m for m in self.member.members if m != self.member.member_id]
         return other
 
-    def wait_for_rebalance(self, timeout_s: float = 30.0) -> None:
+    def wait_for_rebalance(self) -> None:
         """Heartbeat until the broker answers that the group is rebalancing (a member joined)."""
-        deadline = time.monotonic() + timeout_s
-        while self.heartbeat() != REBALANCE_IN_PROGRESS:
-            assert time.monotonic() < deadline, "the group never started rebalancing"
-            time.sleep(0.1)
-
-    def heartbeat(self) -> int:
-        return call(self.bootstrap, HEARTBEAT, 3, {
-            "group_id": self.group, "generation_id": self.generation,
-            "member_id": self.member_id, "group_instance_id": None,
-        }).error_code  # fmt: skip
+        heartbeat = self.member.heartbeat
+        wait_for_code("the group to start rebalancing", heartbeat, REBALANCE_IN_PROGRESS)
