@@ -85,17 +85,28 @@ class StreamJob:
 def wait_for(
     what: str, check: Any, *, timeout_s: float, interval_s: float = 0.25, log: Any = None
 ) -> Any:
-    """Poll ``check()`` until it returns a truthy value; TimeoutError naming ``what``."""
+    """Poll ``check()`` until it returns a truthy value; TimeoutError naming ``what``.
+
+    A check that raises `KafkaUnavailableError` (a broker or group coordinator that moves,
+    answering NOT_COORDINATOR or no leader for a moment) is not an answer yet: it is asked
+    again until the timeout, whose error names the last such fault."""
+    from airflow_samza_expand._kafka.errors import KafkaUnavailableError
+
     deadline = time.monotonic() + timeout_s
     next_log = time.monotonic() + 15
+    fault: KafkaUnavailableError | None = None
     while True:
-        value = check()
+        try:
+            value = check()
+        except KafkaUnavailableError as exc:
+            value, fault = None, exc
         if value:
             return value
         if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+            last = f" (last: {fault})" if fault is not None else ""
+            raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}{last}")
         if log is not None and time.monotonic() > next_log:
-            log(f"... still waiting for {what}")
+            log(f"... still waiting for {what}" + (f" (Kafka: {fault})" if fault else ""))
             next_log = time.monotonic() + 15
         time.sleep(interval_s)
 

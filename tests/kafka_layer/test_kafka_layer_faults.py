@@ -91,3 +91,24 @@ def test_store_reads_wait_while_the_coordinator_leader_moves(
     with KafkaCoordinatorStore(config, job, timeout_s=15) as reader:
         assert reader.job_model(1) == model(job, 1)
     assert dev_broker.faults.hits("ListOffsets") == 2
+
+
+def test_the_demo_verifier_waits_through_a_moved_group_coordinator(
+    dev_broker, config, unique_topic
+):
+    """The demo's (and the fault matrix's) wait for the job to catch up reads the group's
+    committed offsets; a group coordinator that moves answers NOT_COORDINATOR for a moment (a
+    cluster fault-matrix run ended there, on a green expansion): the wait asks again."""
+    from airflow_samza_expand._demo.jobs import caught_up, wait_for
+
+    topic = unique_topic("orders")
+    with KafkaAdmin(config, timeout_s=5) as admin:
+        admin.ensure_topic(topic, 2)
+        dev_broker.faults.inject("OffsetFetch", "error", error="NOT_COORDINATOR", times=2)
+        assert wait_for("the group to catch up", lambda: caught_up(admin, "job", topic),
+                        timeout_s=30, interval_s=0.05)  # fmt: skip
+        assert dev_broker.faults.hits("OffsetFetch") >= 2
+        dev_broker.faults.inject("OffsetFetch", "error", error="NOT_COORDINATOR", times=None)
+        with pytest.raises(TimeoutError, match="NOT_COORDINATOR|Not coordinator"):
+            wait_for("the group to catch up", lambda: caught_up(admin, "job", topic),
+                     timeout_s=1, interval_s=0.05)  # fmt: skip
