@@ -62,6 +62,7 @@ from pyspark.sql.types import (
 
 from airflow_samza_expand.core._inplace import readable
 from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.spark._python_workers import freeze_after_first_task
 from airflow_samza_expand.spark._source_read import kafka_client_config, read_ranges, read_split
 from airflow_samza_expand.spark._source_splits import (
     Range,
@@ -346,6 +347,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def read(self, partition: InputPartition) -> Iterator:
         assert isinstance(partition, ReadSplit)
+        freeze_after_first_task()  # Spark's per-task collection scans less (spark._python_workers)
         return read_split(self.options, self.group_id, partition, self.schema)
 
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.model import JobModel, utc_now_iso
+from airflow_samza_expand.spark._python_workers import freeze_after_first_task
 
 STATE_SCHEMA = "state string"
 # What the stateful operator emits: one row per processor output. ``records`` is the number of
@@ -102,6 +103,7 @@ class StatefulFunction:
         self.buckets = buckets
 
     def __call__(self, group_key: tuple, pdfs: Iterator[pd.DataFrame], state: Any) -> Iterator:
+        freeze_after_first_task()  # Spark's per-task collection scans less (spark._python_workers)
         processor = _processor(self.processor_path)
         frames = [pdf for pdf in pdfs if len(pdf)]
         if not frames:

@@ -44,10 +44,25 @@ from airflow_samza_expand.spark._args import (  # noqa: E402
 )
 from airflow_samza_expand.spark._lifecycle import warm_up  # noqa: E402
 from airflow_samza_expand.spark._outputs import SUMMARY_SCHEMA, produce_outputs  # noqa: E402
+from airflow_samza_expand.spark._python_workers import PYTHON_WORKER_CONF  # noqa: E402
 from airflow_samza_expand.spark._source_splits import read_plan_report  # noqa: E402
 from airflow_samza_expand.spark.runtime import Job  # noqa: E402
 
 log = logging.getLogger("airflow_samza_expand.spark.job")
+
+
+def session_conf(args: Any) -> dict[str, str]:
+    """The shipped job's Spark settings: its shuffle partitions, no console progress bar, Unix
+    domain sockets to the Python workers (`spark._python_workers`); ``--spark-conf`` wins."""
+    conf = {
+        "spark.sql.shuffle.partitions": str(args.shuffle_partitions),
+        "spark.ui.showConsoleProgress": "false",
+        **PYTHON_WORKER_CONF,
+    }
+    for item in args.spark_conf:
+        key, _, value = item.partition("=")
+        conf[key.strip()] = value.strip()
+    return conf
 
 
 class StreamJob(Job):
@@ -97,12 +112,8 @@ class StreamJob(Job):
             builder = builder.master(self.args.master)
         elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
             builder = builder.master("local[2]")
-        builder = builder.config(
-            "spark.sql.shuffle.partitions", str(self.args.shuffle_partitions)
-        ).config("spark.ui.showConsoleProgress", "false")
-        for item in self.args.spark_conf:
-            key, _, value = item.partition("=")
-            builder = builder.config(key.strip(), value.strip())
+        for key, value in session_conf(self.args).items():
+            builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("WARN")
         return self.spark

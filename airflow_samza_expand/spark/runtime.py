@@ -243,7 +243,10 @@ class Job(QueryDriver):
         assert model is not None and self.spark is not None, "attach() first"
         cap = self.args.max_records_per_batch
         if source == "python":
+            from airflow_samza_expand.spark._python_workers import warn_without_unix_sockets
+
             self.register_source()
+            warn_without_unix_sockets(self.spark)
             settings = self.python_source_options(model)
             self.lifecycle.in_place = True  # rule 1.8: this query can switch in place
             self.lifecycle.counts_stale = True  # ... and count stale placements for the barrier

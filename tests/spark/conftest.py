@@ -27,6 +27,10 @@ def spark() -> Iterator[Any]:
         builder = builder.config("spark.jars", ",".join(connector_jars()))
     except RuntimeError as exc:  # no Maven: the tests on Spark's Kafka source skip
         logging.getLogger(__name__).warning("no Spark Kafka connector: %s", exc)
+    from airflow_samza_expand.spark._python_workers import PYTHON_WORKER_CONF
+
+    for key, value in PYTHON_WORKER_CONF.items():  # as the shipped job starts its application
+        builder = builder.config(key, value)
     session = (
         builder.master("local[2]")
         .appName("airflow-samza-expand-tests")

@@ -69,3 +69,42 @@ def test_end_offsets_merge_the_sources_of_the_job_models_topics() -> None:
         {"endOffset": None},
     ]
     assert end_offsets(sources, {"orders": 2}) == {"orders": {"0": 5, "1": 7}}
+
+
+def test_the_shipped_job_talks_to_its_python_workers_over_unix_sockets() -> None:
+    """Spark's loopback TCP to a Python worker stalls each read task on a delayed ACK
+    (`spark._python_workers`): the shipped job starts its application with Unix domain
+    sockets, and a ``--spark-conf`` of the user's still wins."""
+    from airflow_samza_expand.spark._args import build_parser
+    from airflow_samza_expand.spark.job import session_conf
+
+    argv = [*BASE, "--shuffle-partitions", "3"]
+    conf = session_conf(build_parser().parse_args(argv))
+    assert conf["spark.python.unix.domain.socket.enabled"] == "true"
+    assert conf["spark.sql.shuffle.partitions"] == "3"
+    own = ["--spark-conf", "spark.python.unix.domain.socket.enabled=false"]
+    conf = session_conf(build_parser().parse_args([*argv, *own]))
+    assert conf["spark.python.unix.domain.socket.enabled"] == "false"
+
+
+def test_a_session_without_unix_sockets_is_told_how_to_set_them(caplog) -> None:
+    """The runtime on the provider's reader warns a user's application started without Unix
+    domain sockets (naming the setting), and stays quiet with them or where it cannot tell."""
+    from types import SimpleNamespace
+
+    from pyspark import SparkConf
+
+    from airflow_samza_expand.spark._python_workers import warn_without_unix_sockets
+
+    def session(**conf: str) -> SimpleNamespace:
+        spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
+        return SimpleNamespace(sparkContext=SimpleNamespace(getConf=lambda: spark_conf))
+
+    with caplog.at_level(logging.WARNING, logger="airflow_samza_expand.spark.runtime"):
+        assert warn_without_unix_sockets(session()) is True
+        assert "--conf spark.python.unix.domain.socket.enabled=true" in caplog.text
+        caplog.clear()
+        on = {"spark.python.unix.domain.socket.enabled": "true"}
+        assert warn_without_unix_sockets(session(**on)) is False
+        assert warn_without_unix_sockets(SimpleNamespace()) is False  # Spark Connect
+    assert caplog.text == ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -265,3 +266,45 @@ def test_a_consumer_group_that_cannot_hold_the_jobs_offsets_is_refused(group, pr
     validate_runtime_args(parse_args([*argv, "--consumer-group", "orders-app"], {})[0])
     with pytest.raises(UsageError, match=problem):
         validate_runtime_args(parse_args([*argv, "--consumer-group", group], {})[0])
+
+
+def test_the_python_worker_setting_makes_spark_use_unix_sockets(spark) -> None:
+    """`PYTHON_WORKER_CONF` is a setting Spark acts on: a session started with it (as the
+    shipped job's and this suite's are) runs its Python tasks over a Unix domain socket."""
+    import os
+
+    from airflow_samza_expand.spark._python_workers import uses_unix_sockets
+
+    assert uses_unix_sockets(spark) is True
+    rdd = spark.sparkContext.parallelize([0, 1], 2)
+    seen = rdd.map(lambda _: os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "")).collect()
+    assert [flag.lower() for flag in seen] == ["true", "true"]  # what pyspark/daemon.py reads
+
+
+def test_a_python_worker_freezes_its_heap_from_its_second_task(spark) -> None:
+    """Spark's daemon collects a reused worker's whole heap after every task: from its second
+    task on, a worker that runs the reader or the state function has frozen its heap (later
+    collections scan only newer objects); outside a Spark task nothing is frozen."""
+    import gc
+    import os
+
+    from airflow_samza_expand.spark._python_workers import freeze_after_first_task
+
+    def probe(rows: Any) -> Any:
+        list(rows)
+        before = gc.get_freeze_count()
+        freeze_after_first_task()
+        yield (os.getpid(), before, gc.get_freeze_count())
+
+    frozen_here = gc.get_freeze_count()
+    freeze_after_first_task()  # the driver: no task context
+    assert gc.get_freeze_count() == frozen_here
+    runs: dict[int, list[tuple[int, int]]] = {}
+    for _ in range(4):
+        for pid, before, after in (
+            spark.sparkContext.parallelize([0, 1], 2).mapPartitions(probe).collect()
+        ):
+            runs.setdefault(pid, []).append((before, after))
+    assert any(len(r) >= 2 for r in runs.values()), f"no worker was reused: {runs}"
+    for pid, seen in runs.items():
+        assert all(after > 0 for _, after in seen[1:]), f"worker {pid} never froze: {seen}"
