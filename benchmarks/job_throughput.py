@@ -245,6 +245,8 @@ def run_jvm_source(
         spark_submit_binary(), "--master", master, "--jars", ",".join(jars),
         "--conf", "spark.ui.enabled=false", "--conf", "spark.cores.max=2",
         "--conf", "spark.sql.shuffle.partitions=2", "--driver-memory", "768m",
+        # the shipped job's Python-worker setting (spark._python_workers): the same for both
+        "--conf", "spark.python.unix.domain.socket.enabled=true",
         script, bootstrap, topic, str(partitions), output,
         os.path.join(workdir, "jvm-checkpoint"), str(cap), str(buckets),
     ]  # fmt: skip
