@@ -236,6 +236,7 @@ def run_jvm_source(
     from datetime import datetime
 
     from airflow_samza_expand._demo.jobs import spark_submit_binary
+    from airflow_samza_expand.spark._python_workers import PYTHON_WORKER_CONF
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     output = f"{topic}-jvm-out-{uuid.uuid4().hex[:6]}"
@@ -245,8 +246,8 @@ def run_jvm_source(
         spark_submit_binary(), "--master", master, "--jars", ",".join(jars),
         "--conf", "spark.ui.enabled=false", "--conf", "spark.cores.max=2",
         "--conf", "spark.sql.shuffle.partitions=2", "--driver-memory", "768m",
-        # the shipped job's Python-worker setting (spark._python_workers): the same for both
-        "--conf", "spark.python.unix.domain.socket.enabled=true",
+        # the shipped job's Python-worker settings (spark._python_workers): the same for both
+        *(arg for key, value in PYTHON_WORKER_CONF.items() for arg in ("--conf", f"{key}={value}")),
         script, bootstrap, topic, str(partitions), output,
         os.path.join(workdir, "jvm-checkpoint"), str(cap), str(buckets),
     ]  # fmt: skip
