@@ -2,12 +2,13 @@
 
 Every read task of the provider's reader (a Python data source), and every Python UDF task, is
 a conversation between the executor's JVM and a Python worker. Spark 4.1 and 4.2 hold it over
-loopback TCP by default, with Nagle's algorithm on. Each task writes its command in small
-pieces, and one piece waits out the peer's delayed ACK (about 40 ms on Linux): the same stall
-Spark fixed for its state server (SPARK-51667). Measured with a Python data source whose read
-tasks each yield one row, on local[2]: 77 ms of Spark's time per extra read task over TCP,
-39 ms over a Unix domain socket, 9 ms for a JVM source (docs/testing.md, Read scaling). The
-stall is per task, so it is what a finer read split (one task per Kafka partition) pays most.
+loopback TCP by default, with Nagle's algorithm on, and each task's Arrow input reached the
+worker only after a delayed ACK: the worker waited 32 ms a task in ``pyarrow.ipc.open_stream``
+(2 ms over a Unix domain socket) - the stall Spark fixed for its state server (SPARK-51667).
+Measured with a Python data source whose read tasks each yield one row, on local[2]: 77 ms
+of Spark's time per extra read task over TCP, 39 ms over a Unix domain socket, 9 ms for a JVM
+source (docs/testing.md, Read scaling). The stall is per task, so it is what a finer read
+split (one task per Kafka partition) pays most.
 
 ``spark.python.unix.domain.socket.enabled`` (Spark >= 4.1; an older Spark ignores it) is read
 when the application starts: the shipped job sets it (`PYTHON_WORKER_CONF`, a ``--spark-conf``
