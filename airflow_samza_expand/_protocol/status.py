@@ -5,19 +5,24 @@ coordinator store (and the input topics' partition counts from Kafka); writes no
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from airflow_samza_expand.core._clock import age_s, parse_iso, utc_now
+from airflow_samza_expand._protocol.next_action import DONE, next_actions
+from airflow_samza_expand._protocol.restart import waits_for_drain
+from airflow_samza_expand.core._clock import age_s, utc_now
 from airflow_samza_expand.core._lease import EXPANSION_LEASE, Lease
-from airflow_samza_expand.core._liveness import ROLE_ACTIVE, ProcessorStatus, statuses
+from airflow_samza_expand.core._liveness import (
+    ROLE_ACTIVE,
+    ProcessorStatus,
+    job_consumer_group,
+    statuses,
+)
 from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.store import CoordinatorStore
-
-S = ExpansionStatus
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,10 @@ class JobStatus:
     stop: Mapping[str, Any] | None
     expansions: Sequence[ExpansionRecord]  # newest first
     live_counts: Mapping[str, int] = field(default_factory=dict)  # input topics on Kafka
+    # the lag per old partition (topic -> partition -> lag) of the barrier of expansion
+    # `barrier_of`, read while it waits there (None: not read)
+    barrier_lag: Mapping[str, Mapping[int, int]] | None = None
+    barrier_of: str | None = None
 
     @property
     def latest(self) -> JobModel | None:
@@ -81,15 +90,29 @@ class JobStatus:
                 for r in self.expansions
             ],
             "next": next_steps(self, now),
+            "next_action": next_actions(self, now)[0].to_dict(),
         }
 
 
 def read_status(
-    store: CoordinatorStore, where: str, live_counts: Mapping[str, int] | None = None
+    store: CoordinatorStore,
+    where: str,
+    live_counts: Mapping[str, int] | None = None,
+    barrier_lag: Callable[[ExpansionRecord, str], Mapping[str, Mapping[int, int]] | None]
+    | None = None,
 ) -> JobStatus:
-    """Read the job's records from `store` (one refresh per kind; nothing written)."""
+    """Read the job's records from `store` (one refresh per kind; nothing written);
+    `barrier_lag(record, group)`: the lag of the current expansion's barrier, read only while
+    it waits there for the job to drain."""
     leases = [store.get_lease(EXPANSION_LEASE)]
-    processors = sorted(statuses(store.processors()).values(), key=lambda p: p.processor_id)
+    raw = store.processors()
+    processors = sorted(statuses(raw).values(), key=lambda p: p.processor_id)
+    expansions = store.expansions()
+    current = draining(expansions)
+    lag, of = None, None
+    if current is not None and barrier_lag is not None:
+        lag = barrier_lag(current, job_consumer_group(store.job_name, raw))
+        of = current.expansion_id if lag is not None else None
     return JobStatus(
         job_name=store.job_name,
         store=where,
@@ -97,9 +120,20 @@ def read_status(
         processors=processors,
         leases=[lease for lease in leases if lease is not None],
         stop=store.stop_request(),
-        expansions=store.expansions(),
+        expansions=expansions,
         live_counts=dict(live_counts or {}),
+        barrier_lag=lag,
+        barrier_of=of,
     )
+
+
+def draining(expansions: Sequence[ExpansionRecord]) -> ExpansionRecord | None:
+    """The current expansion when it waits at its barrier for the job to drain (its lag is
+    worth reading): status barrier-snapshot, a barrier taken, a restart that waits for it."""
+    current = next((r for r in expansions if r.status not in DONE), None)
+    if current is None or current.status != ExpansionStatus.BARRIER_SNAPSHOT or not current.barrier:
+        return None
+    return current if waits_for_drain(current) else None
 
 
 def current_step(record: ExpansionRecord) -> str | None:
@@ -109,11 +143,6 @@ def current_step(record: ExpansionRecord) -> str | None:
         return f"{max(running)[1]} (running)"
     ended = [(t.ended_at or "", n) for n, t in record.steps.items() if t.ended_at]
     return f"{max(ended)[1]} (ended)" if ended else None
-
-
-def _last_failure(record: ExpansionRecord) -> Mapping[str, Any] | None:
-    failures = [f for f in record.results.get("failures") or [] if isinstance(f, Mapping)]
-    return failures[-1] if failures else None
 
 
 def _ago(iso: str | None, now: datetime) -> str:
@@ -183,79 +212,9 @@ def _lease_state(lease: Lease, now: datetime) -> str:
 
 
 def next_steps(status: JobStatus, now: datetime | None = None) -> list[str]:
-    """What an operator does next, most urgent first (always at least one line)."""
-    now = now or utc_now()
-    job, latest = status.job_name, status.latest
-    if latest is None:
-        return [
-            f"job {job} has no job model: write v1 with `samza-expand init-job --job-name {job} "
-            "--topic <input topic> --bootstrap-servers <kafka>`, then start the job"
-        ]
-    steps = [_expansion_step(r, status, now) for r in status.expansions if r.status != S.COMPLETED]
-    steps = [s for s in steps if s]
-    live = [p for p in status.processors if p.alive(now) and p.state not in ("stopped", "failed")]
-    dead = [p.processor_id for p in status.processors if p.dead(now)]
-    if dead:
-        steps.append(
-            f"processor(s) {', '.join(dead)} went silent: restart them if they should run (their "
-            "records are removed by the next stop step or job start)"
-        )
-    if status.stop and any(p.job_model_version == status.stop.get("version") for p in live):
-        steps.append(
-            f"a stop of v{status.stop.get('version')} is requested: its processors stop at their "
-            "next batch"
-        )
-    if not live and not steps:
-        steps.append(
-            f"no processor of job {job} runs: start the job (it reads job model v{latest.version})"
-        )
-    old = sorted({str(p.job_model_version) for p in live if p.job_model_version != latest.version})
-    if old and not any(r.status != S.COMPLETED for r in status.expansions):
-        steps.append(
-            f"processors run v{', v'.join(old)}, older than the newest v{latest.version}: restart "
-            "them (a job on the runtime takes the newest job model when it starts)"
-        )
-    grown = {
-        s: n for s, n in status.live_counts.items() if n != latest.partition_counts().get(s, n)
-    }
-    if grown and not any(r.status != S.COMPLETED for r in status.expansions):
-        steps.append(
-            f"input topic(s) {grown} grew outside an expansion (job model v{latest.version} "
-            f"reads {latest.partition_counts()}): the new partitions are not read - trigger the "
-            "expansion DAG with those counts as targets"
-        )
-    return steps or [
-        f"nothing to do: job {job} runs job model v{latest.version}. To grow an input topic, "
-        "trigger the job's expansion DAG (its trigger form asks for the growth factor)"
-    ]
+    """What an operator does next, most urgent first (always at least one line): the sentences
+    of `next_action.next_actions`, the decision the job page's top line shows too."""
+    return [action.text for action in next_actions(status, now)]
 
 
-def _expansion_step(r: ExpansionRecord, status: JobStatus, now: datetime) -> str | None:
-    lease = next((x for x in status.leases if x.name == EXPANSION_LEASE), None)
-    held = lease is not None and not lease.expired(now)
-    where = f"expansion {r.expansion_id} ({r.status.value}, step {current_step(r) or '-'})"
-    failure = _last_failure(r)
-    if r.status == S.FAILED or (failure and not held):
-        said = f": {failure.get('step')} failed at {failure.get('at')}" if failure else ""
-        return (
-            f"{where} stopped{said} - remove the cause (the DAG run's log says it), then clear "
-            "the failed task of that DAG run; each step finds its own work done and goes on"
-        )
-    if held and lease is not None:
-        return f"{where} is under way (run {lease.holder}): watch its DAG run or the job page"
-    if _stale(r.updated_at, now):
-        return (
-            f"{where} has no run working on it: clear its DAG run's failed task, or trigger "
-            "the expansion DAG again with the same targets - it resumes from this status"
-        )
-    return f"{where} is under way: watch its DAG run or the job page"
-
-
-def _stale(iso: str, now: datetime, after_s: float = 600.0) -> bool:
-    try:
-        return (now - parse_iso(iso)).total_seconds() > after_s
-    except ValueError:
-        return False
-
-
-__all__ = ["JobStatus", "current_step", "next_steps", "read_status", "render"]
+__all__ = ["JobStatus", "current_step", "draining", "next_steps", "read_status", "render"]

@@ -111,6 +111,14 @@ class _Job:
             present = [s for s in streams if s in found]
             return self.admin.partition_counts(present) if present else {}
 
+    def barrier_lag(self, record: Any, group: str) -> dict[str, dict[int, int]] | None:
+        """The lag of `record`'s barrier in the job's `group` (None without Kafka)."""
+        if self.admin is None:
+            return None
+        from airflow_samza_expand._protocol.barrier.reads import barrier_status
+
+        return barrier_status(self.admin, group, record.barrier).lag
+
     def close(self) -> None:
         store = getattr(self, "store", None)
         if store is not None:
@@ -152,7 +160,7 @@ def run_status(args: argparse.Namespace) -> int:
 def _status(job: _Job, args: argparse.Namespace) -> int:
     models = job.store.job_model_history()
     streams = sorted(models[-1].partition_counts()) if models else []
-    status = read_status(job.store, job.where, job.live_counts(streams))
+    status = read_status(job.store, job.where, job.live_counts(streams), job.barrier_lag)
     if args.json:
         print(json.dumps(status.to_dict(), indent=2, sort_keys=True))
     else:

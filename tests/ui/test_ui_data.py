@@ -187,7 +187,7 @@ def test_processors_list_the_live_and_newest_first(tmp_path):
 
 
 def test_the_log_tail_starts_at_a_whole_line(tmp_path):
-    from airflow_samza_expand.airflow._ui.data import LOG_TAIL_CHARS
+    from airflow_samza_expand.airflow._ui.parts import LOG_TAIL_CHARS
 
     store, expansion_id = _grown(tmp_path / "store")
     logs = tmp_path / "logs"

@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 URL_PREFIX = "/samza-expand"
 # the external view's route in Airflow's UI: /plugin/<VIEW_ROUTE> + the iframe's own path
 VIEW_ROUTE = "expansions"
+API_SIGN_IN = (
+    "sign in to Airflow first: send a JWT of an Airflow user (POST /auth/token) as "
+    "Authorization: Bearer <token>, or the UI's _token session cookie"
+)
 
 
 def _auth_dependency() -> Any:
@@ -140,8 +144,14 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> Response:
-        if _is_api(request):
-            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+        if _is_api(request):  # the documented {"error", "detail"}, as every other fault
+            title = str(exc.detail)
+            message = API_SIGN_IN if exc.status_code in (401, 403) else title
+            return JSONResponse(
+                {"error": title, "detail": message},
+                status_code=exc.status_code,
+                headers=getattr(exc, "headers", None),
+            )
         if exc.status_code in (401, 403):
             message = "Sign in to Airflow first, then reload this page."
             sign_in = _sign_in_url(request)

@@ -15,25 +15,29 @@ A fault in one part of a job (a corrupt expansion record, an unreachable group) 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from airflow_samza_expand.airflow._ui.decode import age_s, expansion_of
+from airflow_samza_expand._protocol.status import JobStatus, draining
+from airflow_samza_expand.airflow._ui.airflow_tasks import with_tasks
+from airflow_samza_expand.airflow._ui.decode import expansion_of
+from airflow_samza_expand.airflow._ui.parts import (
+    expansion_ids,
+    lease_rows,
+    log_tail,
+    processor_rows,
+)
 from airflow_samza_expand.airflow._ui.records import (
     BarrierRow,
     Expansion,
     JobRef,
     JobSnapshot,
-    LeaseInfo,
-    LogTail,
-    Processor,
     UiProblem,
 )
 from airflow_samza_expand.airflow._ui.settings import UiSettings
-from airflow_samza_expand.core._render import natural_key
+from airflow_samza_expand.core._lease import Lease
+from airflow_samza_expand.core._liveness import statuses
 from airflow_samza_expand.core.errors import (
     CorruptCoordinatorRecordError,
     ExpansionError,
@@ -45,13 +49,12 @@ from airflow_samza_expand.store import uses_kafka
 
 if TYPE_CHECKING:
     from airflow_samza_expand._kafka.admin import KafkaAdmin
+    from airflow_samza_expand.core._record import ExpansionRecord
     from airflow_samza_expand.store import CoordinatorStore
 
 COORDINATOR_PREFIX = "__samza_coordinator_"
 # the active lease of a job is its Kafka consumer group membership, no store record
 LEASE_NAMES = ("expansion",)
-DEAD_STATES = frozenset({"stopped", "failed"})
-LOG_TAIL_CHARS = 4000
 T = TypeVar("T")
 
 
@@ -219,15 +222,15 @@ def read_job(settings: UiSettings, job: str) -> JobSnapshot:
         with _as_problem(f"reading the job models of {job!r} from {where}"):
             history = list(store.job_model_history())
         snapshot = JobSnapshot(job=job, store=where, history=history)
-        snapshot.processors = _part(
-            snapshot, "reading processor heartbeats", lambda: _processors(store, settings), []
-        )
+        raw = _part(snapshot, "reading processor heartbeats", store.processors, {})
+        snapshot.processors = processor_rows(raw, settings)
         snapshot.stop_request = _part(
             snapshot, "reading the stop request", store.stop_request, None
         )
         if not history and not snapshot.processors and job not in settings.jobs:
             raise UiProblem(404, "Unknown job", _unknown_job(settings, job, where))
-        snapshot.leases = _part(snapshot, "reading the leases", lambda: _leases(store), None)
+        leases = _part(snapshot, "reading the leases", lambda: _leases(store), None)
+        snapshot.leases = None if leases is None else lease_rows(leases)
         if admin is not None and history:
             snapshot.live_counts = _part(
                 snapshot,
@@ -235,15 +238,30 @@ def read_job(settings: UiSettings, job: str) -> JobSnapshot:
                 lambda: admin.partition_counts(sorted(history[-1].partition_counts())),
                 {},
             )
-        snapshot.expansions = _part(
-            snapshot,
-            "reading the expansion records",
-            lambda: _expansions(store, job, history, snapshot.live_counts),
-            [],
+        typed = _part(snapshot, "reading the expansion records", store.expansions, None)
+        if typed is not None:
+            snapshot.expansions = _part(
+                snapshot,
+                "reading the expansion records",
+                lambda: _expansions(store, job, history, snapshot.live_counts, typed),
+                [],
+            )
+        snapshot.expansions = [with_tasks(e) for e in snapshot.expansions]
+        lag = _barrier(snapshot, admin, snapshot.consumer_group, typed or [])
+        snapshot.status = JobStatus(
+            job_name=job,
+            store=where,
+            models=history,
+            processors=sorted(statuses(raw).values(), key=lambda p: p.processor_id),
+            leases=leases or [],
+            stop=snapshot.stop_request,
+            expansions=typed or [],
+            live_counts=snapshot.live_counts,
+            barrier_lag=lag,
+            barrier_of=snapshot.barrier_of,
         )
-        _barrier(snapshot, admin, snapshot.consumer_group)
         snapshot.log = _part(
-            snapshot, "reading the job log", lambda: _log(snapshot, settings), None
+            snapshot, "reading the job log", lambda: log_tail(snapshot, settings), None
         )
         return snapshot
     finally:
@@ -267,93 +285,29 @@ def _unknown_job(settings: UiSettings, job: str, where: str) -> str:
 # -- parts -------------------------------------------------------------------------------------
 
 
-def _processors(store: CoordinatorStore, settings: UiSettings) -> list[Processor]:
-    now = datetime.now(UTC)
-    rows = []
-    for pid, record in store.processors().items():
-        age = age_s(record.get("heartbeat_at"), now)
-        ttl = float(record.get("ttl") or record.get("ttl_s") or settings.processor_ttl_s)
-        state = str(record.get("state", "unknown"))
-        version = record.get("job_model_version")
-        rows.append(
-            Processor(
-                processor_id=pid,
-                state=state,
-                job_model_version=int(version) if isinstance(version, int) else None,
-                role=record.get("role"),
-                heartbeat_at=record.get("heartbeat_at"),
-                heartbeat_age_s=age,
-                alive=age is not None and age <= ttl and state not in DEAD_STATES,
-                uncovered=dict(record.get("uncovered") or {}),
-                stale_placements=record.get("stale_placements") or None,
-                consumer_group=record.get("consumer_group") or None,
-            )
-        )
-    # the live ones first, the newest job model first, then by id in natural order
-    return sorted(
-        rows,
-        key=lambda p: (not p.alive, -(p.job_model_version or 0), natural_key(p.processor_id)),
-    )
-
-
-def _leases(store: CoordinatorStore) -> list[LeaseInfo] | None:
+def _leases(store: CoordinatorStore) -> list[Lease] | None:
     get_lease = getattr(store, "get_lease", None)
     if get_lease is None:
         return None  # this store version keeps no leases
-    now = datetime.now(UTC)
-    rows = []
-    for name in LEASE_NAMES:
-        lease = get_lease(name)
-        if lease is None:
-            continue
-        expires_in = round((lease.expires_at() - now).total_seconds(), 1)
-        rows.append(
-            LeaseInfo(
-                name=lease.name,
-                holder=lease.holder,
-                epoch=lease.epoch,
-                renewed_at=lease.renewed_at,
-                expires_in_s=None if lease.released else expires_in,
-                expired=not lease.released and bool(lease.expired(now)),
-                released=bool(lease.released),
-                expires_at=None if lease.released else lease.expires_at().isoformat(),
-            )
-        )
-    return rows
-
-
-def _expansion_ids(job: str, history: Sequence[JobModel], live: Mapping[str, int]) -> list[str]:
-    """Ids of the expansions behind each job model version, and of one in flight (the topic
-    grew past the newest model), newest first: today's store lists no expansions itself."""
-    from airflow_samza_expand._protocol.records import expansion_id_for
-
-    def grown(before: Mapping[str, int], after: Mapping[str, int]) -> str | None:
-        streams = sorted(s for s in after if after[s] != before.get(s))
-        if not streams:
-            return None
-        return expansion_id_for(
-            job, {s: before.get(s, 0) for s in streams}, {s: after[s] for s in streams}
-        )
-
-    counts = [m.partition_counts() for m in history]
-    ids = [grown(a, b) for a, b in zip(counts, counts[1:], strict=False)]
-    if counts and live:
-        ids.append(grown(counts[-1], {s: n for s, n in live.items() if s in counts[-1]}))
-    return [i for i in reversed(ids) if i]
+    return [lease for lease in map(get_lease, LEASE_NAMES) if lease is not None]
 
 
 def _expansions(
-    store: CoordinatorStore, job: str, history: Sequence[JobModel], live: Mapping[str, int]
+    store: CoordinatorStore,
+    job: str,
+    history: Sequence[JobModel],
+    live: Mapping[str, int],
+    typed: Sequence[ExpansionRecord],
 ) -> list[Expansion]:
     """Typed records (``store.expansions()``, newest first), then the expansions behind the job
     model history that are still dict documents of the legacy ``put_expansion(id, dict)`` API
     (``get_expansion_doc``; the typed listing does not see them)."""
-    found = [expansion_of(r.expansion_id, r) for r in store.expansions()]
+    found = [expansion_of(r.expansion_id, r) for r in typed]
     legacy = getattr(store, "get_expansion_doc", None)
     if legacy is None:
         return found
     seen = {e.expansion_id for e in found}
-    for expansion_id in _expansion_ids(job, history, live):
+    for expansion_id in expansion_ids(job, history, live):
         if expansion_id in seen:
             continue
         try:
@@ -366,13 +320,20 @@ def _expansions(
     return found
 
 
-def _barrier(snapshot: JobSnapshot, admin: KafkaAdmin | None, group: str) -> None:
-    """Lag per partition against the newest expansion's barrier (the job's consumer group)."""
+def _barrier(
+    snapshot: JobSnapshot,
+    admin: KafkaAdmin | None,
+    group: str,
+    typed: Sequence[ExpansionRecord],
+) -> dict[str, dict[int, int]] | None:
+    """Lag per old partition against the barrier of the current expansion, read only while it
+    waits there for the job to drain (`status.draining`): a barrier that passed, or an earlier
+    expansion's, is history and shows from its record alone."""
     from airflow_samza_expand._protocol.barrier.reads import barrier_status
 
-    current = next((e for e in snapshot.expansions if e.barrier), None)
+    current = draining(typed)
     if current is None or admin is None:
-        return
+        return None
     status = _part(
         snapshot,
         f"reading the committed offsets of group {group!r}",
@@ -380,39 +341,14 @@ def _barrier(snapshot: JobSnapshot, admin: KafkaAdmin | None, group: str) -> Non
         None,
     )
     if status is None:
-        return
+        return None
     snapshot.barrier_of = current.expansion_id
     snapshot.barrier_rows = [
         BarrierRow(t, p, offset, status.committed[t][p], status.lag[t][p])
         for t, ps in sorted(status.barrier.items())
         for p, offset in sorted(ps.items())
     ]
-
-
-def _log(snapshot: JobSnapshot, settings: UiSettings) -> LogTail | None:
-    """Tail of the log the newest detached launch wrote, if it is under an allowed directory."""
-    from airflow_samza_expand._protocol.launch import tail
-
-    path = next((e.log_path for e in snapshot.expansions if e.log_path), None)
-    if not path:
-        return None
-    real = os.path.realpath(path)
-    allowed = [os.path.realpath(d) for d in settings.log_dirs]
-    if not real.endswith(".log") or not any(
-        real.startswith(d.rstrip(os.sep) + os.sep) for d in allowed
-    ):
-        return LogTail(
-            path,
-            "",
-            "not shown: the path is outside [samza_expand] ui_log_dirs "
-            f"({', '.join(settings.log_dirs)}) - add its directory there to show it",
-        )
-    if not os.path.exists(real):
-        return LogTail(path, "", "not on this host (the job ran on another machine?)")
-    text = tail(real, LOG_TAIL_CHARS)
-    if os.path.getsize(real) > LOG_TAIL_CHARS and "\n" in text:
-        text = text.split("\n", 1)[1]  # the tail starts at a whole line
-    return LogTail(path, text)
+    return status.lag
 
 
 __all__ = ["JobSnapshot", "UiProblem", "kafka_config", "list_jobs", "read_job"]

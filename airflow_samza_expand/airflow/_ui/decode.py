@@ -178,7 +178,15 @@ def _typed_expansion(record: ExpansionRecord) -> Expansion:
         grace_started_at=_grace_start(record),
         **_progress(record.results),
         **_order(record),
+        restart=_restart(record),
     )
+
+
+def _restart(record: ExpansionRecord) -> str | None:
+    from airflow_samza_expand._protocol.restart import RestartChoice
+
+    choice = RestartChoice.of_record(record)
+    return None if choice is None else choice.mode
 
 
 def _order(record: ExpansionRecord) -> dict[str, Any]:

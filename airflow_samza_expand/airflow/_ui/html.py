@@ -20,10 +20,15 @@ from airflow_samza_expand.airflow._ui.markup import (
     page,
     table,
 )
-from airflow_samza_expand.airflow._ui.markup import seconds as _seconds
 from airflow_samza_expand.airflow._ui.markup import when as _when
 from airflow_samza_expand.airflow._ui.records import JobRef, JobSnapshot, LeaseInfo
 from airflow_samza_expand.airflow._ui.running_html import running_section
+from airflow_samza_expand.airflow._ui.state_html import (
+    barrier_state,
+    fresh,
+    next_section,
+    steps_table,
+)
 from airflow_samza_expand.airflow._ui.views import (
     diff_models,
     mapping_rows,
@@ -123,7 +128,8 @@ def _history_section(snap: JobSnapshot, root: str) -> str:
     )
 
 
-def _expansions_section(snap: JobSnapshot) -> str:
+def _expansions_section(snap: JobSnapshot, root: str) -> str:
+    airflow_root = root.rsplit("/", 1)[0]  # the plugin is mounted one level below Airflow's root
     out = ["<h2>Expansions</h2>"]
     if not snap.expansions:
         out.append("<p class='muted'>No expansion records.</p>")
@@ -134,36 +140,27 @@ def _expansions_section(snap: JobSnapshot) -> str:
             else f"{_e(s)} {n} (stays)"
             for s, n in sorted(e.counts_after.items())
         )
+        restart = f"; restart {_e(e.restart)}" if e.restart else ""
         out.append(
             f"<h3><code>{_e(e.expansion_id)}</code> <span class='chip'>{_e(e.status)}</span></h3>"
             f"<p>Job model v{_e(e.old_version)} &rarr; v{_e(e.new_version)}; {grown}; "
-            f"planned by <code>{_e(e.owner)}</code>; updated {_when(e.updated_at)}</p>"
+            f"planned by <code>{_e(e.owner)}</code>{restart}; updated {_when(e.updated_at)}</p>"
+            f"<p class='barrier-state'>Ordering barrier: {barrier_state(e)}</p>"
         )
         if e.order:
             out.append(f"<p class='{'bad' if e.order_at_risk else 'ok'}'>{_e(e.order)}</p>")
-        out.append(
-            table(
-                ["step", "start", "end", "duration"],
-                (
-                    [
-                        _e(s.name),
-                        _when(s.started_at),
-                        _when(s.ended_at),
-                        f"<span class='num'>{_seconds(s.duration_s)}</span>",
-                    ]
-                    for s in e.steps
-                ),
-            )
-        )
+        out.append(steps_table(e, airflow_root))
     return "".join(out)
 
 
 def _barrier_section(snap: JobSnapshot) -> str:
+    """The current expansion's barrier while it waits for the job to drain (`data._barrier`
+    reads the lag only then): an earlier or a passed barrier is history (`barrier_state`)."""
     if not snap.barrier_rows:
         return ""
     total = sum(r.lag for r in snap.barrier_rows)
     state = (
-        "<span class='ok'>holds</span>"
+        "every old partition committed up to it - the barrier step passes it at its next poll"
         if total == 0
         else f"<span class='bad'>waiting: lag {total}</span>"
     )
@@ -190,18 +187,18 @@ def _lease_state(lease: LeaseInfo) -> str:
         return "<span class='muted'>released</span>"
     if lease.expired or lease.expires_in_s is None:
         return "<span class='bad'>expired</span> (its holder stopped renewing it)"
-    return f"held, expires in {left(lease.expires_at, lease.expires_in_s)} unless renewed"
+    return fresh(f"held, expires in {left(lease.expires_at, lease.expires_in_s)} unless renewed")
 
 
 def _processors_section(snap: JobSnapshot) -> str:
     rows = []
     for p in snap.processors:
         alive = (
-            "<span class='ok'>alive</span>"
+            fresh("<span class='ok'>alive</span>")  # judged at the fetch: unknown once stale
             if p.alive
             else "<span class='muted'>stopped</span>"  # cleanly: nothing to look at
             if p.state == "stopped"
-            else "<span class='bad'>dead</span>"
+            else fresh("<span class='bad'>dead</span>")
         )
         rows.append(
             [
@@ -247,10 +244,11 @@ def job_content(snap: JobSnapshot, root: str, svg: str) -> str:
     problems = "".join(f"<div class='box'>{_e(p)}</div>" for p in snap.problems)
     return (
         problems
+        + next_section(snap)
         + running_section(snap, root)
         + _model_section(snap, svg)
         + _history_section(snap, root)
-        + _expansions_section(snap)
+        + _expansions_section(snap, root)
         + _barrier_section(snap)
         + _processors_section(snap)
         + _log_section(snap)

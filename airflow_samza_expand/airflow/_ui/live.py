@@ -1,4 +1,4 @@
-"""The job page stays true while it is open (issue 41).
+"""The job page stays true while it is open.
 
 The page's content (`html.job_content`: the expansion under way, the job model and Kafka's live
 counts, history, expansions, barrier, processors, leases, log) sits in ``<div id='live'>``; a
@@ -13,7 +13,10 @@ keeps in the browser, else the browser's) with how long ago.
 The line above the content (``#live-status``) says when the page was last updated; a fetch
 that fails says so there - "Not updated since <time> (<n> ago): the server answered 503: Kafka
 is unreachable - ..." (the title and message of the error page) or that the server did not
-answer - and the script keeps fetching, so the page recovers by itself. While the user selects
+answer - and the script keeps fetching, so the page recovers by itself. While it is stale, the
+box's "(<n> ago)" counts every second, ages keep counting, and every judgement of the last update
+(a processor "alive" or "dead", a lease "held", the next action at the top) reads "unknown" or is
+marked not current (``#live.stale``, `state_html.fresh`). While the user selects
 text or uses a form in the content, newer content waits (the line says so). Without JavaScript the
 page reloads every `REFRESH_S` (``<noscript>`` meta refresh).
 """
@@ -28,7 +31,8 @@ NOW_HEADER = "X-Samza-Expand-Now"
 SCRIPT = """<script>(function(){
 var live=document.getElementById('live'),st=document.getElementById('live-status');
 if(!live||!st||!window.fetch)return;
-var every=%(every)d,skew=0,okAt=Date.now(),busy=false,held=false,fails=0,last=live.innerHTML;
+var every=%(every)d,skew=0,okAt=Date.now(),busy=false,held=false,fails=0,why='',
+  last=live.innerHTML;
 function zone(){var v;try{v=localStorage.getItem('timezone')}catch(e){return undefined}
   if(!v)return undefined;try{v=JSON.parse(v)}catch(e){}  // Airflow's UI keeps it as JSON
   return typeof v==='string'&&v?v:undefined}
@@ -59,13 +63,15 @@ function tick(){
     var full=clock(t,true);e.title=e.getAttribute('datetime')+' (UTC)';
     e.textContent=(full.slice(0,10)===today?clock(t,false):full)+' ('+ago(t,now)+')'});
   var z=zone()||Intl.DateTimeFormat().resolvedOptions().timeZone;
-  if(!fails)st.textContent='Live: updated '+clock(okAt+skew,false)+' ('+ago(okAt+skew,now)
-    +'), every '+every+' s; times in '+z+'.'
+  st.textContent=fails?stale(now):'Live: updated '+clock(okAt+skew,false)+' ('
+    +ago(okAt+skew,now)+'), every '+every+' s; times in '+z+'.'
     +(held?' Newer content is held while you select text or use a form.':'')}
-function failed(why){
-  fails+=1;st.className='box';
-  st.textContent='Not updated since '+clock(okAt+skew,false)+' ('
-    +ago(okAt+skew,Date.now()+skew)+'): '+why+' - retrying every '+every+' s.'}
+function stale(now){return 'Not updated since '+clock(okAt+skew,false)+' ('+ago(okAt+skew,now)
+  +'): '+why+' - retrying every '+every+' s; alive, held and the next action are unknown '
+  +'until it updates.'}
+function failed(w){  // the content stays, marked stale (#live.stale); the box's age counts on
+  fails+=1;why=w;st.className='box';live.classList.add('stale');
+  live.dataset.failures=(+(live.dataset.failures||0)+1);st.textContent=stale(Date.now()+skew)}
 function busyUser(){  // selecting text or using a form in the content: replace it later
   var a=document.activeElement,s=window.getSelection&&window.getSelection();
   if(a&&live.contains(a)&&/^(SELECT|INPUT|TEXTAREA|BUTTON)$/.test(a.tagName))return true;
@@ -81,7 +87,8 @@ function pull(){
     return r.text().then(function(t){
       if(!r.ok){failed(refusal(r,t));return}
       var n=Date.parse(r.headers.get('%(header)s')||'');if(!isNaN(n))skew=n-Date.now();
-      fails=0;st.className='muted';if(busyUser()){held=true;tick();return}
+      fails=0;st.className='muted';live.classList.remove('stale');
+      if(busyUser()){held=true;tick();return}
       okAt=Date.now();held=false;if(t!==last){live.innerHTML=t;last=t}
       live.dataset.fetches=(+(live.dataset.fetches||0)+1);tick()})
   }).catch(function(e){failed('the server did not answer ('+e+')')})

@@ -21,6 +21,9 @@ text-align:left;vertical-align:top}th{background:#f7fafc}.num{text-align:right}
 border-radius:6px;margin:10px 0}.warn{border-color:#f6ad55;background:#fffaf0}
 pre{background:#1a202c;color:#e2e8f0;padding:10px;overflow:auto;max-height:360px;font-size:12px}
 code{font-size:12px}.chip{display:inline-block;padding:0 6px;border-radius:8px;background:#edf2f7}
+.okbox{border-color:#68d391;background:#f0fff4}#next{font-size:15px}#next ul{margin:4px 0 0}
+.stale-only{display:none}#live.stale .stale-only{display:inline}
+#live.stale .fresh-only{display:none}#live.stale #next{opacity:.7}
 """
 
 

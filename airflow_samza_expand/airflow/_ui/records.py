@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand.core._liveness import advertised_group
 from airflow_samza_expand.core.model import JobModel
+
+if TYPE_CHECKING:
+    from airflow_samza_expand._protocol.status import JobStatus
 
 
 class UiProblem(Exception):
@@ -33,6 +36,19 @@ class Step:
     ended_at: str | None
     duration_s: float | None  # the record's: ended_at - started_at
     record_step: str = ""  # its name in the expansion record
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """One task instance of the DAG run behind an expansion, as Airflow recorded it."""
+
+    task_id: str
+    state: str | None
+    started_at: str | None
+    ended_at: str | None
+    duration_s: float | None  # Airflow's own (its last try)
+    try_number: int | None
+    log_path: str  # the task's page in Airflow's UI, below Airflow's root path
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,9 @@ class Expansion:
     # before and after the snapshot), and whether it is at risk
     order: str | None = None
     order_at_risk: bool = False
+    restart: str | None = None  # the restart mode the plan chose (`_protocol.restart`)
+    # the task instances of the DAG run that owns it (`airflow_tasks`), start order
+    tasks: tuple[TaskRun, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,6 +161,8 @@ class JobSnapshot:
     stop_request: Mapping[str, Any] | None = None
     log: LogTail | None = None
     problems: list[str] = field(default_factory=list)
+    # the same reads as `samza-expand status` sees them: its next action is the page's top line
+    status: JobStatus | None = None
 
     @property
     def consumer_group(self) -> str:

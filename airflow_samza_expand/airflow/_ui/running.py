@@ -10,6 +10,7 @@ from typing import Any
 from airflow_samza_expand._protocol.steps import step_title
 from airflow_samza_expand.airflow._ui.decode import age_s, parse_time
 from airflow_samza_expand.airflow._ui.records import Expansion, JobSnapshot
+from airflow_samza_expand.airflow._ui.state_html import step_wording
 
 DONE = frozenset({"completed", "failed"})
 LOG_LINES = 20  # lines of the current launch's log the running section shows
@@ -45,9 +46,11 @@ def running_view(snapshot: JobSnapshot, now: datetime | None = None) -> dict[str
     open_steps = [s for s in expansion.steps if s.started_at and not s.ended_at]
     if open_steps:
         last = open_steps[-1]
-        step, since, doing = last.record_step or last.name, last.started_at, "running"
+        step, since = last.record_step or last.name, last.started_at
+        doing = step_wording(expansion, step) or "running"  # in place: the stop stops nothing
     else:
         step, doing = NEXT_STEP.get(expansion.status, (expansion.status, "next step"))
+        doing = step_wording(expansion, step) or doing  # nothing to do under this restart
         ends = [s.ended_at for s in expansion.steps if s.ended_at]
         since = max(ends) if ends else expansion.updated_at
     grace = None
@@ -94,6 +97,7 @@ def running_view(snapshot: JobSnapshot, now: datetime | None = None) -> dict[str
         "elapsed_s": age_s(since, now),
         "grace": grace,
         "barrier": barrier if expansion.status == "barrier-snapshot" else [],
+        "barrier_passed_at": expansion.barrier_passed_at,
         "lag_history": [dict(x) for x in expansion.lag_history],
         "next_poll_in_s": next_poll_in_s(expansion.lag_history, now),
         "launches": [_launch(h, now) for h in expansion.launches],

@@ -74,8 +74,14 @@ def running_fragment(snap: JobSnapshot, now: datetime | None = None) -> str:
                 ),
             )
         )
-    if run["lag_history"]:
-        out.append(lag_chart(run["lag_history"]))
+    if run["lag_history"]:  # the barrier's state from the record: waiting, or passed
+        said = (
+            f"The barrier passed at {_when(run['barrier_passed_at'])}; its lag as the barrier "
+            "step polled it until then:"
+            if run["barrier_passed_at"]
+            else "The barrier lag as the barrier step polls it:"
+        )
+        out.append(f"<p>{said}</p>" + lag_chart(run["lag_history"]))
     out.append(_launches(run))
     return "".join(out)
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from airflow_samza_expand.airflow._ui.records import JobSnapshot
 from airflow_samza_expand.airflow._ui.running import running_view
+from airflow_samza_expand.airflow._ui.state_html import actions
 from airflow_samza_expand.core._render import natural_key
 from airflow_samza_expand.core.expansion import load_expansion_algorithm
 from airflow_samza_expand.core.model import JobModel, SystemStreamPartition
@@ -181,6 +182,8 @@ def snapshot_json(snapshot: JobSnapshot) -> dict[str, Any]:
         "leases": None if snapshot.leases is None else [asdict(x) for x in snapshot.leases],
         "stop_request": stop_request_view(snapshot),
         "running": running_view(snapshot),
+        # the operator's next actions, most urgent first: `samza-expand status`'s "next:"
+        "next": [a.to_dict() for a in actions(snapshot)],
         "log": None if snapshot.log is None else asdict(snapshot.log),
         "problems": list(snapshot.problems),
     }
