@@ -17,7 +17,10 @@
   org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>``), whose partitions new to the
   checkpoint (added by an expansion) start at their log start; or ``source="python"``, the
   provider's reader (`spark._source`). Kafka security settings go as ``kafka.`` options read from
-  ``--kafka-config FILE``, never on a command line.
+  ``--kafka-config FILE``, never on a command line. Before its first query it checks a kept
+  checkpoint (a job moved onto the runtime with its state, `spark._adoption`): one Kafka
+  source, no topic or partition the job model lacks, no source evolution - else it prints the
+  problem and exits 2, nothing processed.
 * `Job.run(start)`, handed the function that starts the query (it calls `Job.read_kafka` and
   returns the started query), may restart it: with Spark's own Kafka source the processor
   advertises ``in-app`` (rule 1.10), and once a newer job model is written and its expansion's
@@ -97,6 +100,7 @@ class Job(QueryDriver):
         self._starting = contextlib.ExitStack()
         self._closed = False
         self.source_registered = False
+        self.checkpoint_checked = False  # `check_checkpoint`, before the first query
         self.switch: Any = None  # spark._switch.SwitchPublisher with the python source
         self.start_query: Callable[[], Any] | None = None  # job.run(start): in-app (rule 1.10)
         self.restart_due: float | None = None
@@ -253,6 +257,8 @@ class Job(QueryDriver):
             return self.spark.readStream.format("samza_kafka").options(**settings, **options).load()
         if source != "kafka":
             raise ValueError(f"source {source!r} - give 'kafka' (Spark's) or 'python'")
+        if not self.checkpoint_checked:  # before the first query (an in-app restart: ours)
+            self.check_checkpoint(model)
         # rule 1.10: handed the function starting the query, the runtime restarts it in-app
         self.lifecycle.in_app = self.start_query is not None
         settings = {
@@ -275,6 +281,26 @@ class Job(QueryDriver):
         pairs = [F.lit(x) for key, task in sorted(task_of(model).items()) for x in (key, task)]
         where = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
         return frame.withColumn("task", F.element_at(F.create_map(*pairs), where))
+
+    def check_checkpoint(self, model: JobModel) -> None:
+        """Before anything is processed: refuse a kept checkpoint the job model cannot go on
+        from (`spark._adoption`) - it prints the problem and exits 2."""
+        from airflow_samza_expand.spark._adoption import CheckpointRefused, check_checkpoint
+
+        try:
+            fresh = check_checkpoint(self.checkpoint_dir, model)
+            self.checkpoint_checked = True
+        except CheckpointRefused as exc:
+            log.error("job %r: %s", self.args.job_name, exc)
+            print(f"error: {exc}", file=sys.stderr)
+            self._starting.close()
+            self.lifecycle.heartbeat("failed")
+            if self.start_query is None:  # job.run(query) form: run() will not close it
+                self.close()
+            raise SystemExit(EXIT_USAGE) from None
+        if fresh:
+            log.info("job %r: partitions new to checkpoint %s start at their log start: %s",
+                     self.args.job_name, self.checkpoint_dir, fresh)  # fmt: skip
 
     def starting_offsets(self, model: JobModel) -> str:
         """Spark's ``startingOffsets`` for a fresh checkpoint: ``earliest``, or where the job's
