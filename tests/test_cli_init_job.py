@@ -109,3 +109,79 @@ def test_from_group_refusals_write_nothing(kafka_bootstrap, admin, unique_topic,
     assert f"consumer group {job!r} already holds a position" in err
     assert coordinator_topic(job) not in admin.topic_names()
     assert admin.group_offsets(job, {topic: [0, 1]}) == {topic: {0: 1, 1: 1}}
+
+
+def _member_of(bootstrap: str, group: str, topic: str):
+    """A real consumer of `group`, subscribed to `topic`, once the group assigned it partitions."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "client.id": "old-job", "enable.auto.commit": "false"})  # fmt: skip
+    consumer.subscribe([topic])
+    for _ in range(300):  # joins within a few polls; bounded
+        consumer.poll(0.1)
+        if consumer.assignment():
+            return consumer
+    consumer.close()
+    raise AssertionError(f"the consumer never joined group {group!r}")
+
+
+def test_from_group_refuses_a_group_with_live_members(kafka_bootstrap, admin, unique_topic, capsys):
+    """The old job still runs (a consumer subscribed in its group): refused, nothing written;
+    once it stopped, the position is copied."""
+    topic, job, legacy = unique_topic("orders"), unique_topic("job"), unique_topic("legacy")
+    admin.ensure_topic(topic, 2)
+    admin.commit_group_offsets(legacy, {topic: {0: 7, 1: 3}})
+    consumer = _member_of(kafka_bootstrap, legacy, topic)
+    argv = ["--job-name", job, "--topic", topic, "--from-group", legacy]
+    try:
+        code, out, err = init(capsys, kafka_bootstrap, *argv)
+    finally:
+        consumer.close()
+    assert (code, out) == (2, "")
+    assert f"consumer group {legacy!r} has 1 live member(s) (old-job@" in err
+    assert "the old job still runs" in err and "nothing written" in err
+    assert f"--describe --group {legacy} --members" in err
+    assert coordinator_topic(job) not in admin.topic_names()
+    assert admin.group_offsets(job, {topic: [0, 1]}) == {topic: {0: None, 1: None}}
+    code, out, err = init(capsys, kafka_bootstrap, *argv)  # stopped: the position is copied
+    assert (code, err) == (0, "")
+    assert admin.group_offsets(job, {topic: [0, 1]}) == {topic: {0: 7, 1: 3}}
+
+
+def test_from_group_refuses_the_group_of_a_runtime_job_whose_processors_run(
+    kafka_bootstrap, admin, unique_topic, capsys, tmp_path
+):
+    """A runtime job commits with assign() (no group members): its live processors, in its
+    coordinator store, name it; a stopped one does not block."""
+    from airflow_samza_expand.store import open_store
+
+    topic, job, old = unique_topic("orders"), unique_topic("job"), unique_topic("old")
+    admin.ensure_topic(topic, 2)
+    admin.commit_group_offsets(old, {topic: {0: 4, 1: 5}})
+    coordinator = str(tmp_path / "coordinator")
+    with open_store(coordinator, old) as store:
+        store.heartbeat("old-1", 1, "running", role="active", ttl_s=60)
+    argv = ["--job-name", job, "--topic", topic, "--from-group", old, "--coordinator", coordinator]
+    code, out, err = init(capsys, kafka_bootstrap, *argv)
+    assert (code, out) == (2, "")
+    assert f"consumer group {old!r} is the group of runtime job {old!r}" in err
+    assert "old-1 (running active v1" in err and "nothing written" in err
+    assert not (tmp_path / "coordinator" / job).exists()
+    assert admin.group_offsets(job, {topic: [0, 1]}) == {topic: {0: None, 1: None}}
+    with open_store(coordinator, old) as store:
+        store.heartbeat("old-1", 1, "stopped", role="active", ttl_s=60)
+    assert init(capsys, kafka_bootstrap, *argv)[0] == 0
+    assert admin.group_offsets(job, {topic: [0, 1]}) == {topic: {0: 4, 1: 5}}
+
+
+def test_from_group_and_from_checkpoint_exclude_each_other(
+    kafka_bootstrap, admin, unique_topic, capsys, tmp_path
+):
+    topic, job = unique_topic("orders"), unique_topic("job")
+    admin.ensure_topic(topic, 2)
+    code, out, err = init(capsys, kafka_bootstrap, "--job-name", job, "--topic", topic,
+                          "--from-group", "g", "--from-checkpoint", str(tmp_path))  # fmt: skip
+    assert (code, out) == (2, "")
+    assert "--from-group and --from-checkpoint exclude each other" in err
+    assert coordinator_topic(job) not in admin.topic_names()

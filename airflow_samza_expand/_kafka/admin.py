@@ -282,6 +282,19 @@ class KafkaAdmin(LeaderOffsets):
             log.warning("listing consumer groups: a broker answered %s", error)
         return sorted({g.group_id for g in answer.valid})
 
+    def group_members(self, group: str) -> list[str]:
+        """The live members of consumer group `group` (DescribeGroups), each as
+        "<client id>@<host>", sorted; [] for an empty or unknown group. (The runtime's processors
+        commit with ``assign()`` and are no members: the coordinator store names those.)"""
+        futures = self._client.describe_consumer_groups([group], request_timeout=self.timeout_s)
+        try:
+            description = self._result(futures[group], f"describing consumer group {group!r}")
+        except KafkaException as exc:
+            error = kafka_error_of(exc)
+            self._raise_if_denied(error, "DESCRIBE", group, "describing a group", "GROUP")
+            raise
+        return sorted(f"{m.client_id}@{m.host.lstrip('/')}" for m in description.members or [])
+
     def committed_offsets(
         self, group: str, topic: str, partitions: Iterable[int]
     ) -> dict[int, int | None]:

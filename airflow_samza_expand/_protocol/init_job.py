@@ -9,12 +9,17 @@ an identical v1 already there is success. Refused (exit 2, nothing written, no t
 an input topic that does not exist, or an existing v1 that differs. `--create-output-topic`
 also creates the job's output topic (kept as it is if it exists).
 
-Moving an existing job onto the runtime: `--from-group GROUP` (the consumer group the job used
-before; stop it first) copies that group's committed offsets on the input topics into the
-job's own group (`--consumer-group`, default the job name), so the job's first run on the
-runtime starts where the old one stopped instead of at the log start. Refused, with nothing
-written: a group with no committed offset on the topics, or a job group that already holds a
-different position.
+Moving an existing job onto the runtime (stop it first): `--from-checkpoint DIR` (its Spark
+checkpoint, a path or an fsspec URL: a job on Spark's own Kafka source) takes the offsets of
+the checkpoint's last committed batch; `--from-group GROUP` (the consumer group the job used)
+takes that group's committed offsets. Either is copied into the job's own group
+(`--consumer-group`, default the job name), so lag tools, the barrier and the job page are
+right from the first minute, and a job without a checkpoint starts there. Refused, with
+nothing written: the old job still runs (live members in GROUP, or a runtime job's live
+processors on it; a checkpoint that gets a newer batch within `--quiet-s`), a group with no
+committed offset on the topics, a checkpoint with no committed batch (only one in flight),
+or whose sources are not Spark's Kafka source, or that reads other topics or partitions than
+`--topic` has today, or a job group that already holds a different position.
 """
 
 from __future__ import annotations
@@ -27,19 +32,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin, KafkaUnavailableError
-from airflow_samza_expand._protocol import cli_args
+from airflow_samza_expand._protocol import cli_args, init_adopt
+from airflow_samza_expand._protocol.init_adopt import (
+    Adoption,
+    InitJobRefused,
+    from_group,
+    live_processors,
+    refuse_live_processors,
+)
 from airflow_samza_expand.core.errors import ExpansionError, UnknownTopicError
 from airflow_samza_expand.core.groupers import GROUPERS
 from airflow_samza_expand.core.model import DEFAULT_GROUPER, JobModel
-from airflow_samza_expand.store import open_store
+from airflow_samza_expand.store import coordinator_topic as store_topic
+from airflow_samza_expand.store import open_store, store_location
 
 log = logging.getLogger(__name__)
 
 CREATED_BY = "samza-expand init-job"
 
 
-class InitJobRefused(ExpansionError):
-    """The job cannot be initialised as asked; nothing was written (the message says why)."""
+DEFAULT_QUIET_S = 5.0  # --quiet-s: how long a checkpoint must get no newer batch
 
 
 @dataclass(frozen=True)
@@ -74,7 +86,7 @@ class InitResult:
                 for p, o in sorted(ps.items())
             )
             line += (
-                f"\nposition of group {self.adopted_from} copied into group "
+                f"\nposition of {self.adopted_from} copied into group "
                 f"{self.consumer_group}: {where} (the job's first run starts there)"
             )
         if self.warning:
@@ -96,55 +108,102 @@ def init_job(
     admin: KafkaAdmin | None = None,
     from_group: str | None = None,
     consumer_group: str | None = None,
+    from_checkpoint: str | None = None,
+    quiet_s: float = DEFAULT_QUIET_S,
 ) -> InitResult:
     """Write job model v1 of `job_name` over the existing `topics` (see the module docstring).
     `coordinator`: the store URI ('kafka', 'kafka://TOPIC', a path; default 'kafka', or
     'kafka://<coordinator_topic>' when that is given). `admin`: a client to use (kept open).
-    `from_group`: copy that group's position into `consumer_group` (default the job name).
+    `from_group` / `from_checkpoint`: copy that group's / checkpoint's position into
+    `consumer_group` (default the job name); `quiet_s`: how long the checkpoint must stay quiet.
 
-    InitJobRefused (nothing written) for a missing topic or a differing v1.
+    InitJobRefused (nothing written) for a missing topic, a differing v1, a position refused.
     """
     if output_partitions < 1:
         raise InitJobRefused(
             f"--output-partitions must be >= 1, got {output_partitions} - e.g. "
             "--output-partitions 1"
         )
+    if from_group and from_checkpoint:
+        raise InitJobRefused(
+            "--from-group and --from-checkpoint exclude each other: give the checkpoint of a "
+            "job on Spark's own Kafka source, or the consumer group a job committed to"
+        )
     uri = coordinator or (f"kafka://{coordinator_topic}" if coordinator_topic else "kafka")
     owned = admin is None
     admin = KafkaAdmin(config, timeout_s=timeout_s) if admin is None else admin
     try:
         group = consumer_group or job_name
-        return _init(admin, config, job_name, topics, uri, grouper, output_topic,
-                     output_partitions, timeout_s, from_group, group)  # fmt: skip
+        counts = _counts(admin, topics)
+        adoption = None
+        if from_group:
+            adoption = _from_group(admin, config, uri, job_name, from_group, group, counts,
+                                   timeout_s)  # fmt: skip
+        elif from_checkpoint:
+            adoption = init_adopt.from_checkpoint(admin, from_checkpoint, group, counts, quiet_s)
+        return _init(admin, config, job_name, counts, uri, grouper, output_topic,
+                     output_partitions, timeout_s, adoption, group)  # fmt: skip
     finally:
         if owned:
             admin.close()
 
 
-def _init(
-    admin: KafkaAdmin,
-    config: Mapping[str, str],
-    job_name: str,
-    topics: Sequence[str],
-    uri: str,
-    grouper: str,
-    output_topic: str | None,
-    output_partitions: int,
-    timeout_s: float,
-    from_group: str | None = None,
-    group: str = "",
-) -> InitResult:
+def _counts(admin: KafkaAdmin, topics: Sequence[str]) -> dict[str, int]:
     try:
-        counts = admin.partition_counts(topics)
+        return admin.partition_counts(topics)
     except UnknownTopicError as exc:
         raise InitJobRefused(
             f"{exc}. init-job writes the job model of an EXISTING input topic and creates "
             "no input topic: create it with the partition count you want (e.g. "
             "kafka-topics.sh --create --topic NAME --partitions 2) and rerun; nothing written"
         ) from None
-    position, copy = ({}, False)
-    if from_group:
-        position, copy = _position_to_adopt(admin, from_group, group, counts)
+
+
+def _from_group(
+    admin: KafkaAdmin,
+    config: Mapping[str, str],
+    uri: str,
+    job_name: str,
+    old_group: str,
+    group: str,
+    counts: Mapping[str, int],
+    timeout_s: float,
+) -> Adoption:
+    """The group's position, refused while consumers (members) or the processors of the
+    runtime job of that name (they commit with assign(), no members) still run."""
+    adoption = from_group(admin, old_group, group, counts)
+    for job in dict.fromkeys((job_name, old_group)):
+        if job == job_name or _has_store(admin, config, uri, job):
+            with open_store(uri, job, config, timeout_s=timeout_s) as st:
+                refuse_live_processors(live_processors(st.processors(), old_group, job),
+                                       old_group, job)  # fmt: skip
+    return adoption
+
+
+def _has_store(admin: KafkaAdmin, config: Mapping[str, str], uri: str, job: str) -> bool:
+    """Whether a job named `job` can have a coordinator store next to this job's (a file tree,
+    or its own default topic, which exists), read without creating anything."""
+    try:
+        kind, where = store_location(uri, config)
+        topic = store_topic(job)
+    except (ExpansionError, ValueError):  # not a job name: no runtime job of that name
+        return False
+    return kind == "files" or (not where and topic in admin.topic_names())
+
+
+def _init(
+    admin: KafkaAdmin,
+    config: Mapping[str, str],
+    job_name: str,
+    counts: Mapping[str, int],
+    uri: str,
+    grouper: str,
+    output_topic: str | None,
+    output_partitions: int,
+    timeout_s: float,
+    adoption: Adoption | None = None,
+    group: str = "",
+) -> InitResult:
     model = JobModel.initial(job_name, counts, grouper=grouper, created_by=CREATED_BY)
     with open_store(uri, job_name, config, timeout_s=timeout_s) as st:
         where = getattr(st, "topic", uri)  # a file store has no topic
@@ -164,49 +223,15 @@ def _init(
         warning = getattr(st, "replication_warning", None)  # a Kafka store on a cluster
         if warning:
             log.warning("%s", warning)
-    if copy:
-        admin.commit_group_offsets(group, position)
+    if adoption and adoption.copy:
+        admin.commit_group_offsets(group, adoption.position)
     created = False
     if output_topic:
         created = admin.ensure_topic(output_topic, output_partitions)
     return InitResult(
-        model, written, where, output_topic, created, warning, from_group, position or None, group
-    )
-
-
-def _committed(offsets: Mapping[str, Mapping[int, int | None]]) -> dict[str, dict[int, int]]:
-    """The committed offsets only ({topic: {partition: offset}}, topics with none left out)."""
-    kept = {t: {p: o for p, o in ps.items() if o is not None} for t, ps in sorted(offsets.items())}
-    return {t: ps for t, ps in kept.items() if ps}
-
-
-def _position_to_adopt(
-    admin: KafkaAdmin, from_group: str, group: str, counts: Mapping[str, int]
-) -> tuple[dict[str, dict[int, int]], bool]:
-    """`from_group`'s committed offsets and whether to copy them into `group` (not when it is
-    the same group or holds them already: a rerun). InitJobRefused when there is nothing to
-    copy or `group` holds another position."""
-    wanted = {topic: list(range(count)) for topic, count in counts.items()}
-    position = _committed(admin.group_offsets(from_group, wanted))
-    if not position:
-        raise InitJobRefused(
-            f"consumer group {from_group!r} has committed no offset on {sorted(counts)} - "
-            "nothing written. Give the group the existing job commits to (kafka-consumer-groups.sh "
-            "--list; a Spark job on its own Kafka source commits none: start it from its log "
-            "start, or commit its position with kafka-consumer-groups.sh --reset-offsets)"
-        )
-    if from_group == group:
-        return position, False  # the job goes on committing to the group it used
-    held = _committed(admin.group_offsets(group, wanted))
-    if held == position:
-        return position, False
-    if held:
-        raise InitJobRefused(
-            f"the job's consumer group {group!r} already holds a position ({held}), not "
-            f"{from_group!r}'s ({position}) - nothing written. The job has run already: keep "
-            "its position, or reset the group (kafka-consumer-groups.sh --reset-offsets) first"
-        )
-    return position, True
+        model, written, where, output_topic, created, warning,
+        adoption.source if adoption else None, adoption.position if adoption else None, group,
+    )  # fmt: skip
 
 
 def register(subparsers: Any) -> None:
@@ -231,6 +256,14 @@ def register(subparsers: Any) -> None:
                    help="move an existing job: copy the committed offsets of the consumer "
                    "group it used (stop it first) into the job's group, where its first run "
                    "starts")  # fmt: skip
+    p.add_argument("--from-checkpoint", metavar="DIR", default=None,
+                   help="move an existing job on Spark's own Kafka source: copy the offsets of "
+                   "its checkpoint's last committed batch (a path or an fsspec URL; stop the "
+                   "job first) into the job's group; not with --from-group")  # fmt: skip
+    p.add_argument("--quiet-s", type=float, default=DEFAULT_QUIET_S, metavar="SECONDS",
+                   help="--from-checkpoint: refuse if the checkpoint gets a newer batch "
+                   f"within this long (a query still writes it; default "
+                   f"{DEFAULT_QUIET_S:g})")  # fmt: skip
     p.add_argument("--consumer-group", metavar="GROUP", default=None,
                    help="the job's consumer group, as the job's --consumer-group (default: the "
                    "job name)")  # fmt: skip
@@ -246,6 +279,8 @@ def run(args: argparse.Namespace) -> int:
         topics = list(dict.fromkeys(t.strip() for t in args.topic if t.strip()))
         if not topics:
             raise InitJobRefused("give at least one --topic (an existing input topic)")
+        if args.quiet_s < 0:
+            raise InitJobRefused(f"--quiet-s {args.quiet_s:g} - give seconds >= 0, e.g. 5")
         with cli_args.quiet_librdkafka(), cli_args.connect(config, args.timeout) as admin:
             result = init_job(
                 config,
@@ -259,6 +294,8 @@ def run(args: argparse.Namespace) -> int:
                 admin=admin,
                 from_group=args.from_group,
                 consumer_group=args.consumer_group,
+                from_checkpoint=args.from_checkpoint,
+                quiet_s=args.quiet_s,
             )
     except KafkaUnavailableError as exc:
         print(f"error: {exc}", file=sys.stderr)

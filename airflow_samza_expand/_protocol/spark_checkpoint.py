@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -120,6 +121,40 @@ def read_checkpoint(location: str) -> CheckpointPosition:
     """The position of the checkpoint at `location` (module docstring). CheckpointError when it
     is no Spark checkpoint or its last committed offset log is unreadable."""
     files = open_location(location)
+    last, newest = _batches(files, location)
+    sources: tuple[SourceOffset, ...] = ()
+    conf: dict[str, str] = {}
+    version = 1
+    if last is not None:
+        text = _read(files, location, OFFSETS, last)
+        version, conf, sources = parse_offset_log(text, f"{location}/{OFFSETS}/{last}")
+    return CheckpointPosition(location, last, newest, sources, conf, _query_id(files), version)
+
+
+def watch_quiet(
+    location: str, seen: CheckpointPosition, quiet_s: float, poll_s: float = 0.2
+) -> CheckpointPosition | None:
+    """Watch the checkpoint's logs for `quiet_s` seconds: the position (batches only, no
+    offsets read) as soon as a batch newer than `seen`'s is logged or committed - a query still
+    runs on it - else None."""
+    files = open_location(location)
+    deadline = time.monotonic() + max(0.0, quiet_s)
+    while True:
+        last, newest = _batches(files, location)
+        if _newer(newest, seen.newest_offsets_batch) or _newer(last, seen.last_committed_batch):
+            return CheckpointPosition(location, last, newest)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        time.sleep(min(poll_s, left))
+
+
+def _newer(batch: int | None, than: int | None) -> bool:
+    return batch is not None and (than is None or batch > than)
+
+
+def _batches(files: LocalFiles | FsspecFiles, location: str) -> tuple[int | None, int]:
+    """(the last committed batch or None, the newest logged batch)."""
     offsets, commits = batches(files, OFFSETS), batches(files, COMMITS)
     if not offsets:
         what = "no such folder" if not files.names() else "no offsets/ log"
@@ -129,14 +164,7 @@ def read_checkpoint(location: str) -> CheckpointPosition:
             "ran with as option checkpointLocation"
         )
     committed = sorted(set(offsets) & set(commits))
-    last = committed[-1] if committed else None
-    sources: tuple[SourceOffset, ...] = ()
-    conf: dict[str, str] = {}
-    version = 1
-    if last is not None:
-        version, conf, sources = parse_offset_log(_read(files, location, OFFSETS, last),
-                                                  f"{location}/{OFFSETS}/{last}")  # fmt: skip
-    return CheckpointPosition(location, last, offsets[-1], sources, conf, _query_id(files), version)
+    return (committed[-1] if committed else None), offsets[-1]
 
 
 def _read(files: LocalFiles | FsspecFiles, location: str, folder: str, batch: int) -> str:
@@ -237,4 +265,5 @@ __all__ = [
     "open_location",
     "parse_offset_log",
     "read_checkpoint",
+    "watch_quiet",
 ]
