@@ -182,14 +182,16 @@ def _barrier_blocked(r: ExpansionRecord, status: JobStatus) -> NextAction | None
     if not behind:
         return None
     total = sum(n for n, _, _ in behind)
-    worst = ", ".join(f"{t} {p} ({n})" for n, t, p in behind[:3])
-    more = f" and {len(behind) - 3} more" if len(behind) > 3 else ""
-    partitions = "partition" if len(behind) == 1 else "partitions"
+    if len(behind) == 1:
+        where = f"partition {behind[0][1]} {behind[0][2]}"
+    else:
+        more = f" and {len(behind) - 3} more" if len(behind) > 3 else ""
+        where = "partitions " + ", ".join(f"{t} {p} ({n})" for n, t, p in behind[:3]) + more
     return NextAction(
         "barrier-blocked",
-        f"barrier of expansion {r.expansion_id} blocked by lag {total} on {partitions} "
-        f"{worst}{more}: the job has not committed up to the barrier offset there - check that "
-        "it runs and reads those partitions (the barrier step waits until it has)",
+        f"barrier of expansion {r.expansion_id} blocked by lag {total} on {where}: the job has "
+        "not committed up to the barrier offset there - check that it runs and reads it (the "
+        "barrier step waits until it has)",
     )
 
 
