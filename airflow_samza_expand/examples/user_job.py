@@ -74,10 +74,30 @@ def count_key(key: tuple, batches: Iterator[Any], state: Any) -> Iterator[Any]:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    from pyspark.sql import SparkSession
+def keyed_counts(records: Any) -> Any:
+    """The job's logic over Kafka records (with a ``task`` column): per record key, its count
+    and sequence check in Spark's state, as ``key``/``value`` (JSON) rows for a Kafka sink."""
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
+
+    counts = (
+        records.select(
+            F.col("key").cast("string").alias("key"),
+            F.get_json_object(F.col("value").cast("string"), "$.seq").cast("long").alias("seq"),
+            "partition",
+            "offset",
+            "task",
+        )
+        .groupBy("key")
+        .applyInPandasWithState(
+            count_key, OUTPUT_SCHEMA, STATE_SCHEMA, "Update", GroupStateTimeout.NoTimeout
+        )
+    )
+    return counts.select("key", F.to_json(F.struct("*")).alias("value"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pyspark.sql import SparkSession
 
     from airflow_samza_expand.spark import runtime
 
@@ -96,23 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     def start() -> Any:
         """Start the query on the job model in force (the runtime calls it again on vN+1)."""
         records = job.read_kafka(source=mine.source)  # job model's partitions, + `task`
-        counts = (
-            records.select(
-                F.col("key").cast("string").alias("key"),
-                F.get_json_object(F.col("value").cast("string"), "$.seq")
-                .cast("long")
-                .alias("seq"),
-                "partition",
-                "offset",
-                "task",
-            )
-            .groupBy("key")
-            .applyInPandasWithState(
-                count_key, OUTPUT_SCHEMA, STATE_SCHEMA, "Update", GroupStateTimeout.NoTimeout
-            )
-        )
         return (
-            counts.select("key", F.to_json(F.struct("*")).alias("value"))
+            keyed_counts(records)
             .writeStream.format("kafka")
             .options(**job.spark_kafka_options())
             .option("topic", job.output_topic)
