@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 
 from airflow_samza_expand.core._clock import now_iso
 from airflow_samza_expand.core._lease import Lease
-from airflow_samza_expand.core._record import TRANSITIONS, ExpansionRecord, ExpansionStatus
+from airflow_samza_expand.core._record import ORDER, ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.errors import (
     ExpansionError,
     InvalidTransitionError,
@@ -19,16 +19,6 @@ from airflow_samza_expand.core.errors import (
 from airflow_samza_expand.store import CoordinatorStore
 
 S = ExpansionStatus
-ORDER: tuple[ExpansionStatus, ...] = (
-    S.PLANNED,
-    S.EXPANDED,
-    S.BARRIER_SNAPSHOT,
-    S.BARRIER_PASSED,
-    S.JOB_STOPPED,
-    S.JOB_MODEL_WRITTEN,
-    S.SUBMITTED,
-    S.COMPLETED,
-)
 MAX_ATTEMPTS = 20
 
 Change = Callable[[ExpansionRecord], ExpansionRecord | None]
@@ -88,9 +78,7 @@ def update(
 
 def reached(record: ExpansionRecord, status: ExpansionStatus) -> bool:
     """True when `record` is at `status` or past it (a failed record has reached nothing new)."""
-    if record.status not in ORDER:
-        return False
-    return ORDER.index(record.status) >= ORDER.index(status)
+    return record.reached(status)
 
 
 def begin(
@@ -142,12 +130,24 @@ def check_reachable(record: ExpansionRecord, status: ExpansionStatus, step: str)
     """InvalidTransitionError naming both statuses when `step` cannot move `record` to
     `status` (nor finds it there or past it): an earlier step did not end. A step that changes
     something for good calls it before it acts, so a refusal changes nothing."""
-    if reached(record, status) or status in TRANSITIONS[record.status]:
-        return
+    if not record.may_reach(status):
+        raise _not_ready(record, status, step, "which cannot become")
+
+
+def check_after(record: ExpansionRecord, status: ExpansionStatus, step: str) -> None:
+    """InvalidTransitionError when `step`, which needs the record at `status` or past it (or
+    failed: a rerun resumes), finds it before: an earlier step did not end."""
+    if not (record.reached(status) or record.status == S.FAILED):
+        raise _not_ready(record, status, step, "not yet")
+
+
+def _not_ready(
+    record: ExpansionRecord, status: ExpansionStatus, step: str, how: str
+) -> InvalidTransitionError:
     ended = ", ".join(s for s, t in record.steps.items() if t.ended_at) or "none"
-    raise InvalidTransitionError(
+    return InvalidTransitionError(
         f"step {step!r} of expansion {record.expansion_id!r} asks for status "
-        f"{status.value!r}, but the record is {record.status.value!r}, which cannot become "
+        f"{status.value!r}, but the record is {record.status.value!r}, {how} "
         f"{status.value!r} - an earlier step did not end (steps ended: {ended}); run the "
         "steps before it first (the DAG's order: plan, expand, barrier, stop_job, "
         "write_job_model, submit, ack, report)"
@@ -173,6 +173,7 @@ __all__ = [
     "ORDER",
     "MissingExpansionError",
     "begin",
+    "check_after",
     "check_reachable",
     "expansion_id_for",
     "mark",

@@ -75,6 +75,17 @@ TRANSITIONS: Mapping[ExpansionStatus, frozenset[ExpansionStatus]] = MappingProxy
     }
 )
 TERMINAL = frozenset({_S.COMPLETED})
+# The run's statuses in order; ``failed`` is off it (a failed record has reached nothing new).
+ORDER: tuple[ExpansionStatus, ...] = (
+    _S.PLANNED,
+    _S.EXPANDED,
+    _S.BARRIER_SNAPSHOT,
+    _S.BARRIER_PASSED,
+    _S.JOB_STOPPED,
+    _S.JOB_MODEL_WRITTEN,
+    _S.SUBMITTED,
+    _S.COMPLETED,
+)
 
 
 @dataclass(frozen=True)
@@ -189,6 +200,20 @@ class ExpansionRecord:
             if s in before and int(before[s]) != int(n)
         }
 
+    # -- where it is ------------------------------------------------------------------------
+
+    def reached(self, status: ExpansionStatus | str) -> bool:
+        """At `status` or past it in `ORDER` (a failed record has reached nothing new)."""
+        if self.status not in ORDER:
+            return False
+        return ORDER.index(self.status) >= ORDER.index(ExpansionStatus(status))
+
+    def may_reach(self, status: ExpansionStatus | str) -> bool:
+        """A step that ends at `status` may act on this record: it is there or past it (a
+        rerun, which moves nothing back), or `status` may follow its status."""
+        target = ExpansionStatus(status)
+        return self.reached(target) or target in TRANSITIONS[self.status]
+
     # -- changes (each returns a new record; the store sets the revision) -------------------
 
     def check_successor(self, status: ExpansionStatus | str) -> ExpansionStatus:
@@ -289,4 +314,4 @@ class ExpansionRecord:
         return cls.from_dict(doc)
 
 
-__all__ = ["TERMINAL", "TRANSITIONS", "ExpansionRecord", "ExpansionStatus", "StepTimes"]
+__all__ = ["ORDER", "TERMINAL", "TRANSITIONS", "ExpansionRecord", "ExpansionStatus", "StepTimes"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from record_states import walk
 
 from airflow_samza_expand._protocol import handover
 from airflow_samza_expand._protocol.steps import standby
@@ -73,8 +74,14 @@ def test_a_dead_standby_is_replaced(store):
     assert standby.before_standby(store, EXPANSION).launch == 1
 
 
-def test_submit_launches_nothing_while_a_live_standby_of_the_new_model_exists(store):
+def _model_written(store) -> None:
+    """v2 written and the record at ``job-model-written``: where the submit step starts."""
     store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
+    walk(store, EXPANSION, ExpansionStatus.JOB_MODEL_WRITTEN)
+
+
+def test_submit_launches_nothing_while_a_live_standby_of_the_new_model_exists(store):
+    _model_written(store)
     assert store.latest_job_model().version == 2
     assert before_submit(store, EXPANSION, continuous=True).launch  # nobody for v2 yet
     store.heartbeat("v2-standby", 2, "standby", role="standby", ttl_s=30)
@@ -83,7 +90,7 @@ def test_submit_launches_nothing_while_a_live_standby_of_the_new_model_exists(st
 
 
 def test_submit_counts_the_handover_standby_launch_still_starting(store):
-    store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
+    _model_written(store)
     handle = {"detached": True, "pid": 4242, "pgid": 4242}
     standby.record_launches(store, EXPANSION, "standby", [handle], None)
     assert not before_submit(store, EXPANSION, continuous=True, is_running=lambda h: True).launch
@@ -124,10 +131,11 @@ def test_in_place_launches_no_standby_stops_nothing_and_submits_nothing(store):
     _choose_in_place(store)
     assert "in-place" in standby.before_standby(store, EXPANSION).message
     assert standby.before_standby(store, EXPANSION).launch == 0
+    walk(store, EXPANSION, ExpansionStatus.BARRIER_PASSED)
     decision = request_stop(store, "expansion", expansion_id=EXPANSION)
     assert decision.version is None and not decision.requested
     assert "nothing to stop" in decision.message and store.stop_request() is None
-    store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
+    _model_written(store)
     submit = before_submit(store, EXPANSION, continuous=True)  # v2 has no heartbeat yet
     assert not submit.launch and "launching nothing" in submit.message
 

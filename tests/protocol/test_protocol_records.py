@@ -37,19 +37,6 @@ def test_protocol_imports_no_airflow():
     assert out.stdout.strip() == "[]"
 
 
-@pytest.fixture
-def job(kafka_bootstrap, unique_topic):
-    config = client_config(kafka_bootstrap)
-    name = f"job-{uuid.uuid4().hex[:10]}"
-    topic = unique_topic("orders")
-    with KafkaAdmin(config, timeout_s=15) as admin:
-        admin.ensure_topic(topic, 2)
-        store = KafkaCoordinatorStore(config, name)
-        store.write_job_model(JobModel.initial(name, {topic: 2}))
-        yield name, topic, store, admin, config
-        store.close()
-
-
 def test_a_record_updated_concurrently_keeps_every_field(job):
     name, topic, store, admin, config = job
     holder = cli_holder()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from record_states import walk
 
 from airflow_samza_expand._protocol import restart
 from airflow_samza_expand._protocol.steps import standby
@@ -107,10 +108,12 @@ def test_in_app_stops_nothing_launches_nothing_and_the_barrier_waits_for_the_dra
     assert restart.waits_for_drain(record)  # Spark's source cannot gate a child by its parent
     assert restart.launches_nothing(record) == choice
     assert standby.before_standby(store, EXPANSION).launch == 0
+    walk(store, EXPANSION, ExpansionStatus.BARRIER_PASSED)
     decision = request_stop(store, "expansion", expansion_id=EXPANSION)
     assert not decision.requested and store.stop_request() is None
     assert "in-app restart" in decision.message and "nothing to stop" in decision.message
     store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
+    walk(store, EXPANSION, ExpansionStatus.JOB_MODEL_WRITTEN)
     submit = before_submit(store, EXPANSION, continuous=True)  # v2 has no heartbeat yet
     assert not submit.launch and "launching nothing" in submit.message
     waiting = ack_poll(store, 2, expansion_id=EXPANSION)
@@ -122,7 +125,9 @@ def test_in_app_stops_nothing_launches_nothing_and_the_barrier_waits_for_the_dra
 def test_the_users_task_strategy_stops_the_job_and_lets_the_submit_step_go_on(store):
     _record_choice(store, _choose(store, restart_task=True))
     _beat(store, "a", [])
+    walk(store, EXPANSION, ExpansionStatus.BARRIER_PASSED)
     assert request_stop(store, "expansion", expansion_id=EXPANSION).requested
     store.remove_processor("a")
     store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
+    walk(store, EXPANSION, ExpansionStatus.JOB_MODEL_WRITTEN)
     assert before_submit(store, EXPANSION, continuous=True).launch

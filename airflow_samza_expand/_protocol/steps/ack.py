@@ -13,7 +13,7 @@ from airflow_samza_expand._protocol.poll import Poll
 from airflow_samza_expand._protocol.restart import RestartChoice
 from airflow_samza_expand.core._lease import Lease
 from airflow_samza_expand.core._liveness import acknowledging
-from airflow_samza_expand.core._record import ExpansionRecord
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.store import CoordinatorStore
 
@@ -40,7 +40,16 @@ def record_ack(
     store: CoordinatorStore, expansion_id: str, result: Mapping[str, Any], lease: Lease | None
 ) -> ExpansionRecord | None:
     """The ack step's end with its result (`AckResult` keys; any others are kept)."""
+    _ready(store, expansion_id)
     return records.record_step(store, expansion_id, "ack", None, dict(result), lease)
+
+
+def _ready(store: CoordinatorStore, expansion_id: str) -> ExpansionRecord:
+    """The record, once job model vN+1 is written (InvalidTransitionError before: nothing to
+    acknowledge yet, and nothing is written)."""
+    record = records.require(store, expansion_id)
+    records.check_after(record, ExpansionStatus.JOB_MODEL_WRITTEN, "ack")
+    return record
 
 
 def ack_poll(
@@ -58,7 +67,10 @@ def ack_poll(
     `expansion_id`, the first poll is the start of the expansion's ``ack`` step."""
     choice = None
     if expansion_id:
-        choice = RestartChoice.of_record(records.begin(store, expansion_id, "ack", fence=lease))
+        record = _ready(store, expansion_id)
+        choice = RestartChoice.of_record(
+            records.begin(store, expansion_id, "ack", fence=lease, record=record)
+        )
     processors = store.processors()
     mine = {p: s for p, s in processors.items() if s.get("job_model_version") == version}
     running = acknowledging(processors, version)

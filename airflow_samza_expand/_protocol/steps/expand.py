@@ -17,7 +17,11 @@ from airflow_samza_expand._protocol.barrier import evidence
 from airflow_samza_expand.core._clock import now_iso
 from airflow_samza_expand.core._lease import Lease
 from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.core.errors import ExpansionError, InvalidGrowthError
+from airflow_samza_expand.core.errors import (
+    ExpansionError,
+    InvalidGrowthError,
+    InvalidTransitionError,
+)
 from airflow_samza_expand.core.expansion import validate_growth
 from airflow_samza_expand.store import CoordinatorStore
 
@@ -147,6 +151,12 @@ def expand(
             f"topic {topic!r} has {current} partitions, but the expansion goes from {baseline} "
             f"({source}) to {target}: someone else changed the topic - plan the expansion again "
             "from the current state"
+        )
+    if record is not None and record.reached(ExpansionStatus.BARRIER_SNAPSHOT):
+        raise InvalidTransitionError(
+            f"expansion {record.expansion_id!r} is {record.status.value!r}: its barrier was "
+            f"taken on {topic!r} at {current} partitions, so growing it now would place keys "
+            "past the barrier - plan the expansion again from the current state"
         )
     if request.dry_run:
         admin.create_partitions(topic, target, validate_only=True)

@@ -1,14 +1,18 @@
 """The report step: the expansion summary built from the record (its step times, iterated in
 `STEPS` order) and the steps' typed results, rendered as log lines (pure: no Airflow, no
-Kafka), and `complete`, the step's end (the record's ``completed``). Its own scan for stale
-placements beyond the barrier is `_protocol.barrier.evidence.scan_after_snapshot`."""
+Kafka), `start` (refused before anything is written when the record cannot complete) and
+`finish`, the step's end: `complete` (the record's ``completed``), then the outcome gate.
+Its own scan for stale placements beyond the barrier is
+`_protocol.barrier.evidence.scan_after_snapshot`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airflow_samza_expand._protocol import records
+from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand._protocol import outcome, records
+from airflow_samza_expand._protocol.ownership import give_up, take
 from airflow_samza_expand._protocol.recovery import earlier_failures
 from airflow_samza_expand._protocol.steps import STEPS
 from airflow_samza_expand._protocol.steps.plan_types import PlanResult
@@ -181,6 +185,30 @@ def render_summary(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def start(store: CoordinatorStore, record: ExpansionRecord) -> ExpansionRecord:
+    """The report step's start, once `record` may become ``completed`` (job model vN+1 is
+    written): a record an earlier step left behind is refused (InvalidTransitionError) before
+    anything is written."""
+    records.check_reachable(record, ExpansionStatus.COMPLETED, "report")
+    return records.begin(store, record.expansion_id, "report", record=record)
+
+
+def finish(
+    store: CoordinatorStore,
+    admin: KafkaAdmin,
+    expansion_id: str,
+    summary: dict[str, Any],
+    holder: str,
+) -> ExpansionRecord:
+    """The report step's end: complete the record under `holder`'s lease, release the lease,
+    then the outcome gate - green means done: `outcome.require` raises OutcomeMissingError
+    naming each part of the outcome the cluster does not show (a grown topic below its target,
+    vN+1 not the newest model or not what the live processors run, the record not completed)."""
+    complete(store, expansion_id, summary, take(store, holder))
+    give_up(store, holder)
+    return outcome.require(store, admin, expansion_id)
+
+
 def complete(
     store: CoordinatorStore, expansion_id: str, summary: dict[str, Any], lease: Lease | None
 ) -> ExpansionRecord:
@@ -195,8 +223,10 @@ def complete(
 __all__ = [
     "build_summary",
     "complete",
+    "finish",
     "mapping_diff",
     "offsets_text",
     "render_summary",
     "seconds_per_step",
+    "start",
 ]

@@ -34,15 +34,25 @@ class StopDecision:
     message: str
 
 
+def begin(store: CoordinatorStore, expansion_id: str, lease: Lease | None = None) -> None:
+    """The stop step's start, once the record may become ``job-stopped`` (the barrier passed):
+    a record an earlier step left behind is refused (InvalidTransitionError) before anything
+    is written or stopped."""
+    record = records.require(store, expansion_id)
+    records.check_reachable(record, S.JOB_STOPPED, "stop")
+    records.begin(store, expansion_id, "stop", fence=lease, record=record)
+
+
 def request_stop(
     store: CoordinatorStore, reason: str, *, expansion_id: str | None = None
 ) -> StopDecision:
-    """Write the ``stop`` control record for the running version (newest model), once.
+    """Write the ``stop`` control record for the running version (newest model), once; with
+    an expansion only once its record may become ``job-stopped`` (`begin`).
 
     After the expansion wrote vN+1, nothing is stopped: the job that had to stop did, and a job
     running vN+1 is the restarted one."""
     if expansion_id:
-        records.begin(store, expansion_id, "stop")
+        begin(store, expansion_id)
     latest = store.latest_job_model()
     version = latest.version if latest is not None else None
     if expansion_id and latest is not None:
@@ -114,4 +124,4 @@ def stop_poll(store: CoordinatorStore, version: int | None) -> Poll:
     )
 
 
-__all__ = ["StopDecision", "record_stopped", "request_stop", "stop_poll"]
+__all__ = ["StopDecision", "begin", "record_stopped", "request_stop", "stop_poll"]

@@ -89,7 +89,10 @@ def _decide(
     earlier: dict[str, Any] = {}
     launched: list[Any] = []
     if expansion_id:
-        record = records.begin(store, expansion_id, "submit")
+        record = records.require(store, expansion_id)
+        # before anything is written or launched: vN+1 must be written
+        records.check_reachable(record, ExpansionStatus.SUBMITTED, "submit")
+        record = records.begin(store, expansion_id, "submit", record=record)
         switch = RestartChoice.of_record(record)
         if switch is not None and not switch.strategy.submits_job and continuous:
             # rule 1.10: the running application takes vN+1 itself; Airflow launches nothing

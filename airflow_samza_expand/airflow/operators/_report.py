@@ -8,10 +8,13 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from airflow_samza_expand._protocol import outcome, records
 from airflow_samza_expand._protocol.barrier.wait import order_verdict
-from airflow_samza_expand._protocol.ownership import give_up, take
-from airflow_samza_expand._protocol.steps.report import build_summary, complete, render_summary
+from airflow_samza_expand._protocol.steps.report import (
+    build_summary,
+    finish,
+    render_summary,
+    start,
+)
 from airflow_samza_expand.airflow._order import check_setting, order_refusal
 from airflow_samza_expand.airflow._shell import (
     DEFAULT_CONN_ID,
@@ -93,7 +96,7 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
                     None if xcoms["plan"].get("dry_run") else store.get_expansion(self.expansion_id)
                 )
                 if not dry_run and record is not None:  # the report step starts
-                    record = records.begin(store, self.expansion_id, "report", record=record)
+                    record = start(store, record)
                 history = [m.version for m in store.job_model_history()]
                 summary = build_summary(
                     record, xcoms, run_mode=self.run_mode, history=history, dry_run=dry_run
@@ -101,12 +104,9 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
                 if not dry_run and record is not None and record.barrier:
                     summary["order"] = order_verdict(self.admin, record)
                 if not dry_run and record is not None:
-                    lease = take(store, holder)
                     times = {k: summary[k] for k in ("seconds_per_step", "downtime_s")}
-                    complete(store, self.expansion_id, times, lease)
-                    give_up(store, holder)
                     # green means done: the grown topics, vN+1 newest and running, completed
-                    outcome.require(store, self.admin, self.expansion_id)
+                    finish(store, self.admin, self.expansion_id, times, holder)
         finally:
             self.close_clients()
         for line in render_summary(summary).splitlines():

@@ -87,7 +87,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         store = self.store
         lease = take(store, holder_of(context)) if self.expansion_id else None
         if self.expansion_id:  # the stop step starts here, before a wait for a warm standby
-            records.begin(store, self.expansion_id, "stop", fence=lease)
+            stop_step.begin(store, self.expansion_id, lease)  # refused before acting
         standby_waited = self._wait_for_warm_standby(store)
         decision = stop_step.request_stop(store, self.reason, expansion_id=self.expansion_id)
         self.log.info("%s.", decision.message)
