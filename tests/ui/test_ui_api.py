@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from urllib.parse import quote
 
 import pytest
 from ui_helpers import http
@@ -24,6 +25,9 @@ def test_plugin_is_listed_by_the_api_server(api_server, token):
 def test_unauthenticated_requests_are_refused(api_server, path):
     status, body = http("GET", f"{api_server.base}{path}")
     assert status == 401, body
+    if "/api/" in path:  # the documented error document, as every other fault
+        doc = json.loads(body)
+        assert set(doc) == {"error", "detail"} and "sign in to Airflow" in doc["detail"], doc
     status, body = http("GET", f"{api_server.base}{path}", token="not-a-jwt")
     assert status in (401, 403), body
     assert "ui-job-" not in body
@@ -45,7 +49,20 @@ def test_api_job_has_versions_mapping_and_steps(api_server, token, expanded_job)
     steps = {s["name"]: s for s in expansion["steps"]}
     write = steps.get("write_job_model") or steps["write"]  # legacy or typed record name
     assert steps["expand"]["ended_at"] and write["ended_at"]
-    assert doc["barrier"]["partitions"] and doc["barrier"]["total_lag"] == 0
+    # a completed expansion's barrier is history: passed, from its record; no current lag
+    assert expansion["barrier_passed_at"] and doc["barrier"]["partitions"] == []
+    # the steps as Airflow ran them: every task instance of the run, Airflow's durations
+    tasks = {t["task_id"]: t for t in expansion["tasks"]}
+    assert set(tasks) == {"plan", "expand", "barrier", "stop", "write", "report"}, tasks
+    for task, run in tasks.items():
+        assert run["state"] == "success" and run["duration_s"] is not None, run
+        assert (
+            run["log_path"]
+            == f"/dags/{expanded_job.dag_id}/runs/"
+            + quote(expanded_job.run_id, safe="")
+            + f"/tasks/{task}"
+        )
+    assert doc["next"][0]["kind"] == "well", doc["next"]
     states = {p["processor_id"]: (p["state"], p["alive"]) for p in doc["processors"]}
     assert states == {"processor-v1": ("stopped", False), "processor-v2": ("running", True)}
     assert "restarted job: batch 4 committed" in doc["log"]["text"]
@@ -91,6 +108,9 @@ def test_api_typed_record_barrier_lag_and_lease(api_server, token, waiting_job):
     assert expansion["steps"][2]["ended_at"] is None  # the barrier still waits
     lag = {r["partition"]: r["lag"] for r in doc["barrier"]["partitions"]}
     assert lag == {0: 0, 1: 7}
+    want = f"barrier of expansion {waiting_job.expansion_id} blocked by lag 7 on partition "
+    assert doc["next"][0]["kind"] == "barrier-blocked", doc["next"]
+    assert doc["next"][0]["text"].startswith(want + f"{waiting_job.topic} 1: "), doc["next"]
     running = doc["running"]  # the expansion under way: its open step and lag per old partition
     assert (running["expansion_id"], running["step"]) == (
         waiting_job.expansion_id,

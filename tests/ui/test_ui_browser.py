@@ -16,13 +16,12 @@ from urllib.parse import quote
 
 import pytest
 from browser import wait_for
-from ui_helpers import http
+from ui_helpers import http, task_durations
 
 pytestmark = pytest.mark.kafka
 
-# the steps of the expansion as the page names them: the factory DAG's task ids (issue 41)
-STEPS = ("plan", "expand", "barrier (grace and snapshot)", "barrier (drain)", "stop_job",
-         "write_job_model", "report")  # fmt: skip
+# the tasks of the expansion's DAG run (its own task ids), as Airflow ran them
+TASKS = ("plan", "expand", "barrier", "stop", "write", "report")
 FRAME_TEXT = (
     "(() => { const f = document.querySelector('iframe');"
     " return f && f.contentDocument && f.contentDocument.body"
@@ -51,10 +50,18 @@ def test_pages_show_the_expansion(browser, api_server, expanded_job, waiting_job
     assert f"[kafka, {topic}, 3]\tPartition 1\t1\tyes" in text
     assert "v1\tui-test-job" in text  # history: v1 written by the job itself
     assert expanded_job.expansion_id in text
-    for step in STEPS:  # each step row: its name, then its times
-        assert f"\n{step}\t" in text, step
-    assert "\nstop\t" not in text and "\nwrite\t" not in text  # one vocabulary
-    assert "holds" in text  # the barrier: every old partition committed
+    durations = task_durations(expanded_job.dag_id, expanded_job.run_id)
+    assert set(durations) == set(TASKS), durations
+    for task in TASKS:  # each task: its state, times and Airflow's duration, linked to its log
+        row = re.search(rf"^{task}\tsuccess\t[^\t]+\t[^\t]+\t(\d+\.\d) s\t", text, re.M)
+        assert row is not None and float(row.group(1)) == round(durations[task], 1), task
+        href = (
+            f"/dags/{expanded_job.dag_id}/runs/{quote(expanded_job.run_id, safe='')}/tasks/{task}"
+        )
+        links = f"[...document.querySelectorAll('#live a[href$=\"{href}\"]')].length"
+        assert browser.evaluate(links) == 1, href
+    assert "Ordering barrier: passed at" in text and "Ordering barrier of" not in text
+    assert "Next: nothing to do: job " in text  # the top line: all is well
     assert "processor-v1\t-\tstopped\t1" in text and "dead" not in text  # stopped cleanly
     assert "processor-v2\t-\trunning\t2" in text and "alive" in text
     assert "restarted job: batch 4 committed" in text
@@ -73,6 +80,8 @@ def test_pages_show_the_expansion(browser, api_server, expanded_job, waiting_job
     assert browser.open(_ui(api_server, f"/jobs/{waiting_job.job}")) == 200
     text = browser.text()
     assert "barrier-snapshot" in text and "waiting: lag 7" in text
+    blocked = f"Next: barrier of expansion {waiting_job.expansion_id} blocked by lag 7 on "
+    assert blocked + f"partition {waiting_job.topic} 1: " in text, text
     assert f"Expansion under way: {waiting_job.expansion_id}" in text
     assert "Step barrier (drain) (running) for" in text and f"{waiting_job.topic} 1\t" in text
     assert f"{waiting_job.topic}\t1\t" in text and "\t7\n" in text
@@ -266,11 +275,16 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expan
         )
         lags = []
         for behind in (9, 4, 0):  # 2. the barrier drains: the job commits towards it
+            store.heartbeat("processor-v1", 1, "running", ttl_s=30)  # the job runs
             commit_offsets(ui_kafka, job, topic, {0: highs[0], 1: highs[1] - behind})
             progress.note_lag(store, record.expansion_id, {topic: {0: 0, 1: behind}}, fence=lease)
             row = f"{topic} 1\t{highs[1]}\t{highs[1] - behind}\t{behind}"
             text = wait_for(lambda row=row: _section(browser, row), 20, f"lag {behind} shown")
             assert "Step barrier (drain) (running)" in text
+            if behind == 9:  # the top line: what blocks the barrier, where
+                blocked = f"barrier of expansion {record.expansion_id} blocked by lag 9 on "
+                wait_for(lambda b=blocked: _if(_next(browser), b), 20, "the blocked barrier")
+                assert f"{blocked}partition {topic} 1: " in _next(browser), _next(browser)
             lags.append(int(text.split(f"{topic} 1\t{highs[1]}\t")[1].split("\t")[1].split()[0]))
             if behind == 4:
                 browser.screenshot(ui_output / "running-barrier.png")
@@ -286,6 +300,12 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expan
                 record.advance(status).with_step(step, started_at=stamp, ended_at=now_iso()),
                 expected_revision=record.revision,
             )
+            if status == S.BARRIER_PASSED:  # passed: from the record alone, nothing waits
+                top = wait_for(lambda: _if(_next(browser), "waits on the stop of v1"), 20, "pass")
+                assert "is under way" in top and "blocked" not in top, top
+                text = _live(browser)
+                assert "Ordering barrier of" not in text and "waiting" not in text, text
+                assert "Ordering barrier: passed at" in text and "The barrier passed at" in text
         store.heartbeat("processor-v1", 1, "stopped", ttl_s=30, uncovered={topic: [2, 3]})
         log = Path(expanded_job.log_dir) / f"standby-{suffix}.log"  # 3. the standby warms up
         log.write_text("standby: JVM up\nstandby: SparkSession ready, waiting for the lease\n")
@@ -328,19 +348,58 @@ def test_an_expansion_as_it_runs(browser, api_server, ui_kafka, ui_output, expan
     text = _running_text(browser, api_server, job)  # 4. completed
     assert "Expansion under way" not in text and "completed" in text
     done = ("plan", "expand", "barrier (drain)", "stop_job", "write_job_model", "submit", "ack")
-    for step in done:
+    for step in done:  # no DAG run here: the record's steps, labelled as the protocol's
         row = next(line for line in text.splitlines() if line.startswith(f"{step}\t"))
-        assert row.count("\t") == 3 and "\t-" not in row, row  # start, end, duration
+        assert "-" not in row.split("\t")[1:4], row  # start, end, duration
+    assert "step time (protocol's record)" in text
     assert f"expansion\tairflow:run-{suffix}\t1\t" in text and "released" in text
     assert "expires in" not in text and "expired" not in text
     assert "does not read" not in text  # the stopped v1 processor gets no coverage warning
     assert "processor-v1\t-\tstopped\t1\t" in text and "dead" not in text
     browser.screenshot(ui_output / "running-completed.png")
 
+    # 5. a second expansion, 4 -> 8: its grace runs; the first one's barrier is history
+    with KafkaAdmin(ui_kafka, timeout_s=15) as admin, KafkaCoordinatorStore(ui_kafka, job) as store:
+        v2 = store.latest_job_model()
+        again = store.acquire_lease("expansion", f"airflow:run2-{suffix}", ttl_s=600)
+        store.heartbeat("processor-v2", 2, "running", ttl_s=30)
+        admin.create_partitions(topic, 8)
+        stamp = now_iso()
+        second = store.put_expansion(
+            planned_record(v2, {topic: 8}, again.holder)
+            .advance(S.EXPANDED)
+            .with_step("expand", started_at=stamp, ended_at=now_iso()),
+            expected_revision=0,
+        )
+        progress.begin_barrier(store, second.expansion_id, time.time() + 120, fence=again)
+    top = wait_for(lambda: _if(_next(browser), second.expansion_id), 20, "the second expansion")
+    assert re.search(r"it waits on the producer refresh grace \(1[012]\d s left\), then the "
+                     "barrier snapshot$", top), top  # fmt: skip
+    text = _live(browser)
+    assert "Ordering barrier of" not in text and "holds" not in text, text
+    assert text.count("Ordering barrier: passed at") == 1  # the first expansion's, as history
+    assert "Ordering barrier: not taken yet" in text
+    browser.screenshot(ui_output / "running-second.png")
+
 
 def _live(browser) -> str:
     """The job page's live content as shown now (read in place, no navigation)."""
     return browser.evaluate("(document.getElementById('live') || {}).innerText || ''") or ""
+
+
+FAILURES = "+((document.getElementById('live') || {dataset: {}}).dataset.failures || 0)"
+
+
+def _ticks_between_fetches(browser) -> bool:
+    """The status box's text changed while no fetch failed anew: its age counts by itself."""
+    failures, before = browser.evaluate(FAILURES), _status(browser)
+    wait_for(lambda: _status(browser) != before, 5, "the status box to change")
+    return browser.evaluate(FAILURES) == failures
+
+
+def _next(browser) -> str:
+    """The job page's top line: the operator's next action."""
+    return browser.evaluate("(document.getElementById('next') || {}).innerText || ''") or ""
 
 
 def _status(browser) -> str:
@@ -454,6 +513,7 @@ def test_a_failed_update_shows_itself_and_recovers(
     wait_for(lambda: browser.evaluate(fetches) > seen, 30, "the update after the form")
     assert "held" not in _status(browser)
 
+    assert re.search(r"^processor-v2\t.*\talive\t", _live(browser), re.M), _live(browser)
     dev_broker.faults.inject(api="Metadata", kind="drop_connection", times=None)
     try:
         status = wait_for(
@@ -461,6 +521,13 @@ def test_a_failed_update_shows_itself_and_recovers(
             60,
             "the page to say it is not updated",
         )
+        # stale: what the last update judged reads unknown; the box's age counts every second
+        wait_for(lambda: browser.evaluate(FAILURES) >= 1, 10, "the failed fetch counted")
+        text = _live(browser)
+        assert re.search(r"^processor-v2\t.*\tunknown\t", text, re.M), text
+        assert "\talive\t" not in text, text
+        assert _next(browser).startswith("As of the last update (not current): Next: ")
+        wait_for(lambda: _ticks_between_fetches(browser), 30, "the box's age to count")
         browser.screenshot(ui_output / "live-page-failed.png")
     finally:
         dev_broker.faults.clear()
@@ -469,6 +536,7 @@ def test_a_failed_update_shows_itself_and_recovers(
     seen = browser.evaluate(fetches)
     wait_for(lambda: _status(browser).startswith("Live: updated"), 60, "the page to recover")
     assert browser.evaluate(fetches) > seen
+    assert re.search(r"^processor-v2\t.*\talive\t", _live(browser), re.M), _live(browser)
 
     browser.send("Network.clearBrowserCookies")  # the session ends
     try:

@@ -33,8 +33,8 @@ from types import SimpleNamespace
 import airflow_env
 import pytest
 from browser import Browser, wait_for
+from ui_helpers import task_durations
 
-from airflow_samza_expand._protocol.steps import step_title
 from airflow_samza_expand.airflow._ui.running import WARMING
 
 pytestmark = pytest.mark.kafka
@@ -151,6 +151,9 @@ def test_a_real_expansion_as_it_runs(
         assert "status expanded" in text, text
         left = re.search(rf"Producer refresh grace: (\d+) s left of {GRACE_S:.1f} s", text)
         assert left is not None and 0 <= int(left.group(1)) <= GRACE_S, text
+        top = wait_for(lambda: _next(browser), 10, "the top line")
+        assert f"expansion {record.expansion_id} (expanded" in top, top
+        assert "it waits on the producer refresh grace" in top, top
         browser.screenshot(ui_output / "live-grace.png")
         browser.evaluate("window.watching = 'this document'")  # gone if the page reloads
 
@@ -160,6 +163,8 @@ def test_a_real_expansion_as_it_runs(
         for partition, offset in snapshot.items():
             assert re.search(rf"^{topic} {partition}\t{offset}\t\d+\t\d+$", first, re.M), first
         assert "Step barrier (drain) (running)" in first, first
+        blocked = f"Next: barrier of expansion {record.expansion_id} blocked by lag "
+        wait_for(lambda: _next(browser).startswith(blocked), 20, "the blocked barrier on top")
         assert "status barrier-snapshot" in first, first
         before = _lags(first, topic)
         seen = _fetches(browser)
@@ -205,20 +210,25 @@ def test_a_real_expansion_as_it_runs(
         browser.screenshot(ui_output / "live-completed.png")
         done = store.get_expansion(record.expansion_id)
     assert done.status.value == "completed" and f"{record.expansion_id} completed" in text
-    steps = text.split("step\tstart\tend\tduration\n")[1].split("\nOrdering barrier")[0]
-    rows = dict(line.split("\t", 1) for line in steps.splitlines())
-    assert set(rows) == {step_title(s) for s in done.steps}, rows  # the DAG's task ids
     assert set(done.steps) >= {"plan", "expand", "barrier_snapshot", "barrier", "standby",
                                "stop", "write", "submit", "ack", "report"}  # fmt: skip
-    for step, times in rows.items():  # every step: start, end, duration
-        start, end, duration = times.split("\t")
-        assert "-" not in (start, end, duration) and duration.endswith(" s"), (step, times)
+    # every task instance of the run, Airflow's durations, linked to the task's log
+    durations = task_durations(spec["dag_id"], result["run_id"])
+    assert set(durations) == set(result["tasks"]) and "submit_standby" in durations, durations
+    for task, seconds in durations.items():
+        row = re.search(rf"^{task}\tsuccess\t[^\t]+\t[^\t]+\t(\d+\.\d) s\t(.*)$", text, re.M)
+        assert row is not None and float(row.group(1)) == round(seconds, 1), (task, text)
+        href = f"/tasks/{task}"
+        links = f"[...document.querySelectorAll('#live a[href$=\"{href}\"]')].length"
+        assert browser.evaluate(links) == 1, href
+        # the protocol's own time only where it means something else: the barrier's two phases
+        assert bool(row.group(2)) == (task == "barrier"), (task, row.group(2))
+    barrier = re.search(r"^barrier\t.*\tprotocol's step time: grace and snapshot (\d+\.\d) s; "
+                        r"drain (\d+\.\d) s$", text, re.M)  # fmt: skip
+    assert barrier is not None and float(barrier.group(1)) >= GRACE_S - 0.1, text
     run = SimpleNamespace(dag_id=spec["dag_id"], run_id=result["run_id"])
     seconds = airflow_env.task_instance_xcom(run, "report")["seconds_per_step"]
     assert None not in seconds.values(), seconds  # the report times every step too
-    for step, value in seconds.items():  # one duration per step: the report's is the page's
-        shown = float(rows[step].split("\t")[2].removesuffix(" s"))
-        assert abs(shown - value) <= 0.051, (step, shown, value)
     holder = f"airflow:{spec['dag_id']}/{result['run_id']}"
     assert re.search(rf"^expansion\t{re.escape(holder)}\t1\t[^\t]+\treleased$", text, re.M), text
     assert "expires in" not in text and "expired" not in text
@@ -233,6 +243,15 @@ def test_a_real_expansion_as_it_runs(
     whole = Path(standby["log_path"]).read_text()
     assert f"standby py-{standby['pid']}: job model v2 written, taking over" in whole, log
     assert f"processor py-{standby['pid']}: running job model v2" in whole, log
+
+    # 5. the job is killed while the page is open: the top line says so first
+    os.kill(standby["pid"], signal.SIGTERM)
+    down = f"Next: no processor of job {job} runs: start the job (it reads job model v2)"
+    wait_for(lambda: _next(browser).startswith(down), 30, "the dead job on top")
+    assert browser.evaluate("window.watching") == "this document"  # updated in place
+    assert re.search(rf"^py-{standby['pid']}\t\S+\tfailed\t2\t.*\tdead\t", _live(browser),
+                     re.M), _live(browser)  # fmt: skip
+    browser.screenshot(ui_output / "live-job-down.png")
     print(f"\nscreenshots: {ui_output}")
 
 
@@ -250,6 +269,15 @@ def _process(args: list[str], env: dict[str, str], log: Path) -> Iterator[subpro
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
+
+
+def _next(browser: Browser) -> str:
+    """The page's top line: the operator's next action."""
+    return browser.evaluate("(document.getElementById('next') || {}).innerText || ''") or ""
+
+
+def _live(browser: Browser) -> str:
+    return browser.evaluate("(document.getElementById('live') || {}).innerText || ''") or ""
 
 
 def _shows(browser: Browser, needle: str) -> str:

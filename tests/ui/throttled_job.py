@@ -14,6 +14,7 @@ Python (no Spark) that really reads its input through confluent-kafka and lags.
   (when set: the test says when the warm-up ends), then ``standby`` until job model vN exists,
   then runs vN as above.
 
+SIGTERM ends a running job as a crash does: it heartbeats ``failed`` and exits (143).
 Every launch appends ``{"pid", "argv"}`` to ``$THROTTLED_JOB_LAUNCHES`` (when set) so the test
 can stop what the DAG launched; ``$THROTTLED_JOB_RUN_S`` (default 300) bounds its life.
 Its log (stdout) says what it does: the page's job log shows it.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 
@@ -35,7 +37,12 @@ def say(text: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {text}", flush=True)
 
 
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds: the running job says "failed", as a crash does
+
+
 def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, _terminated)
     launches = os.environ.get("THROTTLED_JOB_LAUNCHES")
     if launches:
         with open(launches, "a", encoding="utf-8") as out:
@@ -126,6 +133,10 @@ def _run(store, config, job: str, pid: str, deadline: float) -> None:
             consumer.commit(offsets=offsets, asynchronous=False)
         say(f"processor {pid}: stopped at {_show(positions)} after {read} records")
         store.heartbeat(pid, version, "stopped", ttl_s=30, capabilities=["standby"])
+    except BaseException as exc:  # killed or crashed: the shipped job heartbeats "failed" too
+        say(f"processor {pid}: failed ({type(exc).__name__}: {exc})")
+        store.heartbeat(pid, version, "failed", ttl_s=30, capabilities=["standby"])
+        raise
     finally:
         consumer.close()
 

@@ -45,3 +45,16 @@ def planned_record(model, grown: dict[str, int], owner: str = "airflow:dag/run-1
         created_at=stamp,
         updated_at=stamp,
     ).with_step("plan", started_at=stamp, ended_at=stamp)
+
+
+def task_durations(dag_id: str, run_id: str) -> dict[str, float]:
+    """Airflow's duration of each task instance of a DAG run (its metadata database)."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        rows = session.scalars(
+            select(TaskInstance).where(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run_id)
+        ).all()
+        return {ti.task_id: float(ti.duration) for ti in rows if ti.duration is not None}
