@@ -80,9 +80,8 @@ def test_a_plain_job_keeps_its_checkpoint_on_the_runtime_then_expands_in_app(sce
     _one_processor_and_one_application(s, first)
     result = s.finish(expected_versions=[1, 2, 3])
     print(f"[e2e] adopted job: {result.describe()}")
-    assert result.ok, result.describe()
-    assert result.records_produced > 0 and result.records_counted == result.records_produced
-    assert not result.count_resets and not result.order_violations
+    # ok: every key's final count exact, no sequence violation, no count ever went back
+    assert result.ok and result.records_counted == result.records_produced > 0, result.describe()
     assert set(range(2, 8)) <= set(result.partitions_consumed)
 
 
