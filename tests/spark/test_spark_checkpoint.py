@@ -134,6 +134,13 @@ def test_reads_the_position_spark_wrote(written, kafka_bootstrap, tmp_path):
     url = read_checkpoint("file://" + str(tmp_path / "checkpoint"))
     assert url.kafka_position() == written.ends[2]
     assert url.last_committed_batch == 2
+    import fsspec  # an fsspec URL (as a cloud store's) reads the same
+
+    memory = fsspec.filesystem("memory")
+    memory.put(str(tmp_path / "checkpoint"), f"/{tmp_path.name}", recursive=True)
+    remote = read_checkpoint(f"memory://{tmp_path.name}")
+    assert remote.kafka_position() == written.ends[2] and remote.last_committed_batch == 2
+    assert remote.query_id == written.query_id
 
 
 def test_a_batch_in_flight_is_not_the_position(written, tmp_path):
