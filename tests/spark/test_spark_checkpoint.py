@@ -109,12 +109,14 @@ def _init(capsys, bootstrap: str, job: str, topic: str, checkpoint: Any, *argv: 
     return code, out, err
 
 
-def _nothing_written(bootstrap: str, job: str, topic: str) -> None:
+def _nothing_written(bootstrap: str, job: str, topic: str, held: Any = None) -> None:
+    """No coordinator topic; the job's group holds what it held (`held`, default nothing)."""
     from airflow_samza_expand.store import coordinator_topic
 
     with KafkaAdmin(client_config(bootstrap), timeout_s=15) as admin:
         assert coordinator_topic(job) not in admin.topic_names()
-        assert admin.group_offsets(job, {topic: [0, 1]}) == {topic: {0: None, 1: None}}
+        held = held or {topic: {0: None, 1: None}}
+        assert admin.group_offsets(job, {topic: [0, 1]}) == held
 
 
 def test_reads_the_position_spark_wrote(written, kafka_bootstrap, tmp_path):
@@ -187,7 +189,9 @@ def test_init_job_from_checkpoint_takes_the_last_committed_batch(
     assert (code, err) == (0, "") and "already there, same content" in out
 
 
-@pytest.mark.parametrize("case", ["in-flight-only", "other-topic", "file-source", "partition"])
+@pytest.mark.parametrize(
+    "case", ["in-flight-only", "other-topic", "file-source", "partition", "group-holds"]
+)
 def test_init_job_from_checkpoint_refusals_write_nothing(
     written, kafka_bootstrap, tmp_path, capsys, case
 ):
@@ -202,6 +206,10 @@ def test_init_job_from_checkpoint_refusals_write_nothing(
         lines = log.read_text().split("\n")
         lines[2] = json.dumps({written.topic: {"0": written.ends[2][written.topic][0]}})
         log.write_text("\n".join(lines))
+    held = {topic: {0: 1, 1: 1}} if case == "group-holds" else {topic: {0: None, 1: None}}
+    if case == "group-holds":  # the job's group holds another position (the job ran already)
+        with KafkaAdmin(client_config(kafka_bootstrap), timeout_s=15) as admin:
+            admin.commit_group_offsets(job, held)
     code, out, err = _init(capsys, kafka_bootstrap, job, topic, checkpoint)
     assert (code, out) == (2, "")
     assert "nothing written" in err
@@ -210,9 +218,10 @@ def test_init_job_from_checkpoint_refusals_write_nothing(
         "other-topic": f"reads topic(s) [{written.topic!r}], not the --topic given [{topic!r}]",
         "file-source": "source 1: not Kafka '{\"logOffset\":0}' - --from-checkpoint takes",
         "partition": f"holds partitions [0] of {written.topic!r}, which has 2 today",
+        "group-holds": f"the job's consumer group {job!r} already holds a position",
     }[case]
     assert expected in err
-    _nothing_written(kafka_bootstrap, job, topic)
+    _nothing_written(kafka_bootstrap, job, topic, held)
 
 
 class _Watching(logging.Handler):
