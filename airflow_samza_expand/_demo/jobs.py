@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand._protocol import launch as detached
+from airflow_samza_expand.dags._job_args import stream_job_args
 
 if TYPE_CHECKING:
     from airflow_samza_expand._kafka.admin import KafkaAdmin
@@ -189,13 +190,13 @@ def job_args(
     trigger: str,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """Arguments of the shipped job (same layout as ``dags._factory.stream_job_args``)."""
-    return [
-        "--job-name", job_name, "--coordinator", "kafka", "--bootstrap-servers", bootstrap,
-        "--checkpoint-dir", checkpoint_dir, "--output-topic", output_topic,
-        "--trigger", trigger, "--shuffle-partitions", "2", "--max-records-per-batch", "5000",
-        *extra,
-    ]  # fmt: skip
+    """Arguments of the shipped job, built by ``dags.stream_job_args`` (so the demo's DAGs are
+    built for the shipped job, which they launch)."""
+    return stream_job_args(
+        job_name=job_name, bootstrap_servers=bootstrap, checkpoint_dir=checkpoint_dir,
+        output_topic=output_topic, trigger=trigger,
+        extra=["--shuffle-partitions", "2", "--max-records-per-batch", "5000", *extra],
+    )  # fmt: skip
 
 
 def spark_connection_env(master: str = "local[2]") -> str:

@@ -26,6 +26,7 @@ from airflow_samza_expand._protocol.barrier.wait import (
 from airflow_samza_expand._protocol.ownership import lease_poll, take
 from airflow_samza_expand._protocol.poll import Poll, Reconnect
 from airflow_samza_expand._protocol.steps import ack
+from airflow_samza_expand._protocol.steps.plan_wait import job_back_poll
 from airflow_samza_expand.airflow._waitlog import WaitLog
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, SamzaExpandKafkaHook
 from airflow_samza_expand.core.errors import ConflictError, ExpansionError
@@ -247,6 +248,27 @@ class ExpansionLeaseTrigger(PollingTrigger):
 
 
 @dataclass(kw_only=True, eq=False)
+class JobBackTrigger(PollingTrigger):
+    """The plan's wait for a job that is down, when its DAG owns no launch: fires
+    ``{"status": "running", "live", "version", "last_heartbeat"}`` once a live processor of the
+    job's newest job model heartbeats, or past ``deadline`` (epoch seconds)
+    ``{"status": "timeout", "version", "last_heartbeat"}``; logs the last heartbeat."""
+
+    job_name: str
+    deadline: float | None = None
+    poll_interval_s: float = 10.0
+    coordinator: str = DEFAULT_COORDINATOR
+    kafka_config_id: str = DEFAULT_CONN_ID
+    request_timeout_s: float = 30.0
+
+    def poll(self, admin: KafkaAdmin, store: CoordinatorStore) -> Poll:
+        return job_back_poll(store)
+
+    def timeout_event(self, poll: Poll | None) -> dict[str, Any]:
+        return {"status": "timeout", **dict(poll.detail if poll is not None else {})}
+
+
+@dataclass(kw_only=True, eq=False)
 class PartitionCountChangeTrigger(PollingTrigger, BaseEventTrigger):
     """Fires ``{"topic", "baseline", "partition_count"}`` when the topic's partition count
     differs from ``baseline``. ``baseline`` None: with ``job_name``, the count the job's newest
@@ -290,6 +312,7 @@ class PartitionCountChangeTrigger(PollingTrigger, BaseEventTrigger):
 
 __all__ = [
     "ExpansionLeaseTrigger",
+    "JobBackTrigger",
     "JobModelAckTrigger",
     "OrderingBarrierTrigger",
     "PartitionCountChangeTrigger",

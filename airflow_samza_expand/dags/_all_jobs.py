@@ -4,7 +4,9 @@ The job list is not known when the DAG is parsed, so the per-job chain is one *m
 group (Airflow dynamic task mapping): the ``jobs`` task (`DiscoverJobsOperator`) finds the
 managed jobs whose latest job model reads a topic (`_protocol.readers.find_readers`) and returns
 one row per job - its name, the run's other jobs (``co_jobs``), and the fields that differ per
-job (``application_args``, ``spark_conf``, ``log_dir``, from ``per_job`` applied at run time);
+job (``application``, ``application_args``, ``spark_conf``, ``log_dir``, from ``per_job``
+applied at run time: a job whose arguments do not come from ``stream_job_args``, in a DAG that
+names no application, is launched by nothing);
 the ``job`` group (plan ... report, the chain of `factory._add_chain`) is expanded over the rows,
 one instance per job, with its own lease, record, coordinator store, group and Spark settings;
 its XCom pulls name the instance's own map index. Then `AllJobsReportOperator` lists each
@@ -59,6 +61,9 @@ def job_rows(s: ExpansionSettings, jobs: list[str]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "job_name": name,
+                # what this job's chain launches: the DAG's application, the shipped job for
+                # stream_job_args, else None (that job's chain launches nothing)
+                "application": one.launch_application,
                 "application_args": args,
                 "spark_conf": dict(one.spark_conf or {}),
                 "co_jobs": list(one.co_jobs),
@@ -144,13 +149,14 @@ def add_all_jobs(s: ExpansionSettings, prefix: str, add_chain: Any) -> None:
     discover = DiscoverJobsOperator(task_id="jobs", settings=s)
 
     @task_group(group_id="job")
-    def one_job(job_name, application_args, spark_conf, co_jobs, log_dir):  # noqa: ANN001
+    def one_job(job_name, application, application_args, spark_conf, co_jobs, log_dir):  # noqa: ANN001
         own = dataclasses.replace(
             s,
             jobs=None,
             per_job=None,
             other_jobs="include",
             job_name=job_name,
+            application=s.application or application,
             application_args=application_args,
             spark_conf=spark_conf,
             co_jobs=co_jobs,

@@ -22,6 +22,12 @@ grace); vN releases the job's active lease after its last committed batch, the s
 it once vN+1 is written, and ``submit`` launches nothing. ``"cold"``: stop, then start.
 ``RestartSettings(hot_standby=True)`` keeps a second vN+1 processor waiting.
 
+A DAG launches the job only when it says how: ``SparkSettings(application=...)``, a restart
+task, or ``application_args`` from ``stream_job_args`` (the shipped job). One that says none
+never launches anything: ``auto`` then takes only in place or in-app, and a plan that finds no
+live processor waits (deferred) up to ``RestartSettings.job_down_timeout_s`` for the job to
+come back, then fails changing nothing.
+
 Run modes of the stateful job (``JobSettings.run_mode``):
 
 * ``"continuous"``: the job runs all the time. The barrier waits for the running job to drain
@@ -117,7 +123,8 @@ def _add_chain(
     owned = {"job_name": s.job_name, "expansion_id": expansion_id, **common}
     spark = {
         "conn_id": s.spark_conn_id,
-        "application": s.application,
+        # none: the DAG never launches the job (the plan chooses no launching restart)
+        "application": s.launch_application or "",
         "conf": s.spark_conf if mapped else dict(s.spark_conf or {}),
         "env_vars": dict(s.spark_env_vars or {}),
         "name": f"samza-expand-{s.job_name}"
@@ -144,6 +151,11 @@ def _add_chain(
         poll_interval_s=s.poll_interval_s,
         # rule 1.8: the plan chooses the restart from the running processors' capabilities
         restart=s.restart_requested,
+        # a DAG that names no application and no restart task never launches the job
+        owns_launch=s.launch_application
+        if is_mapped(s.launch_application) and s.restart_task is None
+        else s.owns_launch,
+        job_down_timeout_s=s.job_down_timeout_s,
         **common,
         **retrying,
     )

@@ -62,10 +62,12 @@ class KafkaSettings:
 
 @dataclass(frozen=True)
 class SparkSettings:
-    """How spark-submit launches the job (submit, drain and standby steps)."""
+    """How spark-submit launches the job (submit, drain and standby steps). ``application``
+    None: the shipped job for a DAG whose ``application_args`` come from ``stream_job_args``,
+    else none - the DAG then never launches the job (without a restart task)."""
 
     conn_id: str = "spark_default"
-    application: str = DEFAULT_APPLICATION
+    application: str | None = None
     # built on airflow_samza_expand.spark.runtime: it takes the runtime's flags
     application_on_runtime: bool = False
     conf: Mapping[str, Any] | None = None
@@ -101,6 +103,8 @@ class RestartSettings:
     # starts the job on vN+1 instead of spark-submit: an operator, or job name -> operator
     task: Any = None
     hot_standby: bool = False  # a second vN+1 processor waiting for the lease (failover)
+    # a DAG that owns no launch: how long the plan waits for a job that is down to come back
+    job_down_timeout_s: float = 600.0
     stop_timeout_s: float = 600.0
     standby_warm_timeout_s: float = 600.0
     ack_timeout_s: float = 1800.0

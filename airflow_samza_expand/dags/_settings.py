@@ -20,12 +20,14 @@ from airflow.sdk import BaseOperator
 
 from airflow_samza_expand._protocol import restart
 from airflow_samza_expand._protocol.ownership import DEFAULT_LEASE_TTL_S
+from airflow_samza_expand.airflow._compat import is_mapped_argument
 from airflow_samza_expand.airflow._order import check_order_settings
 from airflow_samza_expand.airflow.operators._submit import normalise_run_mode
 from airflow_samza_expand.airflow.operators._write_model import WriteJobModelOperator
 from airflow_samza_expand.core._plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
 from airflow_samza_expand.dags._groups import DEFAULT_APPLICATION
+from airflow_samza_expand.dags._job_args import is_stream_job_args
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,9 @@ class ExpansionSettings:
     run_mode: str = "continuous"
     kafka_config_id: str = "kafka_default"  # the Kafka connection, as the operators name it
     spark_conn_id: str = "spark_default"
-    application: str = DEFAULT_APPLICATION
+    # what the DAG launches: None - the shipped job when application_args come from
+    # stream_job_args, else nothing (`launch_application`)
+    application: str | None = None
     # the application is built on airflow_samza_expand.spark.runtime (like the shipped job): it
     # takes the runtime's flags (--trigger available-now, the rule-1.5 order check)
     application_on_runtime: bool = False
@@ -72,6 +76,8 @@ class ExpansionSettings:
     # a BaseOperator, or a callable (job name) -> BaseOperator (one per job with `jobs`)
     restart_task: Any = None
     hot_standby: bool = False  # keep a second processor of vN+1 waiting for the lease (failover)
+    # a DAG that owns no launch: the plan waits this long for a job that is down to come back
+    job_down_timeout_s: float = 600.0
     other_jobs: str = "refuse"  # other managed jobs reading the topics: include/refuse/ignore
     managed_jobs: Sequence[str] | None = None  # the jobs to check (default: discovered)
     # expand these jobs in one run: one task group each; "all": every managed job reading the
@@ -92,9 +98,25 @@ class ExpansionSettings:
     kafka_conn_id: str | None = None  # deprecated spelling of kafka_config_id (taken, warned)
 
     @property
+    def launch_application(self) -> Any:
+        """What the DAG launches: its ``application``; else the shipped job when the
+        ``application_args`` come from ``stream_job_args`` (a DAG built for it); else None."""
+        if self.application:
+            return self.application
+        return DEFAULT_APPLICATION if is_stream_job_args(self.application_args) else None
+
+    @property
+    def owns_launch(self) -> bool:
+        """The DAG may launch the job: it names an application (`launch_application`) or a
+        restart task. Else it never launches anything (the plan waits for a job that is down)."""
+        return self.restart_task is not None or self.launch_application is not None
+
+    @property
     def takes_runtime_flags(self) -> bool:
-        """The shipped job, or an application on ``spark.runtime``."""
-        return self.application == DEFAULT_APPLICATION or self.application_on_runtime
+        """The shipped job, or an application on ``spark.runtime`` (with ``jobs="all"``, an
+        application resolved per job: the shipped job or none)."""
+        app = self.launch_application
+        return app == DEFAULT_APPLICATION or is_mapped_argument(app) or self.application_on_runtime
 
     def __post_init__(self) -> None:
         if self.kafka_conn_id is not None:
@@ -136,6 +158,7 @@ class ExpansionSettings:
                 "hot_standby=True needs run_mode='continuous' (an available-now run ends: "
                 "there is nothing to fail over from)"
             )
+        self._check_launch()
 
     @classmethod
     def of(cls, settings: ExpansionSettings | None, fields: Mapping[str, Any]) -> ExpansionSettings:
@@ -203,6 +226,30 @@ class ExpansionSettings:
                 "can, else your task)"
             )
 
+    def _check_launch(self) -> None:
+        """A DAG that owns no launch asks for nothing that launches (checked per job)."""
+        if self.jobs is not None or self.owns_launch:
+            return
+        name = f"job {self.job_name!r}"
+        fix = (
+            "name how to launch it: SparkSettings(application=...) (or application_args "
+            "from stream_job_args for the shipped job), or RestartSettings(task=...)"
+        )
+        if self.mode != "continuous":
+            raise ValueError(
+                f"{name}: run_mode={self.run_mode!r} runs the job from the DAG (the drain and "
+                f"the run on the new job model), but the DAG names no application - {fix}"
+            )
+        asked = restart.STRATEGIES.get(self.handover)
+        if asked is not None and not asked.launches_nothing:
+            raise ValueError(
+                f"{name}: handover={self.handover!r} launches the job, but the DAG names no "
+                f"application and no restart task - {fix}, or use handover='auto' (the job "
+                "then switches in place or in-app, or the plan fails naming why)"
+            )
+        if self.hot_standby:
+            raise ValueError(f"{name}: hot_standby=True launches a processor - {fix}")
+
     @property
     def restart_requested(self) -> str | None:
         """The restart the plan step is asked to choose (rule 1.8), or None: none is chosen
@@ -223,6 +270,8 @@ class ExpansionSettings:
         if requested is None:
             return []
         asked = restart.STRATEGIES.get(requested)
+        if asked is None and not self.owns_launch:  # auto, launching nothing
+            return [s for s in restart.STRATEGIES.values() if s.launches_nothing]
         if asked is None:  # auto
             return [s for s in restart.STRATEGIES.values() if not s.needs_task]
         if asked.needs_task:  # in place or in-app first when the job can

@@ -66,10 +66,12 @@ def test_jobs_all_rows_apply_per_job_at_run_time_and_refuse_fields_that_cannot_d
     s = ExpansionSettings(
         jobs="all", topics=["t"], application_args=["--base"], run_mode="available-now",
         per_job={"a": {"application_args": ["--job-name", "a"], "spark_conf": {"k": "v"}}},
+        application="/opt/job.py", application_on_runtime=True,  # the DAG runs the jobs
     )  # fmt: skip
     a, c = job_rows(s, ["a", "c"])
     assert a == {
         "job_name": "a",
+        "application": "/opt/job.py",
         "application_args": ["--job-name", "a", "--trigger", "available-now"],
         "spark_conf": {"k": "v"},
         "co_jobs": ["c"],
@@ -82,5 +84,9 @@ def test_jobs_all_rows_apply_per_job_at_run_time_and_refuse_fields_that_cannot_d
         job_rows(fixed, ["a"])
     with pytest.raises(ValueError, match="has no application_args"):
         job_rows(dataclasses.replace(s, application_args=()), ["b"])
+    # a DAG naming no application runs no job of its own: an available-now job is refused
+    unowned = dataclasses.replace(s, application=None, application_on_runtime=False)
+    with pytest.raises(ValueError, match="job 'c': run_mode='available-now' runs the job from"):
+        job_rows(unowned, ["c"])
     with pytest.raises(ValueError, match="or jobs='all'"):
         ExpansionSettings(jobs="everything", topics=["t"])

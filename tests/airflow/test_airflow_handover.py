@@ -20,7 +20,7 @@ from race_dags import build
 
 from airflow_samza_expand.core._clock import parse_iso
 from airflow_samza_expand.core._liveness import acknowledging
-from airflow_samza_expand.dags import build_expansion_dag
+from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
 
 pytestmark = pytest.mark.kafka
 HERE, _launches, _spec, _wait_for = (
@@ -123,7 +123,10 @@ def test_bad_restart_settings_are_refused_at_parse_time(fields, message):
 
 
 def test_available_now_restart_is_cold():
-    dag = build_expansion_dag("an", job_name="j", topics="t", run_mode="available-now")
+    args = stream_job_args(job_name="j", checkpoint_dir="/c", output_topic="o")  # the shipped
+    dag = build_expansion_dag(
+        "an", job_name="j", topics="t", run_mode="available-now", application_args=args
+    )
     assert "submit_standby" not in dag.task_ids
 
 

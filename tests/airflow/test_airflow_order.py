@@ -28,10 +28,11 @@ from airflow_samza_expand.airflow.operators._report import ExpansionReportOperat
 from airflow_samza_expand.airflow.operators._submit import SubmitStreamJobOperator
 from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
 from airflow_samza_expand.airflow.triggers import OrderingBarrierTrigger
-from airflow_samza_expand.dags import build_expansion_dag
+from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
 from airflow_samza_expand.dags._settings import DEFAULT_APPLICATION
 
-ARGS = ["--job-name", "j", "--trigger", "processing-time=5s"]
+# the shipped job's (a DAG built with stream_job_args launches the shipped job)
+ARGS = stream_job_args(job_name="j", checkpoint_dir="/c", output_topic="out")
 
 
 def _moved_key(old: int, new: int, prefix: str = "late") -> tuple[str, int]:

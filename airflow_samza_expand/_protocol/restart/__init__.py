@@ -8,7 +8,9 @@ stop, submit, barrier and ack steps, the factory, the UI and the report ask the 
 Requested restarts (``handover``): ``"auto"`` (default) takes the first strategy of the
 registry that fits - in place, in-app, the user's restart task (when one is supplied), warm,
 cold; a mode by name takes that one or refuses (ExpansionError naming the processors that
-cannot). Available-now mode is always cold: no run is in progress to hand over from.
+cannot). Available-now mode is always cold: no run is in progress to hand over from. A DAG that
+owns no launch (it names no application and no restart task) gets only a strategy that
+launches nothing (in place, in-app), or a refusal naming the processors and the fix.
 """
 
 from __future__ import annotations
@@ -100,24 +102,50 @@ def choose_restart(
     requested: str,
     *,
     restart_task: bool = False,
+    launches: bool = True,
 ) -> RestartChoice:
     """Rule 1.8: ``auto`` takes the first registered strategy that fits the live processors of
     job model ``version`` (in place, in-app, the user's task when ``restart_task``, warm,
     cold); a mode asked for by name is taken or refused (ExpansionError naming the processors
     that cannot). Asking for a strategy that needs the user's restart task says one is supplied:
-    in place or in-app still come first (they launch nothing)."""
+    in place or in-app still come first (they launch nothing). ``launches`` False (the DAG
+    names no application and no restart task): only a strategy that launches nothing, else
+    ExpansionError naming the processors and the fix."""
     requested = normalise_restart(requested)
-    ctx = Context(live_processors(processors, version), version, restart_task, requested)
+    live = live_processors(processors, version)
+    ctx = Context(live, version, restart_task, requested, launches or restart_task)
     asked = STRATEGIES.get(requested)
     if asked is not None and asked.needs_task:
-        ctx = dataclasses.replace(ctx, restart_task=True)
+        ctx = dataclasses.replace(ctx, restart_task=True, launches=True)
     elif asked is not None:
         return RestartChoice(asked.mode, requested, asked.explicit(ctx))
     for strategy in STRATEGIES.values():
         reason = strategy.fits(ctx)
         if reason is not None:
             return RestartChoice(strategy.mode, requested, reason)
+    if not ctx.launches:
+        raise ExpansionError(_cannot_launch(ctx))
     raise ExpansionError(f"no restart strategy fits job model v{version} (registry: {modes()})")
+
+
+def _cannot_launch(ctx: Context) -> str:
+    """The refusal of a job whose live processors can neither switch in place nor restart
+    in-app, for a DAG that owns no launch."""
+    if not ctx.live:
+        return (
+            f"no live processor of job model v{ctx.version}, and this DAG names no application "
+            "and no restart task, so it never launches the job - start the job, or name how to "
+            "launch it: SparkSettings(application=...) or RestartSettings(task=...)"
+        )
+    said = "; ".join(
+        f"{s.processor_id} advertises {', '.join(s.capabilities) or 'nothing'}" for s in ctx.live
+    )
+    return (
+        f"the live processor(s) of job model v{ctx.version} can neither switch in place nor "
+        f"restart in-app ({said}), and this DAG names no application and no restart task, so "
+        "it cannot restart them - name how to launch the job: SparkSettings(application=...) "
+        "or RestartSettings(task=...), or run it on the runtime with job.run(start)"
+    )
 
 
 def strategy_of(record: ExpansionRecord | None) -> RestartStrategy | None:

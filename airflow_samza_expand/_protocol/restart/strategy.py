@@ -18,12 +18,15 @@ from airflow_samza_expand.core.errors import ExpansionError
 class Context:
     """What a choice is made from: the live processors of the running job model (their
     `core._liveness.ProcessorStatus`), its version, whether the user supplied a restart task,
-    and the restart asked for (``auto`` or a mode)."""
+    the restart asked for (``auto`` or a mode), and whether the DAG owns launching the job
+    (``launches``: it names an application or a restart task; else only a strategy that
+    launches nothing fits)."""
 
     live: Sequence[Any]
     version: int
     restart_task: bool
     requested: str
+    launches: bool = True
 
     @property
     def who(self) -> str:
@@ -47,7 +50,8 @@ class RestartStrategy:
 
     Choice: ``capability`` is what every live processor of vN must advertise (None: nothing);
     ``needs_live`` - ``auto`` takes it only when some processor of vN is alive;
-    ``needs_task`` - only when the user supplied a restart task. ``fits_reason`` and
+    ``needs_task`` - only when the user supplied a restart task; a strategy that launches
+    (`launches_nothing` False) only when the DAG owns launching. ``fits_reason`` and
     ``refusal`` are the texts of a choice and of an explicit request that cannot be met."""
 
     mode: str
@@ -80,6 +84,8 @@ class RestartStrategy:
         """The reason ``auto`` takes this strategy, or None when it does not fit."""
         if self.needs_task and not ctx.restart_task:
             return None
+        if not (ctx.launches or self.launches_nothing):
+            return None
         if self.needs_live and not ctx.live:
             return None
         if self.capability is not None and ctx.unable(self.capability):
@@ -97,6 +103,12 @@ class RestartStrategy:
             raise ExpansionError(
                 f"handover={self.mode!r} needs the restart task the user supplies "
                 "(restart_task=...) - give one, or use handover='auto'"
+            )
+        if not (ctx.launches or self.launches_nothing):
+            raise ExpansionError(
+                f"handover={self.mode!r} launches the job, but this DAG names no application "
+                "and no restart task - name how to launch it (SparkSettings(application=...) "
+                "or RestartSettings(task=...)), or use handover='auto'"
             )
         if self.capability is None:
             return f"handover={self.mode!r} was asked for"

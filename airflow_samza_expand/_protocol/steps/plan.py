@@ -45,6 +45,7 @@ from airflow_samza_expand._protocol.steps.plan_types import (
     PlanResult,
     outcome_from_record,
 )
+from airflow_samza_expand._protocol.steps.plan_wait import require_live
 from airflow_samza_expand.core._clock import now_iso
 from airflow_samza_expand.core._lease import Lease
 from airflow_samza_expand.core._liveness import job_consumer_group
@@ -80,7 +81,9 @@ def plan(
     with ``joined_holder``. ``discover(topics)`` finds the other readers of the grown topics
     (`readers.find_readers`); `OtherJobsReadTopicError` refuses by ``request.other_jobs``.
     A job without a job model is refused first (`NoJobModelError`, naming ``known_jobs()``):
-    no lease taken, no coordinator topic created."""
+    no lease taken, no coordinator topic created. A DAG that owns no launch
+    (``request.launches`` False) and finds no live processor gets `plan_wait.JobDownError`
+    before anything is recorded (its lease given back): wait for the job, then call again."""
     require_job_model(store, request.job_name, known_jobs)
     if warning := getattr(store, "replication_warning", None):  # a Kafka store on a cluster
         log.warning("%s", warning)
@@ -309,6 +312,8 @@ def _record_new(
         request.co_jobs,
     )  # fmt: skip
     started = now_iso()
+    if request.restart is not None and not request.launches:
+        require_live(run.store, request.job_name)  # JobDownError: the DAG never launches it
     restart = plan_checks.restart_doc(run.store, request, the_plan.old_version)
     conformance = plan_checks.conformance(
         run.kafka_config, the_plan, live, check_partitioner=request.check_partitioner,

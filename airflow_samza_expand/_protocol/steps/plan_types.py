@@ -36,6 +36,10 @@ class PlanRequest:
     co_jobs: Sequence[str] = ()  # the other jobs this run expands too (multi-job factory)
     # the restart asked for (protocol.handover: auto/warm/cold; None: the plan chooses none)
     restart: str | None = None
+    # the DAG owns launching the job (it names an application or a restart task). False: the
+    # plan chooses only a restart that launches nothing, and a job with no live processor is
+    # `plan_wait.JobDownError` (nothing changed) - the plan task waits for it to come back
+    launches: bool = True
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_samza_expand._protocol.handover import normalise_handover
 from airflow_samza_expand._protocol.job_models import jobs_with_models
@@ -18,6 +19,7 @@ from airflow_samza_expand._protocol.readers import (
     normalise_other_jobs,
 )
 from airflow_samza_expand._protocol.steps import plan as protocol_plan
+from airflow_samza_expand._protocol.steps.plan_wait import JobDownError, job_down_refusal
 from airflow_samza_expand.airflow._shell import (
     DEFAULT_CONN_ID,
     KafkaClients,
@@ -27,7 +29,7 @@ from airflow_samza_expand.airflow._shell import (
     protocol_outcomes,
 )
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
-from airflow_samza_expand.airflow.triggers import ExpansionLeaseTrigger
+from airflow_samza_expand.airflow.triggers import ExpansionLeaseTrigger, JobBackTrigger
 from airflow_samza_expand.core._plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.errors import LeaseHeldError
 from airflow_samza_expand.core.policy import GrowthPolicy
@@ -69,6 +71,12 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
     restart this expansion uses (rule 1.8), chosen from what the running processors advertise
     and kept in the record (`_protocol.handover.choose_restart`); ``"in-place"`` or ``"warm"``
     for a job whose processors do not say they can is refused here, before anything changes.
+    ``owns_launch`` (True): the DAG may launch the job (it names an application or a restart
+    task). False: the plan chooses only a restart that launches nothing (in place, in-app;
+    else a refusal naming the processors), and finding no live processor of the newest job
+    model it changes nothing and waits deferred up to ``job_down_timeout_s`` for the job to
+    come back, then fails (``AirflowFailException`` naming the job, its last heartbeat and
+    what to do; a dry run fails at once).
     Returns (XCom) ``{expansion_id, plan, lag, conformance, reused, outcome, dry_run, policy,
     readers, unmanaged_groups, restart}``.
     """
@@ -83,6 +91,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         "max_partitions",
         "other_jobs",
         "co_jobs",
+        "owns_launch",
     )
     template_fields_renderers = {"targets": "json"}
     ui_color = "#efe3ff"
@@ -108,6 +117,8 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
         poll_interval_s: float = 10.0,
         restart: str | None = None,
+        owns_launch: Any = True,
+        job_down_timeout_s: float = 600.0,
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = DEFAULT_CONN_ID,
         request_timeout_s: float = 30.0,
@@ -146,6 +157,9 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         self.lease_ttl_s = lease_ttl_s
         self.poll_interval_s = poll_interval_s
         self.restart = normalise_handover(restart, error=ValueError) if restart else None
+        # a bool, or (jobs="all") the mapped group's application: None when the DAG owns none
+        self.owns_launch = owns_launch
+        self.job_down_timeout_s = job_down_timeout_s
         self.coordinator = coordinator
         self.kafka_config_id = kafka_config_id
         self.request_timeout_s = request_timeout_s
@@ -169,7 +183,13 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
             other_jobs=normalise_other_jobs(self.other_jobs),
             co_jobs=tuple(self.co_jobs),
             restart=self.restart,
+            launches=self.launches,
         )
+
+    @property
+    def launches(self) -> bool:
+        """Whether the DAG may launch the job (``owns_launch`` as rendered)."""
+        return bool(self.owns_launch) and str(self.owns_launch).strip().lower() != "false"
 
     def discover(self, topics: Sequence[str]) -> TopicReaders:
         """The other readers of `topics` (managed jobs, unmanaged consumer groups)."""
@@ -198,6 +218,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
     def execute(self, context: Any, joined_holder: str | None = None) -> dict[str, Any]:
         holder = holder_of(context)
         held: LeaseHeldError | None = None
+        down: JobDownError | None = None
         try:
             with protocol_outcomes():
                 try:
@@ -214,10 +235,16 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
                     )
                 except LeaseHeldError as exc:
                     held = exc
+                except JobDownError as exc:
+                    if self.request().dry_run or float(self.job_down_timeout_s) <= 0:
+                        raise
+                    down = exc
         finally:
             self.close_clients()
         if held is not None:
             return self._wait_for(context, holder, held)
+        if down is not None:
+            return self._wait_for_job(down)
         self.log.info("%s.", outcome.message)
         for line in (outcome.extra.get("readers") or {}).get("warnings", []):
             self.log.warning("%s", line)
@@ -251,6 +278,36 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
             ),
             method_name="execute_complete",
         )
+
+    def _wait_for_job(self, exc: JobDownError) -> Any:
+        """The job is down and this DAG never launches it: wait deferred for it to come back
+        (nothing was changed)."""
+        self.log.warning("%s - waiting up to %.0f s for it to come back (deferred).",
+                         exc, float(self.job_down_timeout_s))  # fmt: skip
+        self.defer(
+            trigger=JobBackTrigger(
+                job_name=self.job_name,
+                deadline=time.time() + float(self.job_down_timeout_s),
+                poll_interval_s=self.poll_interval_s,
+                coordinator=self.coordinator,
+                kafka_config_id=self.kafka_config_id,
+                request_timeout_s=self.request_timeout_s,
+            ),
+            method_name="execute_job_back",
+        )
+
+    def execute_job_back(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+        """The wait for the job ended: back (decide again) or still down (fail, unchanged)."""
+        if event.get("status") == "running":
+            self.log.info("Job %s is back (%s): deciding again.", self.job_name,
+                          ", ".join(event.get("live") or []))  # fmt: skip
+            return self.execute(context)
+        if event.get("status") == "timeout":
+            raise AirflowFailException(
+                "JobDownError: "
+                + job_down_refusal(self.job_name, event, float(self.job_down_timeout_s))
+            )
+        raise AirflowFailException(event.get("error") or f"the wait for the job ended: {event}")
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
         """The lease is free: decide again, on the expansion of the holder this run joined."""

@@ -249,6 +249,12 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
             result = redact_doc({**base, **skip}, secrets)
             books.after(context, result)
             return result
+        if not self.application:  # a DAG naming no application never launches the job
+            raise AirflowFailException(
+                f"job {self.job_name or self.name!r} must be started on its newest job model, "
+                "but this task names no application, so it launches nothing - start the job "
+                "yourself, or name it: SparkSettings(application=...) or RestartSettings(task=...)"
+            )
         env = dict(self.env_vars or {})
         with protocol_outcomes():  # a secret about to reach the command line is a refusal
             self._job_kafka_config(conf)
