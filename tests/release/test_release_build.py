@@ -85,3 +85,13 @@ def test_job_side_wheel_is_the_providers_modules_without_airflow(dists: Dists) -
         and not n.removeprefix("airflow_samza_expand/").startswith(left_out)
     }
     assert kept == set(runtime)
+
+
+def test_the_images_install_the_two_distributions() -> None:
+    """docker/: the Spark image installs the job side's distribution with its requirements
+    (no ``--no-deps``), the Airflow image the provider with Airflow pinned next to it."""
+    spark = (REPO / "docker" / "spark" / "Dockerfile").read_text()
+    assert "pip install -c constraints.txt ./runtime" in spark
+    assert "--no-deps" not in spark and "pip check" in spark
+    airflow = (REPO / "docker" / "airflow" / "Dockerfile").read_text()
+    assert 'pip install -c constraints.txt "apache-airflow==' in airflow
