@@ -20,8 +20,10 @@ nothing processed, the checkpoint untouched):
 
 Handled, not refused: partitions (or topics) of the job model the checkpoint has not read yet -
 Spark's source starts them at their log start (`new_partitions`; what an expansion's restart
-does too). A changed stateful operator or state schema is Spark's own check: the first batch
-fails (``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``,
+does too); such partitions below the job model's initial count grew with no barrier, which is
+logged as a warning (`unordered_partitions`: per-key order at risk). A changed stateful
+operator or state schema is Spark's own check: the first batch fails
+(``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``,
 ``STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE``) before it writes output or state.
 
 Each check is a pure function of the `CheckpointPosition` and the `JobModel`: the error's text,
@@ -144,6 +146,21 @@ def new_partitions(position: CheckpointPosition, model: JobModel) -> dict[str, l
     return {t: ps for t, ps in fresh.items() if ps}
 
 
+def unordered_partitions(position: CheckpointPosition, model: JobModel) -> dict[str, list[int]]:
+    """The partitions new to the checkpoint that no expansion added (below the job model's
+    initial count) on a topic it reads: the topic grew after the old job last read it, so
+    keys moved with no barrier - a moved key's records still unread in its old partition and
+    its new ones may land in different batches when the backlog takes more than one."""
+    read = set(position.kafka_topics())
+    initial = model.initial_counts()
+    found = {
+        topic: [p for p in parts if p < initial[topic]]
+        for topic, parts in new_partitions(position, model).items()
+        if topic in read
+    }
+    return {t: ps for t, ps in found.items() if ps}
+
+
 def problems(position: CheckpointPosition, model: JobModel) -> list[str]:
     """Every check's refusal for ``position``."""
     return [text for check in CHECKS if (text := check(position, model)) is not None]
@@ -170,19 +187,18 @@ def positions(location: str) -> Iterator[CheckpointPosition]:
                                   last_committed_batch=None)  # fmt: skip
 
 
-def check_checkpoint(location: str, model: JobModel) -> dict[str, list[int]]:
-    """Refuse (`CheckpointRefused`) a checkpoint the job model cannot go on from; the job
-    model's partitions new to it otherwise ({} for a fresh checkpoint)."""
-    fresh: dict[str, list[int]] = {}
+def check_checkpoint(location: str, model: JobModel) -> CheckpointPosition | None:
+    """Refuse (`CheckpointRefused`) a checkpoint the job model cannot go on from; else the
+    position Spark starts from (None for a fresh checkpoint)."""
+    start = None
     try:
-        for position in positions(location):
-            found = problems(position, model)
+        for start in positions(location):
+            found = problems(start, model)
             if found:
                 raise CheckpointRefused(" | ".join(found))
-            fresh = new_partitions(position, model)
     except CheckpointError as exc:
         raise CheckpointRefused(f"{exc}") from None
-    return fresh
+    return start
 
 
 def _where(position: CheckpointPosition) -> str:
@@ -202,4 +218,5 @@ __all__ = [
     "check_topics",
     "new_partitions",
     "problems",
+    "unordered_partitions",
 ]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from airflow_samza_expand._protocol.spark_checkpoint import read_checkpoint
+from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.spark._adoption import (
     CheckpointRefused,
@@ -19,6 +20,7 @@ from airflow_samza_expand.spark._adoption import (
     check_sources,
     check_topics,
     new_partitions,
+    unordered_partitions,
 )
 
 # the metadata line of an offset log Spark 4.2 wrote (its conf shortened)
@@ -56,8 +58,10 @@ def kafka(**topics: dict[int, int]) -> str:
 
 def test_a_subscribe_jobs_checkpoint_on_the_models_topic_passes(tmp_path) -> None:
     ck = checkpoint(tmp_path, [kafka(orders={0: 3, 1: 9})], [kafka(orders={0: 5, 1: 12})])
-    assert check_checkpoint(ck, MODEL) == {}
-    assert check_checkpoint(str(tmp_path / "fresh"), MODEL) == {}  # no checkpoint yet
+    start = check_checkpoint(ck, MODEL)
+    assert start is not None and start.last_committed_batch == 1
+    assert new_partitions(start, MODEL) == {} == unordered_partitions(start, MODEL)
+    assert check_checkpoint(str(tmp_path / "fresh"), MODEL) is None  # no checkpoint yet
 
 
 def test_several_sources_or_a_source_not_kafka_are_refused(tmp_path) -> None:
@@ -86,10 +90,16 @@ def test_partitions_the_job_model_lacks_are_refused_and_fewer_are_handled(tmp_pa
     text = check_partitions(ahead, MODEL) or ""
     assert "partitions 2, 3" in text and "reads 0-1" in text and "grew outside" in text
     behind = read_checkpoint(checkpoint(tmp_path / "b", [kafka(orders={0: 2, 1: 9})]))
+    expanded = plan_expansion(MODEL, {"orders": 2}, {"orders": 4}).new_job_model
+    assert check_partitions(behind, expanded) is None
+    assert new_partitions(behind, expanded) == {"orders": [2, 3]}  # from their log start
+    assert unordered_partitions(behind, expanded) == {}  # an expansion's: its barrier ordered them
+    # v1 over a topic grown after the old job last read it, and a second stream: both handled,
+    # the grown partitions with a warning (keys moved with no barrier)
     grown = JobModel.initial("orders-counter", {"orders": 4, "payments": 1})
     assert check_partitions(behind, grown) is None
     assert new_partitions(behind, grown) == {"orders": [2, 3], "payments": [0]}
-    assert check_checkpoint(str(tmp_path / "b"), grown) == {"orders": [2, 3], "payments": [0]}
+    assert unordered_partitions(behind, grown) == {"orders": [2, 3]}
 
 
 def test_a_batch_in_flight_is_checked_too(tmp_path) -> None:
