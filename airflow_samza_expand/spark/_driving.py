@@ -119,45 +119,59 @@ class QueryDriver:
 
     # running ---------------------------------------------------------------------------------
 
+    def _started(self) -> Any:
+        """The query started anew by the function the job handed `run` (`spark.runtime.Job`)."""
+        raise NotImplementedError
+
     def run(self, query: Any) -> int:
         """Drive ``query`` until it ends or a stop is requested; the exit code."""
         life = self.lifecycle
         self._starting.close()
         try:
-            life.heartbeat("running")
+            life.try_heartbeat("running")
             try:
                 while True:
-                    failed = self.watch(query)
+                    try:
+                        failed = self.watch(query)
+                    except LeaseLostError as exc:  # a commit's confirm: fenced
+                        self.lease_lost, failed = exc, True
+                    if self.lease_lost is not None:
+                        resumed = self.resume(query)
+                        if resumed is None:
+                            break
+                        query, failed = resumed, False
+                        continue
                     if failed or life.stop_event.is_set() or self.restart_due is None:
                         break
                     query = self.restart_query(query)  # in-app: same application and lease
             finally:
                 if query.isActive:
                     query.stop()
-        except LeaseLostError as exc:
-            self.lease_lost = exc
-            failed = True
         except BaseException:
-            life.heartbeat("failed")
+            life.try_heartbeat("failed")
             raise
         if self.lease_lost is not None:
             log.error("%s", self.lease_lost)
-            life.heartbeat("stopped")
+            life.try_heartbeat("stopped")
             return EXIT_LEASE_LOST
+        if life.lease is not None and not life.lease.is_active() and life.stop_event.is_set():
+            # stopped while fenced: nothing more is committed without the lease
+            life.try_heartbeat("stopped")
+            return 0
         try:
             self.commit_progress(query)
         except LeaseLostError as exc:
             log.error("%s", exc)
-            life.heartbeat("stopped")
+            life.try_heartbeat("stopped")
             return EXIT_LEASE_LOST
         except ExpansionError as exc:  # --on-stale-placement fail (spark._stale)
-            life.heartbeat("failed")
+            life.try_heartbeat("failed")
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         except Exception as exc:
             log.error("final offset commit failed: %s", exc)
             failed = True
-        life.heartbeat("failed" if failed else "stopped")
+        life.try_heartbeat("failed" if failed else "stopped")
         life.release()  # the handover: a standby takes the lease now
         log.info(
             "job %r %s (job model v%d)",
@@ -166,6 +180,37 @@ class QueryDriver:
             self.model.version if self.model else 0,
         )
         return EXIT_FAILED if failed else 0
+
+    def resume(self, query: Any) -> Any | None:
+        """Fenced (the lease lost, ``query`` stopped): wait as a standby for the lease again -
+        Kafka unreachable past the TTL ends this way - and start the query anew on the newest
+        job model the job may run (in-app: one whose barrier has passed). None: another
+        processor is active (exit 3), a stop came, or the job handed `run` a started query
+        (it can only be restarted by its deployment: exit 3)."""
+        life = self.lifecycle
+        if query.isActive:
+            query.stop()  # fenced: no batch more without the lease
+        if getattr(self, "start_query", None) is None or not life.use_lease:
+            return None
+        log.warning("%s; waiting as a standby for the lease again", self.lease_lost)
+        outcome = life.wait_for_lease_again()
+        if outcome != "regained":
+            if outcome == "stopped":
+                self.lease_lost = None
+            return None
+        self.lease_lost = None
+        self.poll_store()  # in-app: a newer job model whose barrier has passed
+        if self.restart_due is not None:
+            return self.restart_query(query)
+        try:
+            self.commit_progress(query)  # the fenced query's finished batches, leased again
+        except STORE_UNAVAILABLE as exc:
+            log.warning("offset commit not done (Kafka unreachable), next one later: %s", exc)
+        started = self._started()
+        log.info("job %r: processor %s started its query again on job model v%d after a lost "
+                 "lease", self.args.job_name, self.processor_id, life.version)  # fmt: skip
+        life.try_heartbeat("running")
+        return started
 
     def watch(self, query: Any) -> bool:
         """Poll the query until it ends or a requested stop is complete; True if it failed."""
@@ -203,7 +248,10 @@ class QueryDriver:
                 )
                 query.stop()
                 return True
-            self.commit_progress(query)
+            try:
+                self.commit_progress(query)
+            except STORE_UNAVAILABLE as exc:  # committed again after the next batch, or poll
+                log.warning("offset commit not done (Kafka unreachable), trying again: %s", exc)
             now = time.monotonic()
             if life.stop_event.is_set() or self.restart_due is not None:
                 seen = life.stop_seen_at if life.stop_event.is_set() else self.restart_due
@@ -228,7 +276,7 @@ class QueryDriver:
                 self.poll_store()
                 next_stop_poll = now + STOP_POLL_S
             if now >= next_heartbeat:
-                life.heartbeat("running")
+                life.try_heartbeat("running")
                 next_heartbeat = now + interval
 
     def poll_store(self) -> None:

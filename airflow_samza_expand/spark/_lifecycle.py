@@ -41,6 +41,7 @@ from airflow_samza_expand.core._liveness import (
     ROLE_ACTIVE,
     ROLE_STANDBY,
     dead_processors,
+    statuses,
 )
 from airflow_samza_expand.core.model import JobModel
 
@@ -54,8 +55,9 @@ MAX_IDLE_HEARTBEAT_S = 10.0
 VERSION_POLL_S = 0.5
 # holding the lease, waiting for vN+1 (the handover): the write is the go signal, look often
 LEASED_VERSION_POLL_S = 0.1
-# what a coordinator store read raises while the broker restarts or elects leaders: the
-# processor reads again at its next poll instead of dying (issue 27, the fault matrix)
+# what a coordinator store read or write (a heartbeat) and a group commit raise while the
+# broker restarts, elects leaders or is unreachable: the processor tries again at its next poll
+# instead of dying (docs/operations.md, "A broker outage")
 STORE_UNAVAILABLE: tuple[type[Exception], ...] = (KafkaUnavailableError, KafkaException)
 
 
@@ -162,6 +164,58 @@ class Lifecycle:
         finally:
             done.set()
             thread.join(5)
+
+    def try_heartbeat(self, state: str, role: str | None = None) -> bool:
+        """`heartbeat`, logged instead of raised while Kafka is unreachable (False)."""
+        try:
+            self.heartbeat(state, role)
+        except STORE_UNAVAILABLE as exc:
+            log.warning("heartbeat %r not written (Kafka unreachable), next one later: %s",
+                        state, exc)  # fmt: skip
+            return False
+        return True
+
+    def other_actives(self) -> list[str]:
+        """Live processors of this job other than this one that heartbeat as the active."""
+        with self.store_lock:
+            found = statuses(self.store.processors())
+        return sorted(
+            pid
+            for pid, s in found.items()
+            if pid != self.processor_id
+            and s.role == ROLE_ACTIVE
+            and s.state in ("starting", "running", "stopping")
+            and s.alive()
+        )
+
+    def wait_for_lease_again(self) -> str:
+        """Fenced - the lease expired, e.g. Kafka unreachable for longer than the TTL: wait as a
+        standby (heartbeating ``standby`` when the store can be written) until this processor
+        holds the lease again (``"regained"``, the new epoch taken), another processor is
+        active (``"replaced"``) or a stop for its version is requested (``"stopped"``)."""
+        assert self.lease is not None
+        interval = heartbeat_interval(self.ttl_s)
+        next_beat = 0.0
+        while True:
+            if self.lease.wait_until_active(timeout_s=VERSION_POLL_S * 2):
+                self.epoch = self.lease.epoch
+                log.info("processor %s holds the lease of job %s again (epoch %d)",
+                         self.processor_id, self.job_name, self.epoch)  # fmt: skip
+                return "regained"
+            try:
+                if self.check_stop():
+                    return "stopped"
+                others = self.other_actives()
+                if time.monotonic() >= next_beat:
+                    self.heartbeat("standby")
+                    next_beat = time.monotonic() + interval
+            except STORE_UNAVAILABLE as exc:
+                log.info("fenced, Kafka still unreachable: %s", exc)
+                continue
+            if others:
+                log.warning("processor %s: %s holds the lease of job %s now",
+                            self.processor_id, ", ".join(others), self.job_name)  # fmt: skip
+                return "replaced"
 
     def reap_dead(self) -> list[str]:
         """Tombstone the records of processors silent past their TTL; return their ids."""
