@@ -256,6 +256,8 @@ def _no_commit(checkpoint: CheckpointPosition) -> str:
 
 
 __all__ = [
+    "COMMITS",
+    "OFFSETS",
     "SOURCE_EVOLUTION_CONF",
     "CheckpointError",
     "CheckpointPosition",
