@@ -225,7 +225,7 @@ def test_a_real_expansion_as_it_runs(
         assert bool(row.group(2)) == (task == "barrier"), (task, row.group(2))
     barrier = re.search(r"^barrier\t.*\tprotocol's step time: grace and snapshot (\d+\.\d) s; "
                         r"drain (\d+\.\d) s$", text, re.M)  # fmt: skip
-    assert barrier is not None and float(barrier.group(1)) >= GRACE_S - 0.1, text
+    assert barrier is not None and float(barrier.group(1)) > 0 < float(barrier.group(2)), text
     run = SimpleNamespace(dag_id=spec["dag_id"], run_id=result["run_id"])
     seconds = airflow_env.task_instance_xcom(run, "report")["seconds_per_step"]
     assert None not in seconds.values(), seconds  # the report times every step too

@@ -10,6 +10,7 @@ import logging
 from typing import Any
 from urllib.parse import quote
 
+from airflow_samza_expand._protocol.steps import STEPS
 from airflow_samza_expand.airflow._ui.records import Expansion, TaskRun
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,8 @@ def _iso(value: Any) -> str | None:
 
 
 def task_runs(dag_id: str, run_id: str) -> tuple[TaskRun, ...]:
-    """Every task instance of the DAG run, in start order (not started: last)."""
+    """Every task instance of the DAG run, in start order (not started: last, in the chain's
+    order)."""
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
     from sqlalchemy import select
@@ -56,7 +58,12 @@ def task_runs(dag_id: str, run_id: str) -> tuple[TaskRun, ...]:
             )
             for ti in rows
         ]
-    return tuple(sorted(runs, key=lambda r: (r.started_at or "~", r.task_id)))
+    chain: dict[str, int] = {}
+    for i, step in enumerate(STEPS):
+        chain.setdefault(step.task_id, i)
+    return tuple(
+        sorted(runs, key=lambda r: (r.started_at or "~", chain.get(r.task_id, 99), r.task_id))
+    )
 
 
 def with_tasks(expansion: Expansion) -> Expansion:

@@ -67,15 +67,17 @@ def _protocol_note(e: Expansion, task_id: str) -> str:
     out = []
     if len(mine) > 1:
         times = {s.record_step: s for s in e.steps}
-        parts = [
-            f"{s.phase} {seconds(times[s.record_step].duration_s)}"
-            for s in mine
-            if s.record_step in times
-        ]
+        parts = [f"{s.phase} {_took(times[s.record_step])}" for s in mine if s.record_step in times]
         if parts:
             out.append("protocol's step time: " + "; ".join(parts))
     word = step_wording(e, mine[0].record_step) if mine else ""
     return "; ".join(out + ([word] if word else []))
+
+
+def _took(step: Step) -> str:
+    return (
+        "(running)" if step.duration_s is None and not step.ended_at else seconds(step.duration_s)
+    )
 
 
 def step_wording(e: Expansion, record_step: str) -> str:
