@@ -1,7 +1,8 @@
 """Green means done: what the cluster must show before an expansion's run may end green, and
 the repair of a record that an earlier version left behind its own outcome.
 
-`missing` compares an expansion record with Kafka and the coordinator store: every grown stream
+`missing` compares an expansion record with Kafka and the coordinator store (the rule itself,
+pure, is `gaps`): every grown stream
 at its target count (a stream that stays is not looked at), job model vN+1 the newest, no live
 active processor on another version (and, when the DAG waited for an acknowledgement, one on
 vN+1), the record ``completed``. The last step fails with the list when it is not empty."""
@@ -30,54 +31,70 @@ class OutcomeMissingError(ExpansionError):
 
 def missing(store: CoordinatorStore, admin: KafkaAdmin, record: ExpansionRecord) -> list[str]:
     """What the cluster does not (yet) show of `record`'s outcome; empty when all of it."""
-    gaps = _topics_behind(admin, record)
     latest = store.latest_job_model()
-    newest = latest.version if latest is not None else None
+    return gaps(
+        record,
+        _live_counts(admin, record),
+        latest.version if latest is not None else None,
+        store.processors(),
+    )
+
+
+def gaps(
+    record: ExpansionRecord,
+    live_counts: Mapping[str, int],
+    newest: int | None,
+    processors: Mapping[str, Mapping[str, Any]],
+) -> list[str]:
+    """The outcome's rule (pure): what of `record`'s outcome the cluster's `live_counts` of the
+    grown streams, `newest` job model version and `processors` do not show."""
+    found = _behind(record, live_counts)
     if newest != record.target_version:
-        gaps.append(
+        found.append(
             f"job model v{record.target_version} is not the newest (newest: "
             f"{'none' if newest is None else f'v{newest}'})"
         )
-    processors = store.processors()
-    live = statuses(processors)
     stale = sorted(
         f"{pid} (v{s.job_model_version})"
-        for pid, s in live.items()
+        for pid, s in statuses(processors).items()
         if s.alive() and s.state == "running" and s.role in (None, "active")
         and s.job_model_version != record.target_version
     )  # fmt: skip
     if stale:
-        gaps.append(f"live processors run another job model: {', '.join(stale)}")
+        found.append(f"live processors run another job model: {', '.join(stale)}")
     if "ack" in record.results and not _ran(processors, record.target_version):
-        gaps.append(f"no processor has run job model v{record.target_version}")
+        found.append(f"no processor has run job model v{record.target_version}")
     if record.status != ExpansionStatus.COMPLETED:
-        gaps.append(f"the record is {record.status.value!r}, not 'completed'")
-    return gaps
+        found.append(f"the record is {record.status.value!r}, not 'completed'")
+    return found
 
 
 def require(store: CoordinatorStore, admin: KafkaAdmin, expansion_id: str) -> ExpansionRecord:
     """The record when its whole outcome is on the cluster, else OutcomeMissingError naming
     every part that is not."""
     record = records.require(store, expansion_id)
-    gaps = missing(store, admin, record)
-    if gaps:
+    found = missing(store, admin, record)
+    if found:
         raise OutcomeMissingError(
             f"expansion {expansion_id} of job {record.job_name!r} is not done on the cluster: "
-            + "; ".join(gaps)
+            + "; ".join(found)
             + " - see the run's earlier task logs, clear the failed step and rerun the DAG"
         )
     return record
 
 
-def _topics_behind(admin: KafkaAdmin, record: ExpansionRecord) -> list[str]:
+def _live_counts(admin: KafkaAdmin, record: ExpansionRecord) -> dict[str, int]:
+    """The live partition counts of the streams `record` grows (no request when none)."""
     grown = record.grown_counts()
-    if not grown:
-        return []
-    live = admin.partition_counts(sorted(grown))
+    return admin.partition_counts(sorted(grown)) if grown else {}
+
+
+def _behind(record: ExpansionRecord, live_counts: Mapping[str, int]) -> list[str]:
+    """Each grown stream below its target."""
     return [
-        f"topic {topic!r} has {live[topic]} partitions, target {after}"
-        for topic, (_, after) in grown.items()
-        if live[topic] < after
+        f"topic {topic!r} has {live_counts[topic]} partitions, target {after}"
+        for topic, (_, after) in record.grown_counts().items()
+        if live_counts[topic] < after
     ]
 
 
@@ -103,7 +120,7 @@ def finished_but_open(
         and report is not None
         and report.ended_at is not None
         and record.target_version == latest.version
-        and not _topics_behind(admin, record)
+        and not _behind(record, _live_counts(admin, record))
     )
 
 
@@ -149,4 +166,11 @@ def close_finished(
     return closed
 
 
-__all__ = ["OutcomeMissingError", "close_finished", "finished_but_open", "missing", "require"]
+__all__ = [
+    "OutcomeMissingError",
+    "close_finished",
+    "finished_but_open",
+    "gaps",
+    "missing",
+    "require",
+]

@@ -204,9 +204,10 @@ class ExpansionRecord:
 
     def reached(self, status: ExpansionStatus | str) -> bool:
         """At `status` or past it in `ORDER` (a failed record has reached nothing new)."""
-        if self.status not in ORDER:
-            return False
-        return ORDER.index(self.status) >= ORDER.index(ExpansionStatus(status))
+        target = ExpansionStatus(status)
+        if self.status not in ORDER or target not in ORDER:
+            return self.status == target
+        return ORDER.index(self.status) >= ORDER.index(target)
 
     def may_reach(self, status: ExpansionStatus | str) -> bool:
         """A step that ends at `status` may act on this record: it is there or past it (a
