@@ -185,3 +185,22 @@ def test_from_group_and_from_checkpoint_exclude_each_other(
     assert (code, out) == (2, "")
     assert "--from-group and --from-checkpoint exclude each other" in err
     assert coordinator_topic(job) not in admin.topic_names()
+
+
+def test_from_checkpoint_refuses_what_is_no_checkpoint(
+    kafka_bootstrap, admin, unique_topic, capsys, tmp_path
+):
+    """A folder without Spark's offset log, an fsspec URL of a filesystem not installed: exit 2
+    naming it and the fix, nothing written (real checkpoints: tests/spark)."""
+    topic, job = unique_topic("orders"), unique_topic("job")
+    admin.ensure_topic(topic, 2)
+    for where, expected in [
+        (str(tmp_path), "is not a Spark streaming checkpoint (empty or missing"),
+        ("nosuchfs://bucket/ck", "install the fsspec filesystem of nosuchfs://"),
+    ]:
+        code, out, err = init(capsys, kafka_bootstrap, "--job-name", job, "--topic", topic,
+                              "--from-checkpoint", where)  # fmt: skip
+        assert (code, out) == (2, ""), err
+        assert expected in err and "nothing written" in err
+    assert coordinator_topic(job) not in admin.topic_names()
+    assert admin.group_offsets(job, {topic: [0, 1]}) == {topic: {0: None, 1: None}}

@@ -107,7 +107,13 @@ def open_location(location: str) -> LocalFiles | FsspecFiles:
     """The checkpoint folder: a local path, a file:// URL or another fsspec URL."""
     parsed = urllib.parse.urlparse(location)
     if "://" in location and parsed.scheme not in ("", "file"):
-        return FsspecFiles(location.rstrip("/"))
+        try:
+            return FsspecFiles(location.rstrip("/"))
+        except (ImportError, ValueError) as exc:
+            raise CheckpointError(
+                f"cannot open {location!r}: {exc} - install the fsspec filesystem of "
+                f"{parsed.scheme}:// (e.g. pip install s3fs, gcsfs, adlfs) or give a local path"
+            ) from None
     root = parsed.path if parsed.scheme == "file" else location
     return LocalFiles(os.path.abspath(os.path.expanduser(root)))
 
@@ -121,14 +127,21 @@ def read_checkpoint(location: str) -> CheckpointPosition:
     """The position of the checkpoint at `location` (module docstring). CheckpointError when it
     is no Spark checkpoint or its last committed offset log is unreadable."""
     files = open_location(location)
-    last, newest = _batches(files, location)
+    try:
+        last, newest = _batches(files, location)
+        text = None if last is None else _read(files, location, OFFSETS, last)
+        query_id = _query_id(files)
+    except OSError as exc:  # no permission, no credentials, an unreachable store
+        raise CheckpointError(
+            f"cannot read checkpoint {location!r}: {exc} - check the path and the access "
+            "(permissions, the filesystem's credentials) of whoever runs this"
+        ) from None
     sources: tuple[SourceOffset, ...] = ()
     conf: dict[str, str] = {}
     version = 1
-    if last is not None:
-        text = _read(files, location, OFFSETS, last)
+    if text is not None:
         version, conf, sources = parse_offset_log(text, f"{location}/{OFFSETS}/{last}")
-    return CheckpointPosition(location, last, newest, sources, conf, _query_id(files), version)
+    return CheckpointPosition(location, last, newest, sources, conf, query_id, version)
 
 
 def watch_quiet(
@@ -157,7 +170,7 @@ def _batches(files: LocalFiles | FsspecFiles, location: str) -> tuple[int | None
     """(the last committed batch or None, the newest logged batch)."""
     offsets, commits = batches(files, OFFSETS), batches(files, COMMITS)
     if not offsets:
-        what = "no such folder" if not files.names() else "no offsets/ log"
+        what = "empty or missing" if not files.names() else "no offsets/ log"
         raise CheckpointError(
             f"{location!r} is not a Spark streaming checkpoint ({what}: Spark writes "
             "offsets/<batch> there from the query's first batch) - give the folder the query "
