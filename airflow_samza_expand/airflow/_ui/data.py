@@ -1,6 +1,7 @@
 """Every read the UI makes: coordinator store, Kafka metadata and offsets, the restarted job's log.
 
-This is the one module that knows the store's read API, so a change of that API is a change
+This is the one module that knows the store's read API (`parts` builds rows from what it read;
+`airflow_tasks` reads Airflow's task instances), so a change of that API is a change
 here only. Each function returns typed records (below) or raises `UiProblem`, whose status and
 message the pages show instead of a stack trace:
 
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 COORDINATOR_PREFIX = "__samza_coordinator_"
 # the active lease of a job is its Kafka consumer group membership, no store record
 LEASE_NAMES = ("expansion",)
+TASKS_OF_NEWEST = 10  # expansions whose DAG run's task instances a page reads; older: the record
 T = TypeVar("T")
 
 
@@ -246,7 +248,9 @@ def read_job(settings: UiSettings, job: str) -> JobSnapshot:
                 lambda: _expansions(store, job, history, snapshot.live_counts, typed),
                 [],
             )
-        snapshot.expansions = [with_tasks(e) for e in snapshot.expansions]
+        snapshot.expansions = [  # Airflow's task instances of the newest few (one query each)
+            with_tasks(e) if i < TASKS_OF_NEWEST else e for i, e in enumerate(snapshot.expansions)
+        ]
         lag = _barrier(snapshot, admin, snapshot.consumer_group, typed or [])
         snapshot.status = JobStatus(
             job_name=job,
