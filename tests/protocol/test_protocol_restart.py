@@ -131,3 +131,31 @@ def test_the_users_task_strategy_stops_the_job_and_lets_the_submit_step_go_on(st
     store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
     walk(store, EXPANSION, ExpansionStatus.JOB_MODEL_WRITTEN)
     assert before_submit(store, EXPANSION, continuous=True).launch
+
+
+def test_a_processor_without_in_app_gets_the_warm_handover_not_a_query_restart(store):
+    """What the in-app e2e test's job gets when its processor does not advertise ``in-app``
+    (Spark's own source on a runtime that says only ``standby``): the plan chooses warm, the
+    standby step launches vN+1, the stop step stops vN, the submit step launches vN+1 unless
+    the standby runs it, the ack names the standby; a DAG that launches nothing refuses at
+    the plan, naming the processor and what it advertises."""
+    _beat(store, "a", ["standby"])
+    with pytest.raises(ExpansionError, match=r"'in-app'.*processor\(s\) a of v1"):
+        _choose(store, "in-app")
+    with pytest.raises(ExpansionError, match=r"a advertises standby\).*names no application"):
+        _choose(store, launches=False)
+    choice = _choose(store)
+    assert choice.mode == "warm" and not choice.strategy.launches_nothing, choice
+    _record_choice(store, choice)
+    assert restart.launches_nothing(store.get_expansion(EXPANSION)) is None
+    assert standby.before_standby(store, EXPANSION).launch == 1
+    walk(store, EXPANSION, ExpansionStatus.BARRIER_PASSED)
+    decision = request_stop(store, "expansion", expansion_id=EXPANSION)
+    assert decision.requested and store.stop_request()["version"] == 1, decision
+    store.write_job_model(dataclasses.replace(store.latest_job_model(), version=2))
+    walk(store, EXPANSION, ExpansionStatus.JOB_MODEL_WRITTEN)
+    assert before_submit(store, EXPANSION, continuous=True).launch  # no standby heartbeat yet
+    store.heartbeat("b", 2, "standby", role="standby", ttl_s=30, capabilities=["standby"])
+    assert not before_submit(store, EXPANSION, continuous=True).launch  # it takes over
+    waiting = ack_poll(store, 2, expansion_id=EXPANSION)
+    assert not waiting.done and "the standby launched during the grace" in waiting.message
