@@ -29,6 +29,7 @@ CLASSES: list[str] = [
     "airflow_samza_expand.airflow.triggers.JobModelAckTrigger",
     "airflow_samza_expand.airflow.triggers.PartitionCountChangeTrigger",
     "airflow_samza_expand.airflow.triggers.ExpansionLeaseTrigger",
+    "airflow_samza_expand.airflow.triggers.JobStopTrigger",
 ]
 
 

@@ -25,7 +25,7 @@ from airflow_samza_expand._protocol.barrier.wait import (
 )
 from airflow_samza_expand._protocol.ownership import lease_poll, take
 from airflow_samza_expand._protocol.poll import Poll, Reconnect
-from airflow_samza_expand._protocol.steps import ack
+from airflow_samza_expand._protocol.steps import ack, standby, stop
 from airflow_samza_expand._protocol.steps.plan_wait import job_back_poll
 from airflow_samza_expand.airflow._waitlog import WaitLog
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, SamzaExpandKafkaHook
@@ -269,6 +269,43 @@ class JobBackTrigger(PollingTrigger):
 
 
 @dataclass(kw_only=True, eq=False)
+class JobStopTrigger(PollingTrigger):
+    """The deferred waits of ``StopStatefulJobOperator`` on job model ``version``: ``wait="stop"``
+    fires ``{"status": "stopped", "stopped"}`` once none of its processors is live (the stop
+    step's poll); ``wait="standby"`` fires ``{"status": "warm", "warm"}`` once a processor of it
+    is warm (the warm handover's standby). Past ``deadline`` (epoch seconds):
+    ``{"status": "timeout", "waiting"}``. Renews ``holder``'s expansion lease on every poll."""
+
+    job_name: str
+    version: int
+    wait: str = "stop"
+    deadline: float | None = None
+    holder: str | None = None
+    poll_interval_s: float = 5.0
+    coordinator: str = DEFAULT_COORDINATOR
+    kafka_config_id: str = DEFAULT_CONN_ID
+    request_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.wait not in ("stop", "standby"):
+            raise ValueError(f"wait must be 'stop' or 'standby', got {self.wait!r}")
+
+    def poll(self, admin: KafkaAdmin, store: CoordinatorStore) -> Poll:
+        if self.holder:
+            take(store, self.holder)  # renews the owner's lease
+        if self.wait == "standby":
+            return standby.standby_poll(store, int(self.version))
+        return stop.stop_poll(store, int(self.version))
+
+    def event(self, poll: Poll) -> dict[str, Any]:
+        return {"status": "warm" if self.wait == "standby" else "stopped", **(poll.result or {})}
+
+    def timeout_event(self, poll: Poll | None) -> dict[str, Any]:
+        return {"status": "timeout", "waiting": poll.message if poll is not None else ""}
+
+
+@dataclass(kw_only=True, eq=False)
 class PartitionCountChangeTrigger(PollingTrigger, BaseEventTrigger):
     """Fires ``{"topic", "baseline", "partition_count"}`` when the topic's partition count
     differs from ``baseline``. ``baseline`` None: with ``job_name``, the count the job's newest
@@ -314,6 +351,7 @@ __all__ = [
     "ExpansionLeaseTrigger",
     "JobBackTrigger",
     "JobModelAckTrigger",
+    "JobStopTrigger",
     "OrderingBarrierTrigger",
     "PartitionCountChangeTrigger",
 ]
