@@ -220,7 +220,8 @@ def test_an_unreachable_broker_is_one_line(command):
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
         f"error: cannot reach Kafka at 127.0.0.1:{port} within 2 s - check --bootstrap-servers "
-        "(and --kafka-config) and that the brokers run; --timeout waits longer"
+        "(or --kafka-config, $SAMZA_EXPAND_BOOTSTRAP_SERVERS) and that the brokers run; "
+        "--timeout waits longer"
     ]
 
 

@@ -5,6 +5,10 @@ of Kafka that ends in one line instead of librdkafka's retry log.
     --job-name NAME (or the JOB argument)   old: --job
     --coordinator kafka|kafka://TOPIC|PATH   old: --coordinator-topic TOPIC
     --bootstrap-servers HOST:PORT[,...]  --kafka-config FILE  --timeout SECONDS
+
+The bootstrap servers come from --bootstrap-servers, else from --kafka-config's
+bootstrap.servers, else from the environment variable SAMZA_EXPAND_BOOTSTRAP_SERVERS (the one
+the example DAGs read).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -22,9 +27,11 @@ from airflow_samza_expand.core._names import coordinator_topic
 from airflow_samza_expand.store import parse_coordinator
 
 DEFAULT_TIMEOUT_S = 10.0
+BOOTSTRAP_ENV = "SAMZA_EXPAND_BOOTSTRAP_SERVERS"
 NO_SERVERS = (
     "no Kafka bootstrap servers - pass --bootstrap-servers HOST:PORT (e.g. "
-    "--bootstrap-servers localhost:9092), or a --kafka-config FILE that sets bootstrap.servers"
+    "--bootstrap-servers localhost:9092), a --kafka-config FILE that sets bootstrap.servers, "
+    f"or set {BOOTSTRAP_ENV}"
 )
 
 
@@ -68,7 +75,10 @@ def add_job_argument(parser: argparse.ArgumentParser, *, positional: bool = Fals
 def add_kafka_arguments(parser: argparse.ArgumentParser, *, coordinator: bool = True) -> None:
     """``--bootstrap-servers``, ``--kafka-config``, ``--timeout`` and ``--coordinator`` (with
     the hidden old ``--coordinator-topic``)."""
-    parser.add_argument("--bootstrap-servers", help="Kafka bootstrap servers HOST:PORT[,...]")
+    parser.add_argument(
+        "--bootstrap-servers",
+        help=f"Kafka bootstrap servers HOST:PORT[,...] (default: ${BOOTSTRAP_ENV})",
+    )
     parser.add_argument(
         "--kafka-config",
         metavar="FILE",
@@ -124,11 +134,18 @@ def check_job_name(name: str, flag: str = "--job-name") -> None:
 
 
 def kafka_config(args: argparse.Namespace) -> dict[str, str]:
-    """The client config of --bootstrap-servers / --kafka-config (UsageError naming the flag)."""
+    """The client config of --bootstrap-servers / --kafka-config, the servers falling back to
+    $SAMZA_EXPAND_BOOTSTRAP_SERVERS (UsageError naming the flag)."""
     if args.timeout <= 0:
         raise UsageError(f"--timeout {args.timeout:g} - pass a number of seconds > 0, e.g. 10")
+    from_env = os.environ.get(BOOTSTRAP_ENV, "").strip() or None
     try:
-        return client_config(args.bootstrap_servers, args.kafka_config)
+        try:
+            return client_config(args.bootstrap_servers, args.kafka_config)
+        except ValueError as exc:
+            if "no Kafka bootstrap servers" not in str(exc) or from_env is None:
+                raise
+            return client_config(from_env, args.kafka_config)
     except ValueError as exc:
         if "no Kafka bootstrap servers" in str(exc):
             raise UsageError(NO_SERVERS) from None
@@ -165,8 +182,8 @@ def connect(config: Mapping[str, str], timeout_s: float) -> KafkaAdmin:
         admin.close()
         raise KafkaUnavailableError(
             f"cannot reach Kafka at {bootstrap_of(config)} within {timeout_s:g} s - check "
-            "--bootstrap-servers (and --kafka-config) and that the brokers run; --timeout "
-            "waits longer"
+            f"--bootstrap-servers (or --kafka-config, ${BOOTSTRAP_ENV}) and that the brokers "
+            "run; --timeout waits longer"
         ) from None
     except BaseException:
         admin.close()
@@ -175,6 +192,7 @@ def connect(config: Mapping[str, str], timeout_s: float) -> KafkaAdmin:
 
 
 __all__ = [
+    "BOOTSTRAP_ENV",
     "DEFAULT_TIMEOUT_S",
     "UsageError",
     "add_deprecated_alias",
