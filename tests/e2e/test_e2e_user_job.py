@@ -11,11 +11,13 @@ live processor of vN advertises in its heartbeat, and each source gets its own:
   launched;
 * Spark's own Kafka source cannot switch in place; the runtime advertises ``in-app``, so the
   running application restarts its query on each new job model once the barrier has passed
-  (rule 1.10) - one processor id and one Spark application from start to end, no spark-submit
-  launched by the DAG (a ``warm`` handover to a standby where the runtime says only
-  ``standby``).
+  (rule 1.10) - exactly that: one processor id and one Spark application from start to end,
+  no spark-submit launched by the DAG, no stop record. A fall back to a ``warm`` handover
+  (a spark-submit from Airflow per expansion) fails this test.
 
-The warm handover itself stays covered by the other e2e tests (the scenario's default), with a
+What a job whose processors do not advertise ``in-app`` gets instead (the warm handover's
+standby, stop and submit) is held without Spark in tests/protocol/test_protocol_restart.py;
+the warm handover itself stays covered by the other e2e tests (the scenario's default), with a
 job of the user's own in test_e2e_two_streams.py. The verifier: exact per-key counts, no
 sequence violation, no count ever went back, partitions 2..7 consumed, job model history
 v1..v3, order proven."""
@@ -35,8 +37,8 @@ CHAIN_OK = {"plan", "expand", "barrier", "stop_job", "write_job_model", "submit"
 APPLICATION = re.compile(r"in (?:the same )?Spark application (\S+)")
 # rule 1.8's order: (restart mode, the capability every live processor of vN must advertise)
 PREFERENCE = (("in-place", "in-place"), ("in-app", "in-app"), ("warm", "standby"))
-# the reader switches in place; Spark's own source cannot (in-app, or warm without it)
-EXPECTED = {"python": {"in-place"}, "kafka": {"in-app", "warm"}}
+# the reader switches in place; Spark's own source cannot, its runtime restarts the query
+EXPECTED = {"python": "in-place", "kafka": "in-app"}
 
 
 def factory_default_handover() -> str:
@@ -66,7 +68,6 @@ def test_user_job_expanded_twice_with_the_default_restart(scenario, source) -> N
     s.start_producer()
     s.start_job()
     first = dict(s.job.handle)
-    modes = []
     for version in (2, 3):
         live = [p for p in statuses(s.store.processors()).values()
                 if p.job_model_version == version - 1 and p.state == "running"]  # fmt: skip
@@ -87,18 +88,17 @@ def test_user_job_expanded_twice_with_the_default_restart(scenario, source) -> N
         # the record's choice: what the default asked for, and rule 1.8 over the processors
         assert choice.get("requested") == "auto", choice
         assert choice.get("mode") == expected_mode([p.capabilities for p in live]), (choice, live)
-        assert choice["mode"] in EXPECTED[source], (choice, live)
+        assert choice["mode"] == EXPECTED[source], (choice, live)
         assert outcome.restart == choice["mode"], (outcome.restart, choice)
-        modes.append(choice["mode"])
-        if choice["mode"] in ("in-place", "in-app"):  # the same driver runs on: no launch
-            assert int(s.job.handle["pid"]) == pid, s.job.handle
-            assert "pid" not in (outcome.summary["submit"] or {}), outcome.summary["submit"]
-        else:  # warm: the vN+1 standby took the lease, the submit step launched nothing
-            assert outcome.handover, outcome
+        # the same driver runs on: nothing launched, nothing stopped
+        assert int(s.job.handle["pid"]) == pid, s.job.handle
+        assert "pid" not in (outcome.summary["submit"] or {}), outcome.summary["submit"]
+        assert not outcome.handover, outcome
         running = [p for p in statuses(s.store.processors()).values() if p.state == "running"]
         assert [p.job_model_version for p in running] == [version], running
-    if modes == ["in-app", "in-app"]:  # before the scenario's own stop at its finish
-        _one_processor_and_one_application(s, first)
+    _nothing_launched(s, first)  # before the scenario's own stop at its finish
+    if source == "kafka":
+        _one_application_restarting_its_query(s, first)
     result = s.finish(expected_versions=[1, 2, 3])
     print(f"[e2e] user job ({source}): {result.describe()}")
     assert result.ok, result.describe()
@@ -109,9 +109,9 @@ def test_user_job_expanded_twice_with_the_default_restart(scenario, source) -> N
     assert s.models[-1].tasks() == ["Partition 0", "Partition 1"]
 
 
-def _one_processor_and_one_application(s, first: dict) -> None:
-    """The job launched at the start runs v3 now: the same process, processor and Spark
-    application; the DAG launched nothing (no spark-submit log, no stop record)."""
+def _nothing_launched(s, first: dict) -> None:
+    """The job launched at the start runs v3 now: the same process and its one processor; the
+    DAG launched nothing (no spark-submit log, no stop record)."""
     assert s.job.handle["pid"] == first["pid"], (first, s.job.handle)
     launched = sorted(p.name for p in Path(s.log_dir).rglob("spark-submit-*.log"))
     assert not launched, launched
@@ -119,6 +119,11 @@ def _one_processor_and_one_application(s, first: dict) -> None:
     (pid,) = s.store.processors()
     status = s.store.processors()[pid]
     assert (status["job_model_version"], status["state"]) == (3, "running"), status
+
+
+def _one_application_restarting_its_query(s, first: dict) -> None:
+    """In-app: one Spark application from start to end, its query restarted on v2 and v3."""
+    (status,) = s.store.processors().values()
     assert "in-app" in status["capabilities"], status
     text = Path(first["log_path"]).read_text(errors="replace")
     assert set(APPLICATION.findall(text)) and len(set(APPLICATION.findall(text))) == 1, (
