@@ -36,6 +36,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from airflow_samza_expand._protocol.spark_checkpoint import (
+    COMMITS,
     OFFSETS,
     SOURCE_EVOLUTION_CONF,
     CheckpointError,
@@ -187,6 +188,16 @@ def positions(location: str) -> Iterator[CheckpointPosition]:
                                   last_committed_batch=None)  # fmt: skip
 
 
+def has_committed_batch(location: str) -> bool:
+    """Whether the checkpoint has a committed batch (Spark goes on from it and ignores the
+    source's ``startingOffsets``); False when it cannot be read."""
+    try:
+        files = open_location(location)
+        return bool(set(batches(files, OFFSETS)) & set(batches(files, COMMITS)))
+    except (OSError, ValueError, CheckpointError):
+        return False
+
+
 def check_checkpoint(location: str, model: JobModel) -> CheckpointPosition | None:
     """Refuse (`CheckpointRefused`) a checkpoint the job model cannot go on from; else the
     position Spark starts from (None for a fresh checkpoint)."""
@@ -216,6 +227,7 @@ __all__ = [
     "check_source_evolution",
     "check_sources",
     "check_topics",
+    "has_committed_batch",
     "new_partitions",
     "problems",
     "unordered_partitions",

@@ -314,9 +314,13 @@ class Job(QueryDriver):
 
     def starting_offsets(self, model: JobModel) -> str:
         """Spark's ``startingOffsets`` for a fresh checkpoint: ``earliest``, or where the job's
-        consumer group has committed offsets, the JSON of every SSP's start (-2: log start)."""
+        consumer group has committed offsets, the JSON of every SSP's start (-2: log start).
+        A checkpoint with a committed batch decides itself (``earliest``, unused by Spark)."""
+        from airflow_samza_expand.spark._adoption import has_committed_batch
         from airflow_samza_expand.spark._start_position import group_start_offsets
 
+        if has_committed_batch(self.checkpoint_dir):  # Spark goes on from it: no lookup
+            return "earliest"
         starts = group_start_offsets(
             self.kafka_config(), self.consumer_group, model.partition_counts()
         )

@@ -19,6 +19,7 @@ from airflow_samza_expand.spark._adoption import (
     check_source_evolution,
     check_sources,
     check_topics,
+    has_committed_batch,
     new_partitions,
     unordered_partitions,
 )
@@ -62,6 +63,10 @@ def test_a_subscribe_jobs_checkpoint_on_the_models_topic_passes(tmp_path) -> Non
     assert start is not None and start.last_committed_batch == 1
     assert new_partitions(start, MODEL) == {} == unordered_partitions(start, MODEL)
     assert check_checkpoint(str(tmp_path / "fresh"), MODEL) is None  # no checkpoint yet
+    # Spark goes on from a committed batch (the runtime looks up no group position for it)
+    assert has_committed_batch(ck) and not has_committed_batch(str(tmp_path / "fresh"))
+    in_flight = checkpoint(tmp_path / "b", [kafka(orders={0: 3, 1: 9})], committed=-1)
+    assert not has_committed_batch(in_flight)
 
 
 def test_several_sources_or_a_source_not_kafka_are_refused(tmp_path) -> None:
