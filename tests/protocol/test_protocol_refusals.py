@@ -138,3 +138,20 @@ def test_a_failed_record_is_resumed_by_every_step(planned_job: PlannedJob):
     assert _stop(job).requested
     _ack_poll(job)
     assert "report" in _report(job).steps
+
+
+@pytest.mark.parametrize("status", list(S), ids=[s.value for s in S])
+def test_plan_never_moves_an_existing_records_status(planned_job: PlannedJob, status):
+    """The plan's one status write is a new record at ``planned`` (revision 0: one that exists
+    is reused, never overwritten). A later plan of the same intent by another run, in any
+    status the record is in, leaves that status as it is (a failed record stays failed until
+    a step resumes it)."""
+    from airflow_samza_expand._protocol.ownership import give_up
+    from airflow_samza_expand._protocol.steps.plan import PlanRequest, plan
+
+    job = planned_job
+    put_status(job, status)
+    give_up(job.store, job.holder)
+    request = PlanRequest(job_name=job.name, topics=(job.topic,), check_partitioner=False)
+    plan(job.store, job.admin, request, f"{job.holder}-next")
+    assert job.record().status == status

@@ -120,6 +120,8 @@ def test_a_live_active_processor_on_another_model_is_a_gap_others_are_not():
         "e": beat(1, state="starting"),
         "f": beat(1, age_s=31.0),  # dead
         "g": beat(3, age_s=29.0, ttl=30.0),  # just alive
+        "h": beat(1, state="failed"),  # ended: not running
+        "i": beat(1, state="stopped"),
     }
     assert gaps(DONE, {"o": 4}, 2, others) == [
         "live processors run another job model: b (v1), c (v1), g (v3)"
