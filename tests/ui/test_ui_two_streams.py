@@ -32,9 +32,7 @@ def test_a_completed_two_stream_expansion_shows_both_streams(tmp_path):
         expected_revision=0,
     )  # fmt: skip
 
-    snap = read_job(
-        UiSettings(coordinator=str(tmp_path), discover=False, log_dirs=()), JOB
-    )
+    snap = read_job(UiSettings(coordinator=str(tmp_path), discover=False, log_dirs=()), JOB)
 
     (expansion,) = snap.expansions
     assert expansion.status == "completed"
