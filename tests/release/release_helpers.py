@@ -16,7 +16,8 @@ CONSTRAINTS = REPO / "constraints.txt"
 class Dists:
     sdist: Path  # airflow-samza-expand, the provider
     wheel: Path
-    runtime_wheel: Path  # samza-expand-runtime, the job side without Airflow
+    runtime_sdist: Path  # samza-expand-runtime, the job side without Airflow
+    runtime_wheel: Path
 
 
 def uv(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -36,9 +37,10 @@ def only(out: Path, pattern: str) -> Path:
 
 def build_dists(out: Path) -> Dists:
     uv("build", "--quiet", "--out-dir", str(out), ".")  # sdist, then the wheel from that sdist
-    uv("build", "--quiet", "--wheel", "--out-dir", str(out), "runtime")
+    uv("build", "--quiet", "--out-dir", str(out), "runtime")  # the same for the job side
     return Dists(
         sdist=only(out, "airflow_samza_expand-*.tar.gz"),
         wheel=only(out, "airflow_samza_expand-*.whl"),
+        runtime_sdist=only(out, "samza_expand_runtime-*.tar.gz"),
         runtime_wheel=only(out, "samza_expand_runtime-*.whl"),
     )

@@ -41,10 +41,12 @@ def metadata(raw: bytes) -> Metadata:
 def test_distributions_carry_valid_metadata_license_and_one_version(dists: Dists) -> None:
     assert "Apache License" in LICENSE.decode() and "Version 2.0" in LICENSE.decode()
     assert get_provider_info()["versions"][0] == __version__
-    sdist = sdist_files(dists.sdist)
-    assert sdist["LICENSE"] == LICENSE
-    assert dists.sdist.name == f"airflow_samza_expand-{__version__}.tar.gz"
-    metas = {"sdist": metadata(sdist["PKG-INFO"])}
+    metas = {}
+    for name, path in (("sdist", dists.sdist), ("runtime sdist", dists.runtime_sdist)):
+        sdist = sdist_files(path)
+        assert sdist["LICENSE"] == LICENSE, name
+        assert path.name.endswith(f"-{__version__}.tar.gz"), path.name
+        metas[name] = metadata(sdist["PKG-INFO"])
     for name, wheel in (("wheel", dists.wheel), ("runtime", dists.runtime_wheel)):
         files = wheel_files(wheel)
         dist_info = next(n.split("/")[0] for n in files if n.endswith(".dist-info/METADATA"))
@@ -60,13 +62,15 @@ def test_distributions_carry_valid_metadata_license_and_one_version(dists: Dists
     assert metas["sdist"].name == metas["wheel"].name == "airflow-samza-expand"
     provider = {Requirement(str(r)).name for r in metas["wheel"].requires_dist or []}
     assert {"apache-airflow", "apache-airflow-providers-apache-kafka"} <= provider
+    assert metas["runtime sdist"].name == metas["runtime"].name == "samza-expand-runtime"
     runtime = {Requirement(str(r)).name for r in metas["runtime"].requires_dist or []}
     assert runtime == {"confluent-kafka", "pyspark", "pandas", "pyarrow", "fsspec"}
 
 
 def test_job_side_wheel_is_the_providers_modules_without_airflow(dists: Dists) -> None:
     """Same bytes as the provider's wheel for every module it carries (they cannot drift), and
-    none of the Airflow surface, the example DAGs, the demo or the test tools."""
+    none of the Airflow surface, the example DAGs, the demo or the test tools. The job side's
+    wheel is built from its sdist, so the sdist carries every module too."""
     provider = wheel_files(dists.wheel)
     runtime = {n: b for n, b in wheel_files(dists.runtime_wheel).items() if ".dist-info/" not in n}
     assert "airflow_samza_expand/spark/job.py" in runtime
