@@ -17,7 +17,9 @@ from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 from airflow_env import first_event, task_context, task_instance_xcom, task_states
 from race_dags import build
 
+from airflow_samza_expand._protocol.ownership import give_up
 from airflow_samza_expand._protocol.restart import choose_restart
+from airflow_samza_expand.airflow._shell import holder_of
 from airflow_samza_expand.airflow.operators import PlanExpansionOperator
 from airflow_samza_expand.airflow.operators._submit import SubmitStreamJobOperator
 from airflow_samza_expand.core._clock import now_iso
@@ -86,10 +88,10 @@ class _Processor:
         self.store.close()
 
 
-def _plan(j, **kwargs) -> PlanExpansionOperator:
+def _plan(j, owns_launch: bool = False, **kwargs) -> PlanExpansionOperator:
     return PlanExpansionOperator(
         task_id="plan", job_name=j.name, topics=[j.topic], check_partitioner=False,
-        restart="auto", owns_launch=False, poll_interval_s=0.2, **kwargs,
+        restart="auto", owns_launch=owns_launch, poll_interval_s=0.2, **kwargs,
     )  # fmt: skip
 
 
@@ -173,6 +175,24 @@ def test_a_dry_run_of_such_a_dag_fails_at_once_naming_the_job(job, admin):
     with pytest.raises(AirflowFailException, match=f"JobDownError: job {j.name!r} is down"):
         _plan(j, dry_run=True).execute(task_context("plan"))
     _nothing_changed(j, admin)
+
+
+@pytest.mark.kafka
+def test_such_a_dag_does_not_go_on_with_an_expansion_planned_to_launch(job, admin):
+    """Another DAG (one that launches) planned a cold restart and let its lease go: a DAG that
+    owns no launch refuses to go on with it (its stop step would stop a job nobody starts)."""
+    j = job(2)
+    _crashed(j)
+    theirs = task_context("plan", dag_id="shipped")
+    planned = _plan(j, owns_launch=True).execute(theirs)
+    assert planned["restart"]["mode"] == "cold", planned
+    give_up(j.store, holder_of(theirs))
+    with pytest.raises(AirflowFailException, match="was planned with a cold restart") as refused:
+        _plan(j).execute(task_context("plan", dag_id="mine"))
+    assert "finish it with a DAG that names how to launch the job" in str(refused.value)
+    record = j.store.get_expansion(planned["expansion_id"])
+    assert record.owner == holder_of(theirs) and record.status.value == "planned"
+    assert admin.partition_counts([j.topic]) == {j.topic: 2}
 
 
 def _record(pid: str, capabilities: list[str], *, alive: bool = True) -> dict:

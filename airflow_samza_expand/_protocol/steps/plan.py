@@ -34,6 +34,7 @@ from airflow_samza_expand._protocol.ownership import (
 from airflow_samza_expand._protocol.policy import policy_targets
 from airflow_samza_expand._protocol.readers import TopicReaders, readers_doc
 from airflow_samza_expand._protocol.records import expansion_id_for, require, update
+from airflow_samza_expand._protocol.restart import STRATEGIES
 from airflow_samza_expand._protocol.steps.plan_types import (
     DRY_RUN,
     NOTHING,
@@ -99,7 +100,7 @@ def plan(
     lease = None if request.dry_run else take(store, holder, lease_ttl_s)
     run = _Run(store, admin, request, holder, lease, kafka_config, discover)
     try:
-        return _take_over(run, _decide(run, joined_holder))
+        return _take_over(run, _launch_owned(run, _decide(run, joined_holder)))
     except ExpansionError:
         if lease is not None and owned_by(store, holder) is None:
             give_up(store, holder)  # a refused plan owns nothing: others need not wait for it
@@ -123,6 +124,23 @@ def _take_over(run: _Run, outcome: PlanOutcome) -> PlanOutcome:
 
     update(run.store, outcome.expansion_id, own, fence=run.lease)
     return outcome
+
+
+def _launch_owned(run: _Run, outcome: PlanOutcome) -> PlanOutcome:
+    """A DAG that owns no launch does not go on with an expansion another run planned with a
+    restart that launches the job (its stop step would stop a job nobody then starts)."""
+    if run.request.launches or outcome.kind not in (REUSED, RESUMED):
+        return outcome
+    mode = (outcome.extra.get("restart") or {}).get("mode")
+    if mode in STRATEGIES and STRATEGIES[mode].launches_nothing:
+        return outcome
+    raise ExpansionError(
+        f"expansion {outcome.expansion_id} of job {run.request.job_name!r} was planned with "
+        f"a {mode or 'cold'} restart, which launches the job, but this DAG names no "
+        "application and no restart task - finish it with a DAG that names how to launch the "
+        "job (the one that planned it): SparkSettings(application=...) or "
+        "RestartSettings(task=...)"
+    )
 
 
 @dataclass(frozen=True)
