@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,11 +28,13 @@ EQUIVALENT = REPO / "tests" / "mutation_equivalent.txt"
 PKG = "airflow_samza_expand"
 # The operators whose mutants say something about a decision: comparisons, boolean operators
 # and constants, numbers, arithmetic between +, -, * and /, unary operators, break/continue
-# and a loop that runs zero times. The other binary replacements (a + b -> a ** b, a << b,
-# a ^ b ...) multiply the count with mutants any test kills.
+# and a loop that runs zero times (not == against `is`, below). The other binary replacements
+# (a + b -> a ** b, a << b, a ^ b ...) multiply the count with mutants any test kills.
 EXCLUDED_OPERATORS = [
     r"core/ReplaceBinaryOperator_.*_(Pow|RShift|LShift|BitOr|BitAnd|BitXor|Mod|FloorDiv)$",
     r"core/ReplaceBinaryOperator_(Pow|RShift|LShift|BitOr|BitAnd|BitXor|Mod|FloorDiv)_.*",
+    # == against `is` on enum members, small ints and interned strings: the same in CPython
+    r"core/ReplaceComparisonOperator_(Eq|NotEq)_(Is|IsNot)$",
     r"core/ExceptionReplacer",
     r"core/RemoveDecorator",
     r"core/VariableInserter",
@@ -73,13 +76,14 @@ TARGETS = (
     Target(
         "barrier snapshot rule", "_protocol/barrier/rule.py",
         ("decide_snapshot", "job_coverage", "next_target"),
-        ("tests/core/test_core_order.py", "tests/core/test_core_job_stale_count.py"),
+        ("tests/core/test_core_decision_bounds.py", "tests/core/test_core_order.py",
+         "tests/core/test_core_job_stale_count.py"),
     ),
     Target(
         "stale-placement rule", "core/_stale.py",
         ("check_growth", "stale_target", "is_stale_placement", "placed_with", "check_chain",
          "stale_in_chain"),
-        ("tests/core/test_core_stale.py",),
+        ("tests/core/test_core_decision_bounds.py", "tests/core/test_core_stale.py"),
     ),
     Target(
         "restart choice", "_protocol/restart/__init__.py", ("choose_restart",),
@@ -205,7 +209,9 @@ def _skip_outside(session: Path, ranges: list[tuple[int, int]], limit: int | Non
         db.set_multiple_results([i.job_id for i in items if i.job_id not in keep], skipped)
 
 
-def run_target(target: Target, work: Path, limit: int | None) -> list[tuple[str, str]]:
+def run_target(
+    target: Target, work: Path, limit: int | None, count: bool = False
+) -> list[tuple[str, str]]:
     """(outcome, key) of each mutant run of `target`."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
@@ -221,6 +227,9 @@ def run_target(target: Target, work: Path, limit: int | None) -> list[tuple[str,
     _run([str(bin_dir / "cosmic-ray"), "init", str(cfg), str(session)], work)
     _run([str(bin_dir / "cr-filter-operators"), str(session), str(cfg)], work)
     _skip_outside(session, scope_lines(source, target.scope), limit)
+    if count:
+        with use_db(str(session), WorkDB.Mode.open) as db:
+            return [("pending", "") for _ in db.pending_work_items]
     _run([str(bin_dir / "cosmic-ray"), "exec", str(cfg), str(session)], work)
     out = []
     with use_db(str(session), WorkDB.Mode.open) as db:
@@ -237,36 +246,54 @@ def run_target(target: Target, work: Path, limit: int | None) -> list[tuple[str,
     return out
 
 
+def _copy_tree(work: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / PKG, work / PKG, ignore=ignore)
+    shutil.copytree(REPO / "tests", work / "tests", ignore=ignore)
+    shutil.copy(REPO / "pyproject.toml", work / "pyproject.toml")
+
+
+def _lane(targets: list[Target], limit: int | None, count: bool) -> dict[str, list]:
+    """Run `targets` one after another in a copy of the tree of their own."""
+    with tempfile.TemporaryDirectory(prefix="samza-mutation-") as tmp:
+        work = Path(tmp)
+        _copy_tree(work)
+        return {t.name: run_target(t, work, limit, count) for t in targets}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="run the targets whose name contains this")
     parser.add_argument("--limit", type=int, help="run at most this many mutants a target")
+    parser.add_argument("--count", action="store_true", help="count the mutants, run none")
+    parser.add_argument("--lanes", type=int, default=2, help="targets run in this many lanes")
     args = parser.parse_args(argv)
     targets = [t for t in TARGETS if not args.only or args.only in t.name]
     if not targets:
         raise SystemExit(f"no target named like {args.only!r}: {[t.name for t in TARGETS]}")
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    lanes = [targets[i :: max(1, args.lanes)] for i in range(max(1, args.lanes))]
+    with ThreadPoolExecutor(len(lanes)) as pool:
+        runs = [pool.submit(_lane, lane, args.limit, args.count) for lane in lanes if lane]
+        results = {name: r for run in runs for name, r in run.result().items()}
     listed = equivalent()
     killed = total = 0
-    with tempfile.TemporaryDirectory(prefix="samza-mutation-") as tmp:
-        work = Path(tmp)
-        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-        shutil.copytree(REPO / PKG, work / PKG, ignore=ignore)
-        shutil.copytree(REPO / "tests", work / "tests", ignore=ignore)
-        shutil.copy(REPO / "pyproject.toml", work / "pyproject.toml")
-        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
-        for target in targets:
-            results = run_target(target, work, args.limit)
-            survivors = [k for o, k in results if o == "survived"]
-            explained = [k for k in survivors if k in listed]
-            n = len(results) - len(explained)
-            k = n - (len(survivors) - len(explained))
-            killed, total = killed + k, total + n
-            print(f"{target.name} ({target.module}): killed {k}/{n}, equivalent {len(explained)}")
-            for key in survivors:
-                if key not in listed:
-                    print(f"  survived: {key}")
-            sys.stdout.flush()
-    print(f"mutants_killed={killed}/{total}")
+    for target in targets:
+        found = results[target.name]
+        if args.count:
+            print(f"{target.name} ({target.module}): {len(found)} mutants")
+            total += len(found)
+            continue
+        survivors = [k for o, k in found if o == "survived"]
+        explained = [k for k in survivors if k in listed]
+        n = len(found) - len(explained)
+        k = n - (len(survivors) - len(explained))
+        killed, total = killed + k, total + n
+        print(f"{target.name} ({target.module}): killed {k}/{n}, equivalent {len(explained)}")
+        for key in survivors:
+            if key not in listed:
+                print(f"  survived: {key}")
+    print(f"mutants={total}" if args.count else f"mutants_killed={killed}/{total}")
     return 0
 
 

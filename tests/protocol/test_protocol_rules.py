@@ -133,7 +133,8 @@ def test_with_an_ack_step_nobody_on_vn1_is_a_gap_a_clean_stop_on_it_counts():
     for ran in (beat(2, state="stopped"), beat(2, role=None)):
         assert gaps(DONE, {"o": 4}, 2, {"a": ran}) == []
     for not_ran in (beat(2, state="failed"), beat(2, role="standby"), beat(2, age_s=40.0),
-                    beat(1, state="stopped")):  # fmt: skip
+                    beat(1, state="stopped"), beat(3, state="stopped"),
+                    beat(2, state="stopping", age_s=40.0)):  # fmt: skip
         assert gaps(DONE, {"o": 4}, 2, {"a": not_ran}) == ["no processor has run job model v2"]
     without_ack = at(S.COMPLETED)
     assert gaps(without_ack, {"o": 4}, 2, {}) == []

@@ -1,0 +1,61 @@
+"""The bounds of the barrier's snapshot rule and of the stale-placement rule, each at the
+value where the decision turns (what the mutation run of scripts/mutation.sh found open): the
+reasons the barrier logs while it waits, with their figures, and the stale rule's edges."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_samza_expand._protocol.barrier.rule import decide_snapshot
+from airflow_samza_expand.core._stale import check_growth, stale_target
+
+T0 = 1_000_000.0
+
+
+def test_each_wait_names_its_figures():
+    common = dict(expanded_at=T0, grace_ends=T0 + 60, deadline=None, stale_quiet_s=30.0)
+    grace = decide_snapshot(now=T0 + 20, last_stale_at=None, stale_records=0, caught_up=True,
+                            **common)  # fmt: skip
+    assert grace.reason == "producer refresh grace: 40 s left" and grace.wait_s == 40
+    behind = decide_snapshot(now=T0 + 70, last_stale_at=None, stale_records=0, caught_up=False,
+                             **common)  # fmt: skip
+    assert behind.reason == (
+        "checking 0 record(s) appended to the old partitions for stale placements"
+    )  # the backlog by default: none counted
+    watching = decide_snapshot(now=T0 + 10, last_stale_at=None, stale_records=0, caught_up=True,
+                               **{**common, "grace_ends": T0})  # fmt: skip
+    assert watching.reason == (
+        "watching the old partitions for stale placements for 30 s after the expansion "
+        "(20 s left, none so far)"
+    )
+    arriving = decide_snapshot(now=T0 + 70, last_stale_at=T0 + 50, stale_records=3,
+                               caught_up=True, **common)  # fmt: skip
+    assert arriving.reason.startswith("stale placements still arriving (3 so far, the last 20 s ")
+    assert "(10 s left)" in arriving.reason and arriving.wait_s == 10
+
+
+def _last(raw: bytes, n: int) -> int:
+    return n - 1
+
+
+def _stale(partition, offset=5, *, start=0, partition_of=_last):
+    return stale_target(b"k", partition, offset, start_offset=start, old_count=2, new_count=4,
+                        partition_of=partition_of)  # fmt: skip
+
+
+def test_the_stale_rule_at_its_edges():
+    assert _stale(1) == 3  # an old partition, the key belongs in the last new one
+    assert _stale(2) is None  # partition == old count: written with the new count
+    assert _stale(1, offset=4, start=5) is None and _stale(1, offset=5, start=5) == 3
+    # several candidate partitioners: stale only if each places it elsewhere; the first's
+    both = [lambda raw, n: 2, lambda raw, n: 3]
+    assert _stale(1, partition_of=both) == 2
+    assert _stale(1, partition_of=[lambda raw, n: 1, lambda raw, n: 3]) is None
+
+
+@pytest.mark.parametrize("bad", [0, -2])
+def test_a_growth_needs_positive_counts(bad):
+    with pytest.raises(ValueError, match="must be a positive integer"):
+        check_growth(bad, 4)
+    with pytest.raises(ValueError, match="must be a positive integer"):
+        check_growth(2, bad)
