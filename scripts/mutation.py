@@ -253,6 +253,18 @@ def _copy_tree(work: Path) -> None:
     shutil.copy(REPO / "pyproject.toml", work / "pyproject.toml")
 
 
+def _weight(target: Target) -> int:
+    """About how many mutants `target` has: the operators and constants in its scope."""
+    source = (REPO / PKG / target.module).read_text()
+    ranges = scope_lines(source, target.scope)
+    kinds = ast.Compare | ast.BoolOp | ast.BinOp | ast.UnaryOp | ast.Constant
+    return sum(
+        1
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, kinds) and any(a <= node.lineno <= b for a, b in ranges)
+    )
+
+
 def _lane(targets: list[Target], limit: int | None, count: bool) -> dict[str, list]:
     """Run `targets` one after another in a copy of the tree of their own."""
     with tempfile.TemporaryDirectory(prefix="samza-mutation-") as tmp:
@@ -266,13 +278,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="run the targets whose name contains this")
     parser.add_argument("--limit", type=int, help="run at most this many mutants a target")
     parser.add_argument("--count", action="store_true", help="count the mutants, run none")
-    parser.add_argument("--lanes", type=int, default=2, help="targets run in this many lanes")
+    parser.add_argument("--lanes", type=int, default=3, help="targets run in this many lanes")
     args = parser.parse_args(argv)
     targets = [t for t in TARGETS if not args.only or args.only in t.name]
     if not targets:
         raise SystemExit(f"no target named like {args.only!r}: {[t.name for t in TARGETS]}")
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
-    lanes = [targets[i :: max(1, args.lanes)] for i in range(max(1, args.lanes))]
+    lanes: list[list[Target]] = [[] for _ in range(max(1, args.lanes))]
+    weight = [0] * len(lanes)
+    for target in sorted(targets, key=_weight, reverse=True):  # the heaviest first
+        lane = weight.index(min(weight))
+        lanes[lane].append(target)
+        weight[lane] += _weight(target)
     with ThreadPoolExecutor(len(lanes)) as pool:
         runs = [pool.submit(_lane, lane, args.limit, args.count) for lane in lanes if lane]
         results = {name: r for run in runs for name, r in run.result().items()}
