@@ -30,6 +30,7 @@ CLASSES: list[str] = [
     "airflow_samza_expand.airflow.triggers.PartitionCountChangeTrigger",
     "airflow_samza_expand.airflow.triggers.ExpansionLeaseTrigger",
     "airflow_samza_expand.airflow.triggers.JobStopTrigger",
+    "airflow_samza_expand.airflow.triggers.JobBackTrigger",
 ]
 
 
