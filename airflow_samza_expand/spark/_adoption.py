@@ -50,8 +50,8 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.spark._args import UsageError
 
 NEW_CHECKPOINT = (
-    "or move the job with a new checkpoint (its state starts empty; `samza-expand init-job "
-    "--from-group` gives its first run the old position)"
+    "a new checkpoint (its state starts empty; `samza-expand init-job --from-checkpoint` or "
+    "`--from-group` gives its first run the old position)"
 )
 
 
@@ -65,15 +65,17 @@ def check_sources(position: CheckpointPosition, model: JobModel) -> str | None:
         listed = "; ".join(s.describe() for s in position.offsets)
         return (
             f"{_where(position)} has {len(position.offsets)} sources ({listed}), but the job's "
-            "query on the runtime reads one: job.read_kafka(), every stream of the job model in "
-            "one Kafka source (Spark pairs a checkpoint's offsets with the query's sources by "
-            f"position) - read them all with one job.read_kafka() as before, {NEW_CHECKPOINT}"
+            "query on the runtime reads one, job.read_kafka() (every stream of the job model in "
+            "one Kafka source), and Spark pairs a checkpoint's offsets with the query's sources "
+            "by position, so a query of several readStream sources (a union, a join) cannot "
+            f"keep its checkpoint - give the job {NEW_CHECKPOINT}"
         )
     other = [s for s in position.offsets if s.kind == "other"]
     if other:
         return (
             f"{_where(position)} was written by a source that is not Spark's Kafka source "
-            f"({other[0].describe()}); job.read_kafka() cannot go on from it - {NEW_CHECKPOINT}"
+            f"({other[0].describe()}); job.read_kafka() cannot go on from it - give the job "
+            f"{NEW_CHECKPOINT}"
         )
     return None
 
@@ -91,7 +93,7 @@ def check_topics(position: CheckpointPosition, model: JobModel) -> str | None:
         "that matched more. Spark would fail on them ('partitions have been deleted') or, with "
         "failOnDataLoss=false, never read them again - write the job model over every topic "
         "the job reads (samza-expand init-job --topic T for each, before the job's first run "
-        f"on the runtime), {NEW_CHECKPOINT}"
+        f"on the runtime), or give the job {NEW_CHECKPOINT}"
     )
 
 
@@ -116,7 +118,7 @@ def check_partitions(position: CheckpointPosition, model: JobModel) -> str | Non
         "grew outside the job model. Spark would fail on them ('partitions have been deleted') "
         "or, with failOnDataLoss=false, never read them again - take the growth into the job "
         "model first (an expansion DAG with follow_live_counts=True, or the event-driven DAG, "
-        f"grows it to the topic's live count), {NEW_CHECKPOINT}"
+        f"grows it to the topic's live count), or give the job {NEW_CHECKPOINT}"
     )
 
 
@@ -129,7 +131,7 @@ def check_source_evolution(position: CheckpointPosition, model: JobModel) -> str
         "that setting from the offset log (it cannot be turned off for a checkpoint) and then "
         "requires every source to be named as the checkpoint's sources/ folder names it, and "
         "job.read_kafka() reads an unnamed source, so the query would fail as it starts - "
-        f"{NEW_CHECKPOINT}"
+        f"give the job {NEW_CHECKPOINT}"
     )
 
 
