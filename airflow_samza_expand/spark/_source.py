@@ -1,8 +1,9 @@
 """Spark 4 Python streaming data source over confluent-kafka that honours the job model.
 
 * One input partition - one read task - per **SSP** (Kafka partition) of the job model with
-  records in the batch, each row with its SSP's job-model task (`spark._source_splits`); option
-  ``max_read_splits`` (> 0) packs the partitions into at most that many splits.
+  records in the batch, each row with its SSP's job-model task (`spark._source_splits`), at most
+  option ``read_cores`` of them (the application's cores, `read_cores_of`: more partitions
+  are grouped by task, or packed); option ``max_read_splits`` (> 0) is an explicit cap instead.
 * Offsets are JSON ``{"topic": {"partition": next_offset}}`` with sorted keys (as
   ``json.dumps(..., sort_keys=True)`` sorts them), covering every SSP of the job model.
 * Replay-safe: a range is read with ``assign()`` at its start offset and stops exactly before
@@ -24,7 +25,8 @@ Options (all strings): ``job_model`` (JSON), ``bootstrap_servers`` and/or ``kafk
 barrier snapshot in the batches, rule 1.5; a switch brings the new job model's rule) and
 ``stale_before_path`` (the file holding the rule of the count before an expansion's snapshot,
 `spark._stale_before`: stale placements from the growth on, for the barrier) and
-``max_read_splits`` (0 = one read split per partition) and ``plan_report`` (a file the reader
+``max_read_splits`` (0 = no explicit cap), ``read_cores`` (0 = unknown: one read split per
+partition) and ``plan_report`` (a file the reader
 replaces with each batch's planned splits: its own report of how many read tasks a batch has).
 
 Switch in place (rule 1.9): at each micro-batch's planning the reader takes a newer job model
@@ -70,6 +72,7 @@ from airflow_samza_expand.spark._source_splits import (
     TaskRange,
     make_splits,
     parse_max_splits,
+    plan_choice,
     write_plan_report,
 )
 from airflow_samza_expand.spark._stale_batch import RuleFile, StaleRule
@@ -146,6 +149,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.stop_gate = self.options.get("stop_gate") or None
         self.commit_offsets = self.options.get("commit_offsets", "true").lower() != "false"
         self.max_splits = parse_max_splits(self.options.get("max_read_splits"))
+        self.cores = parse_max_splits(self.options.get("read_cores"), "read_cores")
         self.plan_report = self.options.get("plan_report") or None
         # rule 1.9: the expansions' barrier snapshots gate child partitions; a newer job model
         # published by the driver (`spark._switch`) is taken at a batch's planning
@@ -319,9 +323,10 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             begin = _lookup(start, key) or 0
             if stop > begin:
                 ranges.append((task, (ssp.stream, ssp.partition, begin, stop)))
-        splits = make_splits(ranges, self.max_splits, rule, before)
+        splits = make_splits(ranges, self.max_splits, rule, before, self.cores)
+        choice = plan_choice(ranges, self.max_splits, self.cores)
         try:
-            write_plan_report(self.plan_report, self.model.version, end, splits)
+            write_plan_report(self.plan_report, self.model.version, end, splits, choice)
         except OSError as exc:  # a report, never a reason to fail the batch
             log.warning("plan report %s not written: %s", self.plan_report, exc)
         return list(splits)

@@ -1,6 +1,10 @@
 """The read splits of a micro-batch of the provider's reader (`spark._source`): one Spark input
-partition - one read task - per Kafka partition (SSP) of the job model with records in the batch,
-or, under a cap, the partitions packed into that many splits.
+partition - one read task - per Kafka partition (SSP) of the job model with records in the batch
+while the application has a core for each; with fewer cores than partitions, at most as many
+splits as cores (`choose_cap`), so a grown topic is never read by more tasks than run at once
+(each read task costs Spark about 0.1 s beyond its reading): the partitions grouped by task when
+there are no more cores than tasks, else packed by record count. ``max_read_splits`` (> 0) is an
+explicit cap that wins over the cores.
 
 A split holds whole offset ranges: a partition is never divided, so its records are read in
 offset order by one task (per-partition order within a batch is kept). Each range carries the
@@ -46,56 +50,111 @@ class ReadSplit(InputPartition):
         return f"ReadSplit({list(zip(self.tasks, self.ranges, strict=True))!r})"
 
 
-def parse_max_splits(value: str | int | None) -> int:
-    """The ``max_read_splits`` option: 0 (or absent) means one split per partition."""
+def parse_max_splits(value: str | int | None, option: str = "max_read_splits") -> int:
+    """A whole number >= 0 option (``max_read_splits``, ``read_cores``): 0 or absent: none."""
     try:
         cap = int(value or 0)
     except (TypeError, ValueError):
         cap = -1
     if cap < 0:
-        raise ValueError(
-            f"max_read_splits {value!r} is not a whole number >= 0 - give the most read tasks "
-            "a micro-batch may use, or 0 for one per Kafka partition"
+        what = (
+            "the most read tasks a micro-batch may use, or 0 for one per Kafka partition"
+            if option == "max_read_splits"
+            else "the cores the application has for read tasks, or 0 for one per partition"
         )
+        raise ValueError(f"{option} {value!r} is not a whole number >= 0 - give {what}")
     return cap
 
 
+def choose_cap(max_splits: int = 0, cores: int = 0) -> tuple[int, str]:
+    """The most read splits of a batch and why: ``max_splits`` when given (> 0, an explicit
+    override), else the application's ``cores`` for read tasks (> 0), else no cap (0)."""
+    if max_splits > 0:
+        return max_splits, f"max_read_splits {max_splits}"
+    if cores > 0:
+        return cores, f"{cores} cores"
+    return 0, "cores unknown"
+
+
+def _span(tr: TaskRange) -> int:
+    return tr[1][3] - tr[1][2]
+
+
+def _by_ssp(tr: TaskRange) -> tuple[str, int]:
+    return tr[1][0], tr[1][1]
+
+
 def pack(ranges: Sequence[TaskRange], max_splits: int = 0) -> list[list[TaskRange]]:
-    """Group a batch's ranges into read splits: one per range, or at most ``max_splits``
-    (> 0) splits balanced by record count (largest range first onto the lightest split; ties by
-    topic and partition, so the same batch packs the same way). Ranges of a split are sorted
-    by (topic, partition); a range is never divided."""
-    ordered = sorted(ranges, key=lambda tr: (tr[1][0], tr[1][1]))
+    """Group a batch's ranges into read splits: one per range, or at most ``max_splits`` (> 0)
+    splits. Under the cap, with no more splits than tasks a task's ranges stay together (one
+    unit), else each range is a unit; units go largest first onto the lightest split by record
+    count (ties by topic and partition, so the same batch packs the same way). Ranges of a split
+    are sorted by (topic, partition); a range is never divided."""
+    ordered = sorted(ranges, key=_by_ssp)
     if max_splits <= 0 or len(ordered) <= max_splits:
         return [[tr] for tr in ordered]
+    tasks: dict[str, list[TaskRange]] = {}
+    for tr in ordered:
+        tasks.setdefault(tr[0], []).append(tr)
+    units = list(tasks.values()) if len(tasks) >= max_splits else [[tr] for tr in ordered]
     bins: list[list[TaskRange]] = [[] for _ in range(max_splits)]
     loads = [0] * max_splits
-    for tr in sorted(ordered, key=lambda tr: (-(tr[1][3] - tr[1][2]), tr[1][0], tr[1][1])):
+    for unit in sorted(units, key=lambda u: (-sum(map(_span, u)), _by_ssp(u[0]))):
         lightest = min(range(max_splits), key=lambda i: (loads[i], i))
-        bins[lightest].append(tr)
-        loads[lightest] += tr[1][3] - tr[1][2]
-    return [sorted(b, key=lambda tr: (tr[1][0], tr[1][1])) for b in bins if b]
+        bins[lightest].extend(unit)
+        loads[lightest] += sum(map(_span, unit))
+    return [sorted(b, key=_by_ssp) for b in bins if b]
+
+
+def plan_choice(ranges: Sequence[TaskRange], max_splits: int = 0, cores: int = 0) -> str:
+    """The plan's choice in words (the job's batch line): how many partitions, into how many
+    splits and why - e.g. ``8 partitions grouped by task into 2 (2 cores)``."""
+    cap, why = choose_cap(max_splits, cores)
+    n, tasks = len(ranges), len({t for t, _r in ranges})
+    if cap <= 0 or n <= cap:
+        return f"{n} partitions, a read task each ({why})"
+    how = "grouped by task" if tasks >= cap else "packed by records"
+    return f"{n} partitions {how} into {cap} ({why})"
 
 
 def make_splits(
-    ranges: Sequence[TaskRange], max_splits: int = 0, rule: Any = None, before: Any = None
+    ranges: Sequence[TaskRange],
+    max_splits: int = 0,
+    rule: Any = None,
+    before: Any = None,
+    cores: int = 0,
 ) -> list[ReadSplit]:
-    """`pack` the ranges into `ReadSplit`s, each with the batch's stale-placement rules (an
-    executor checks a range only where a rule's snapshot covers it, `StaleRule.checks`)."""
+    """`pack` the ranges into at most `choose_cap` `ReadSplit`s, each with the batch's
+    stale-placement rules (an executor checks a range only where a rule's snapshot covers it,
+    `StaleRule.checks`)."""
+    cap, _why = choose_cap(max_splits, cores)
     return [
         ReadSplit([r for _t, r in group], [t for t, _r in group], rule, before)
-        for group in pack(ranges, max_splits)
+        for group in pack(ranges, cap)
     ]
 
 
-def write_plan_report(path: str | None, version: int, end: dict, splits: list[ReadSplit]) -> None:
+def read_cores_of(spark: Any) -> int:
+    """The cores the application has for read tasks: Spark's default parallelism (the
+    executors' cores, or ``spark.default.parallelism`` when set); 0 when Spark cannot tell."""
+    try:
+        return max(0, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # noqa: BLE001 - e.g. Spark Connect has no SparkContext: no cap
+        return 0
+
+
+def write_plan_report(
+    path: str | None, version: int, end: dict, splits: list[ReadSplit], choice: str = ""
+) -> None:
     """The reader's own report of its newest planned batch (option ``plan_report``): job model
-    version, end offsets, and the splits' ranges - one read task each. Replaced atomically."""
+    version, end offsets, the plan's choice (`plan_choice`) and the splits' ranges - one read
+    task each. Replaced atomically."""
     if not path:
         return
     doc = {
         "version": version,
         "end": end,
+        "choice": choice,
         "read_tasks": len(splits),
         "splits": [[[t, *r] for t, r in zip(s.tasks, s.ranges, strict=True)] for s in splits],
     }
@@ -118,9 +177,12 @@ __all__ = [
     "Range",
     "ReadSplit",
     "TaskRange",
+    "choose_cap",
     "make_splits",
     "pack",
+    "plan_choice",
     "parse_max_splits",
+    "read_cores_of",
     "read_plan_report",
     "write_plan_report",
 ]

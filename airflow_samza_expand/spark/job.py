@@ -45,7 +45,10 @@ from airflow_samza_expand.spark._args import (  # noqa: E402
 from airflow_samza_expand.spark._lifecycle import warm_up  # noqa: E402
 from airflow_samza_expand.spark._outputs import SUMMARY_SCHEMA, produce_outputs  # noqa: E402
 from airflow_samza_expand.spark._python_workers import PYTHON_WORKER_CONF  # noqa: E402
-from airflow_samza_expand.spark._source_splits import read_plan_report  # noqa: E402
+from airflow_samza_expand.spark._source_splits import (  # noqa: E402
+    read_cores_of,
+    read_plan_report,
+)
 from airflow_samza_expand.spark.runtime import Job  # noqa: E402
 
 log = logging.getLogger("airflow_samza_expand.spark.job")
@@ -93,7 +96,8 @@ class StreamJob(Job):
             json.dumps(dict(sorted(per_task.items()))),
             "read plan unknown"
             if plan is None
-            else f"read by {plan['read_tasks']} tasks on job model v{plan['version']}",
+            else f"read by {plan['read_tasks']} tasks on job model v{plan['version']}"
+            f" ({plan.get('choice') or 'plan unknown'})",
             time.monotonic() - started,
         )
         self.lifecycle.heartbeat("running")
@@ -131,6 +135,7 @@ class StreamJob(Job):
             source="python",
             plan_report=self.plan_report,
             max_read_splits=str(self.args.max_read_splits),
+            read_cores=str(read_cores_of(self.spark)),
         )
         outputs = stateful_outputs(records, self.args.processor, self.args.state_buckets)
         return (
