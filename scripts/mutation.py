@@ -91,12 +91,12 @@ TARGETS = (
     ),
     Target(
         "groupers", "core/groupers.py", (),
-        ("tests/core/test_core_groupers.py",),
+        ("tests/core/test_core_grouper_bounds.py", "tests/core/test_core_groupers.py"),
     ),
     Target(
         "expansion algorithm", "core/expansion.py",
         ("DefaultPartitionExpansionAlgorithm", "is_power_of_two", "validate_growth"),
-        ("tests/core/test_core_expansion.py",),
+        ("tests/core/test_core_grouper_bounds.py", "tests/core/test_core_expansion.py"),
     ),
     Target(
         "job-model validation", "core/_validate.py", (),

@@ -22,16 +22,26 @@ def test_each_wait_names_its_figures():
     assert behind.reason == (
         "checking 0 record(s) appended to the old partitions for stale placements"
     )  # the backlog by default: none counted
+    assert behind.wait_s == 0.0  # look again at once
     watching = decide_snapshot(now=T0 + 10, last_stale_at=None, stale_records=0, caught_up=True,
                                **{**common, "grace_ends": T0})  # fmt: skip
     assert watching.reason == (
         "watching the old partitions for stale placements for 30 s after the expansion "
         "(20 s left, none so far)"
     )
+    assert watching.wait_s == 20
     arriving = decide_snapshot(now=T0 + 70, last_stale_at=T0 + 50, stale_records=3,
                                caught_up=True, **common)  # fmt: skip
     assert arriving.reason.startswith("stale placements still arriving (3 so far, the last 20 s ")
     assert "(10 s left)" in arriving.reason and arriving.wait_s == 10
+
+
+@pytest.mark.parametrize(("now", "action"), [(89, "wait"), (90, "timeout"), (95, "timeout")])
+def test_past_the_deadline_a_waiting_barrier_times_out(now, action):
+    decision = decide_snapshot(now=T0 + now, expanded_at=T0, grace_ends=T0 + 120,
+                               deadline=T0 + 90, last_stale_at=None, stale_records=0,
+                               caught_up=True)  # fmt: skip
+    assert decision.action == action, decision
 
 
 def _last(raw: bytes, n: int) -> int:
