@@ -15,6 +15,9 @@ restart (in place) and in warm. A broker is hurt in the middle of a step:
 * ``rolling-restart``: every broker in turn stopped and started (controlled shutdown, then
   caught up) during one expansion, in a background thread while the run goes on.
 
+``cluster/in-app/...``: ``leader-barrier``, ``coordinator-write`` and ``rolling-restart`` with
+the supervised example user job restarting its query in its driver (`_fault_matrix_inapp`).
+
 A killed node is started again after the run. Each case passes as the fault matrix's do: the
 run ends green (the tasks retry), the expansion completed once, exact counts, per-key order.
 """
@@ -25,9 +28,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from fault_matrix import Case, Context, Job, Outcome, mid_step
+from fault_matrix import Case, Context, Job, Outcome, job_for, mid_step
 
 STRATEGIES = ("in-place", "warm")
+# the supervised example user job restarting its query in its driver (_fault_matrix_inapp)
+IN_APP = ("leader-barrier", "coordinator-write", "rolling-restart")
 # where each fault lands: (the step the run must have begun, the step held midway or None)
 WHEN = {
     "leader-barrier": ("barrier-grace", None),
@@ -75,7 +80,7 @@ def heal(cluster: Any) -> None:
 
 def cluster_case(ctx: Context, case: Case) -> Outcome:
     cluster = ctx.kafka
-    job = Job(ctx, case, overrides=OVERRIDES).start()
+    job = job_for(ctx, case, overrides=OVERRIDES).start()
     try:
         begun, held = (SWITCH_STEP[case.strategy] if s == "switch" else s for s in WHEN[case.step])
         run = job.run(hold_at=held)
@@ -102,7 +107,7 @@ def cluster_cases() -> list[Case]:
         Case(f"cluster/{strategy}/{step}", "cluster", step, strategy, cluster_case)
         for strategy in STRATEGIES
         for step in WHEN
-    ]
+    ] + [Case(f"cluster/in-app/{step}", "cluster", step, "in-app", cluster_case) for step in IN_APP]
 
 
 def start_cluster(work: Any) -> Any:

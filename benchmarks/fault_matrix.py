@@ -55,7 +55,7 @@ import tempfile
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,15 +69,18 @@ KILL_STEPS = {
     "cold": ("plan", "expand", "barrier-grace", "barrier-drain", "stop", "write", "submit",
              "ack", "report"),  # fmt: skip
 }
+KILL_STEPS["in-app"] = KILL_STEPS["in-place"]  # the user job's query restarted in its driver
 # --smoke: one kill of the default strategy (a Spark job, a DAG run killed and cleared)
 SMOKE_CASE = "kill/in-place/plan"
 # --cluster --smoke: the coordinator topic's leader killed during the write of job model v2
 CLUSTER_SMOKE_CASE = "cluster/in-place/coordinator-write"
 # processors the strategy itself runs over the expansion (v1 + launches of v2)
-PROCESSORS = {"in-place": 1, "warm": 2, "cold": 2}
+PROCESSORS = {"in-place": 1, "in-app": 1, "warm": 2, "cold": 2}
 A_DATE = "2026-03-01T00:00:00+00:00"
 B_DATE = "2026-03-02T00:00:00+00:00"
 LEASE_TTL_S = 12.0
+# faults a job must ride out holding its lease (a TTL longer than a broker restart or failover)
+LONG_TTL_FAULTS = ("broker-restart", "cluster", "outage")
 # a stuck case fails in minutes, not in the scenario's 10 (no retries unless the case says)
 BOUNDED = {"retries": 0, "barrier_timeout_s": 180.0, "stop_timeout_s": 120.0,
            "ack_timeout_s": 180.0}  # fmt: skip
@@ -306,21 +309,24 @@ class DagRun:
 class Job:
     """A `_demo.scenario.Scenario` (job v1 running, producer on) and its DAG spec."""
 
-    def __init__(self, ctx: Context, case: Case, *, overrides: dict[str, Any] | None = None):
+    def __init__(self, ctx: Context, case: Case, *, overrides: dict[str, Any] | None = None,
+                 application: str | None = None, app_args: tuple[str, ...] = ()):  # fmt: skip
         from airflow_samza_expand._demo.scenario import Scenario
 
         self.ctx = ctx
         work = ctx.work / case.name.replace("/", "-")
-        handover = {"in-place": "auto"}.get(case.strategy, case.strategy)
+        handover = {"in-place": "auto", "in-app": "auto"}.get(case.strategy, case.strategy)
         # an 8 s liveness TTL (the job's --ttl): a killed processor's lease expires sooner; a
         # broker restart (a ~10 s outage) and a cluster's failover (a dead broker fenced after
         # 6 s, then the group coordinator moved and loaded) need a TTL that outlasts them, as in
         # production: a shorter TTL than the outage loses the job's lease (it then stops, as
         # it did in a CI run where the broker's restart under load outlasted the default 30 s)
-        ttl = ["--ttl", "60"] if case.fault in ("broker-restart", "cluster") else ["--ttl", "8"]
+        ttl = ["--ttl", "60"] if case.fault in LONG_TTL_FAULTS else ["--ttl", "8"]
         cfg = {"bootstrap": ctx.bootstrap, "work_dir": str(work), "handover": handover,
-               "grace_s": 3.0, "poll_s": 0.5, "application_args": ttl,
+               "grace_s": 3.0, "poll_s": 0.5, "application_args": [*app_args, *ttl],
                "name": f"fm-{uuid.uuid4().hex[:8]}"}  # fmt: skip
+        if application:
+            cfg["application"] = application
         self.spec = {"cfg": cfg, "dag_id": f"fault_{cfg['name'].replace('-', '_')}",
                      "overrides": {**BOUNDED, **(overrides or {})}}  # fmt: skip
         self.work = work
@@ -395,6 +401,15 @@ class Job:
         kill_leftovers(self.s.job_name)
 
 
+def job_for(ctx: Context, case: Case, **kwargs: Any) -> Job:
+    """The case's job: the shipped job, or (in-app) the supervised example user job."""
+    if case.strategy != "in-app":
+        return Job(ctx, case, **kwargs)
+    from _fault_matrix_inapp import InAppJob
+
+    return InAppJob(ctx, case, **kwargs)
+
+
 def began(record: Any, step: str) -> bool:
     if record is None:
         return False
@@ -426,7 +441,7 @@ def kill_leftovers(job_name: str) -> None:
 
 def kill_case(ctx: Context, case: Case) -> Outcome:
     """SIGKILL of the run's process group once the step began; then the run cleared."""
-    job = Job(ctx, case).start()
+    job = job_for(ctx, case).start()
     try:
         hold_at = case.step if case.step in HELD_STEPS else None
         first, cleared = job.run(hold_at=hold_at), job.run(hold=True)
@@ -448,7 +463,7 @@ def each_step_case(ctx: Context, case: Case) -> Outcome:
     """One expansion killed in every step of the strategy in turn: the run killed midway in
     its first step, its clearing killed midway in the next step, ... until a clearing runs
     to the end. Every kill lands inside its step; the expansion completes once, exactly."""
-    job = Job(ctx, case).start()
+    job = job_for(ctx, case).start()
     steps = KILL_STEPS[case.strategy]
     held = [s if s in HELD_STEPS else None for s in steps]
     try:
@@ -476,7 +491,7 @@ BROKER_STEPS = {"barrier": "barrier-grace", "handover": "stop", "switch": "write
 def broker_case(ctx: Context, case: Case) -> Outcome:
     """Apache Kafka restarted on its data directory once the step began (or, ``between``,
     while the job runs before the expansion); the tasks retry."""
-    job = Job(ctx, case, overrides={"retries": 3}).start()
+    job = job_for(ctx, case, overrides={"retries": 3}).start()
     try:
         if case.step == "between":
             before = job_committed(job)
@@ -504,7 +519,7 @@ def job_committed(job: Job) -> int:
 
 def lease_case(ctx: Context, case: Case) -> Outcome:
     """A dies holding the lease; B takes over after the TTL; A cleared later ends skipped."""
-    job = Job(ctx, case, overrides={"lease_ttl_s": LEASE_TTL_S}).start()
+    job = job_for(ctx, case, overrides={"lease_ttl_s": LEASE_TTL_S}).start()
     try:
         a, b, a_again = job.run(), job.run(B_DATE, hold=True), job.run(hold=True)
         job.wait_step(a, "barrier-grace")
@@ -617,7 +632,10 @@ def all_cases() -> list[Case]:
         Case("processor/failover", "sigkill-active", "failover", "standby", processor_case),
         Case("processor/zombie", "sigstop-zombie", "zombie", "standby", processor_case),
     ]
-    return cases
+    from _fault_matrix_inapp import in_app_cases
+    from _fault_matrix_outage import outage_cases
+
+    return cases + in_app_cases() + outage_cases()
 
 
 def run_case(ctx: Context, case: Case) -> Outcome:
@@ -659,6 +677,22 @@ def start_kafka(work: Path) -> Any:
     return kafka.start()
 
 
+@contextlib.contextmanager
+def case_lock(path: str | None) -> Iterator[None]:
+    """``flock`` of ``path`` (``--lock``) for one case; nothing without it."""
+    if path is None:
+        yield
+        return
+    import fcntl
+
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -676,6 +710,11 @@ def main(argv: list[str] | None = None) -> int:
         f"cluster; --smoke: {CLUSTER_SMOKE_CASE}",
     )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument(
+        "--lock",
+        help="a file to flock around each case's Spark (a machine shared with other Spark "
+        "users: the lock is held one case at a time)",
+    )
     parser.add_argument("--run-dag", help=argparse.SUPPRESS)
     parser.add_argument("--work-dir", help="keep logs here (default: a temporary directory)")
     args = parser.parse_args(argv)
@@ -702,7 +741,10 @@ def main(argv: list[str] | None = None) -> int:
         prepare_airflow(work, kafka.bootstrap)
         ctx = Context(kafka, work, log=lambda line: print(line, flush=True))
         try:
-            passed = sum(run_case(ctx, case).ok for case in cases)
+            passed = 0
+            for case in cases:
+                with case_lock(args.lock):
+                    passed += run_case(ctx, case).ok
         finally:
             ctx.close()
     finally:

@@ -6,6 +6,11 @@ a step began, then cleared:
 * the default restart (in place) with one expansion killed midway in each of its steps in
   turn - plan, expand, the barrier's grace and drain, write, ack, report - each kill's clearing
   killed in the next step, until a clearing completes it (``kill/in-place/each-step``);
+* in-app (the example user job on Spark's own Kafka source, supervised as a cluster manager
+  runs it: `_testing.supervisor`) with one expansion killed midway in each step in turn, the
+  same way (``kill/in-app/each-step``): one Spark application for the whole case, its query
+  restarted on v2 in its driver, nothing launched by Airflow, the driver never restarted, at
+  most one processor processing at any moment;
 * the warm handover killed in the middle of its stop step (the vN+1 standby waiting): the
   cleared run finds the stop and the standby it started and completes once;
 * Apache Kafka (the test's own) restarted on its data directory while the job runs between
@@ -68,6 +73,13 @@ def test_one_expansion_killed_midway_in_each_in_place_step_completes_once(
 ) -> None:
     kafka = SimpleNamespace(bootstrap=kafka_bootstrap)
     run(context(kafka, airflow_home, tmp_path, monkeypatch), "kill/in-place/each-step")
+
+
+def test_one_in_app_expansion_killed_midway_in_each_step_completes_once(
+    kafka_bootstrap, airflow_home, tmp_path, monkeypatch
+) -> None:
+    kafka = SimpleNamespace(bootstrap=kafka_bootstrap)
+    run(context(kafka, airflow_home, tmp_path, monkeypatch), "kill/in-app/each-step")
 
 
 def test_a_run_killed_in_the_warm_handovers_stop_completes_once_when_cleared(
