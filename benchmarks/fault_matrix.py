@@ -29,6 +29,13 @@ Cases (``--list``):
 * ``processor/failover``, ``processor/zombie``: tests/spark/test_spark_processors.py's cases on
   this Apache Kafka (SIGKILL of the active with a standby; SIGSTOP past the TTL, SIGCONT).
 
+* ``.../in-app/...`` (`_fault_matrix_inapp`): the example user job on Spark's own source run
+  by `_testing.supervisor` as a cluster manager runs it; the kills of each step above, the
+  driver SIGKILLed at four moments of its switch and brought back by the supervisor, the lease
+  taken over, the broker restarted while the query restarts.
+* ``outage/<strategy>/<when>-<length>`` (`_fault_matrix_outage`): Apache Kafka down 30 s or
+  3 minutes while the job runs or during an expansion, in place and in-app.
+
 * ``triggerer/barrier``, ``triggerer/ack``: the DAG run by real Airflow services
   (`_testing.airflow_services`: api-server, scheduler, dag-processor, triggerer; ``dag.test()``
   runs triggers in its own process); the triggerer SIGKILLed while the barrier (warm, in a
@@ -39,6 +46,7 @@ Cases (``--list``):
 Starts Spark: run it alone on the machine (a Spark start per case). One line per case:
 ``fault=.. step=.. strategy=.. completed_once=.. exact=.. in_order=.. ok=..``; last line
 ``fault_cases_passed=<n>/<total>``. ``--smoke`` runs one case (CI size; still minutes).
+``--lock FILE`` flocks FILE around each case (a machine shared with other Spark users).
 """
 
 from __future__ import annotations
