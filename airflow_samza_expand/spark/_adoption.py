@@ -33,6 +33,7 @@ or None.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterator
 
 from airflow_samza_expand._protocol.spark_checkpoint import (
@@ -48,6 +49,9 @@ from airflow_samza_expand._protocol.spark_checkpoint import (
 )
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.spark._args import UsageError
+from airflow_samza_expand.store._file_ops import FsspecFiles, LocalFiles
+
+log = logging.getLogger("airflow_samza_expand.spark.runtime")
 
 NEW_CHECKPOINT = (
     "a new checkpoint (its state starts empty; `samza-expand init-job --from-checkpoint` or "
@@ -169,10 +173,9 @@ def problems(position: CheckpointPosition, model: JobModel) -> list[str]:
     return [text for check in CHECKS if (text := check(position, model)) is not None]
 
 
-def positions(location: str) -> Iterator[CheckpointPosition]:
+def positions(location: str, files: LocalFiles | FsspecFiles) -> Iterator[CheckpointPosition]:
     """The checkpoint's last committed batch and, when newer, its batch in flight (Spark runs
     that one again first, on its recorded offsets); nothing for a fresh checkpoint."""
-    files = open_location(location)
     newest = batches(files, OFFSETS)
     if not newest:
         return
@@ -196,22 +199,30 @@ def has_committed_batch(location: str) -> bool:
     try:
         files = open_location(location)
         return bool(set(batches(files, OFFSETS)) & set(batches(files, COMMITS)))
-    except (OSError, ValueError, CheckpointError):
+    except Exception:  # noqa: BLE001 - unreadable here (see check_checkpoint): as before
         return False
 
 
 def check_checkpoint(location: str, model: JobModel) -> CheckpointPosition | None:
     """Refuse (`CheckpointRefused`) a checkpoint the job model cannot go on from; else the
-    position Spark starts from (None for a fresh checkpoint)."""
-    start = None
+    position Spark starts from (None for a fresh checkpoint, or one this process cannot read:
+    a location with no fsspec backend or credentials here, which Spark may still reach)."""
     try:
-        for start in positions(location):
-            found = problems(start, model)
-            if found:
-                raise CheckpointRefused(" | ".join(found))
-    except CheckpointError as exc:
+        files = open_location(location)
+        batches(files, OFFSETS)
+    except Exception as exc:  # noqa: BLE001 - the checks are a safety net, not a gate
+        log.warning("checkpoint %s cannot be read here (%s): starting without its checks",
+                    location, exc)  # fmt: skip
+        return None
+    try:
+        found = list(positions(location, files))
+    except CheckpointError as exc:  # a checkpoint Spark would fail on too
         raise CheckpointRefused(f"{exc}") from None
-    return start
+    for start in found:
+        refused = problems(start, model)
+        if refused:
+            raise CheckpointRefused(" | ".join(refused))
+    return found[-1] if found else None
 
 
 def _where(position: CheckpointPosition) -> str:

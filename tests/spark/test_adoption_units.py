@@ -140,3 +140,11 @@ def test_an_unreadable_offset_log_is_refused(tmp_path) -> None:
     (tmp_path / "offsets" / "0").write_text("garbage")
     with pytest.raises(CheckpointRefused, match="not a Spark offset log"):
         check_checkpoint(ck, MODEL)
+
+
+def test_a_checkpoint_this_process_cannot_read_starts_without_the_checks(caplog) -> None:
+    """No fsspec backend (or credentials) here for the checkpoint's URL: Spark may still reach
+    it, so the job starts as before, with a warning, and looks up its group's position."""
+    url = "nosuchfs://bucket/orders-counter/checkpoint"
+    assert check_checkpoint(url, MODEL) is None and not has_committed_batch(url)
+    assert "cannot be read here" in caplog.text
