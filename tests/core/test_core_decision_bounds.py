@@ -36,6 +36,14 @@ def test_each_wait_names_its_figures():
     assert "(10 s left)" in arriving.reason and arriving.wait_s == 10
 
 
+def test_at_the_end_of_the_grace_the_wait_is_for_the_quiet_window():
+    decision = decide_snapshot(now=T0 + 60, expanded_at=T0, grace_ends=T0 + 60, deadline=None,
+                               stale_quiet_s=30.0, last_stale_at=T0 + 50, stale_records=1,
+                               caught_up=True)  # fmt: skip
+    assert decision.reason.startswith("stale placements still arriving"), decision
+    assert decision.wait_s == 20
+
+
 @pytest.mark.parametrize(("now", "action"), [(89, "wait"), (90, "timeout"), (95, "timeout")])
 def test_past_the_deadline_a_waiting_barrier_times_out(now, action):
     decision = decide_snapshot(now=T0 + now, expanded_at=T0, grace_ends=T0 + 120,

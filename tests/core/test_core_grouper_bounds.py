@@ -46,6 +46,8 @@ def test_the_algorithm_refuses_counts_that_are_not_positive(current, initial):
 
 def test_the_algorithm_at_its_edges():
     assert ALGO.partition_before_expansion(3, 4, 4) == 3  # not grown: the same partition
+    assert ALGO.partition_before_expansion(0, 1, 1) == 0  # one partition, never grown
+    assert ALGO.partition_before_expansion(3, 4, 1) == 0
     assert ALGO.partition_before_expansion(5, 6, 3) == 2
     for p in (-1, 4, 5):
         with pytest.raises(InvalidGrowthError, match=rf"partition {p} is outside 0..3"):
@@ -81,6 +83,19 @@ def test_a_broadcast_ssp_first_in_the_input_is_skipped_not_the_rest():
         "Partition 0": frozenset({S("o", 0), config}),
         "Partition 1": frozenset({S("o", 1), config}),
     }
+    by_ssp = GroupBySystemStreamPartition([config]).group([config, S("o", 0)])
+    assert list(by_ssp) == ["SystemStreamPartition [kafka, o, 0]"]  # no task of its own
+    assert repr(GroupByPartition([config])) == "GroupByPartition(broadcast_ssps=1)"
+    assert repr(GroupByPartition()) == "GroupByPartition()"
+
+
+def test_a_new_stream_first_and_a_broadcast_ssp_first_in_the_previous_mapping():
+    config = S("config", 0)
+    grouper = GroupByPartitionFixedTasks([config])
+    previous = {config: "Partition 0", S("o", 0): "Partition 0", S("o", 1): "Partition 1"}
+    groups = grouper.group([S("n", 0), S("o", 0), S("o", 1), S("o", 2), S("o", 3)], previous)
+    assert groups["Partition 0"] == frozenset({S("n", 0), S("o", 0), S("o", 2), config})
+    assert groups["Partition 1"] == frozenset({S("o", 1), S("o", 3), config})
 
 
 def test_a_negative_partition_is_refused():
@@ -102,6 +117,9 @@ def test_a_previous_mapping_with_a_gap_names_the_system_and_the_stream():
     with pytest.raises(InvalidJobModelError) as err:
         GroupByPartitionFixedTasks().group([S("o", 0), S("o", 1)], {S("o", 1): "Partition 1"})
     assert "names partition 1 of stream 'o' (kafka)" in str(err.value)
+    with pytest.raises(InvalidJobModelError) as err:  # the first ten missing are named
+        GroupByPartitionFixedTasks().group([S("o", 0), S("o", 1)], {S("o", 12): "Partition 0"})
+    assert "(partitions [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] are missing)" in str(err.value)
 
 
 @pytest.mark.parametrize("initial", [0, 3])
@@ -128,7 +146,7 @@ class _Minus:
         return self.answer
 
 
-@pytest.mark.parametrize("answer", [-1, 2])
+@pytest.mark.parametrize("answer", [-1, 2, 3, True])
 def test_a_custom_algorithm_out_of_range_is_refused(answer):
     grouper = GroupByPartitionFixedTasks(algorithm=_Minus(answer))
     previous = {S("o", 0): "Partition 0", S("o", 1): "Partition 1"}
