@@ -290,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         lane = weight.index(min(weight))
         lanes[lane].append(target)
         weight[lane] += _weight(target)
+    lanes = [sorted(lane, key=_weight) for lane in lanes]  # the light ones report first
     with ThreadPoolExecutor(len(lanes)) as pool:
         runs = [pool.submit(_lane, lane, args.limit, args.count) for lane in lanes if lane]
         results = {name: r for run in runs for name, r in run.result().items()}
