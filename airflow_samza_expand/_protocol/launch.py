@@ -4,7 +4,12 @@ No Airflow import: the submit and standby operators, the UI (a launch's log tail
 the tests use it alike.
 
 Nothing waits for the command: the caller gets a handle (pid, process group, log path, state
-file) and returns at once, so no Airflow worker slot is held while the stream job runs.
+file, host) and returns at once, so no Airflow worker slot is held while the stream job runs.
+
+The pid and the state file mean something on the launch's host only (`this_host`): on any other
+host `is_running` decides from the launch time alone (a launch younger than its window may
+still be starting), and the submit step decides from the expansion record and the processors'
+heartbeats (`_protocol.launches`), never from a pid of another machine.
 
 ``launch(cmd, log_path=...)`` runs ``python -m airflow_samza_expand._protocol.launch`` as a short
 *launcher*, which starts a *supervisor* in a new session and exits once the supervisor has
@@ -20,6 +25,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -28,11 +34,38 @@ from datetime import UTC, datetime
 from typing import Any
 
 STATE_SUFFIX = ".state.json"
+HOST_ENV = "SAMZA_EXPAND_HOST"  # the name this worker gives its launches (default: host name)
+# how long a launch may take to come up (Spark's start, the first heartbeat) before a task on
+# another host takes it for failed
+LAUNCH_WINDOW_S = 300.0
 _MODULE = "airflow_samza_expand._protocol.launch"  # run with -m as launcher and supervisor
 
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def this_host() -> str:
+    """The name of this host in launch handles: ``$SAMZA_EXPAND_HOST``, else the host name."""
+    return os.environ.get(HOST_ENV) or socket.gethostname()
+
+
+def on_this_host(handle: Mapping[str, Any]) -> bool:
+    """Whether ``handle`` was launched on this host (a handle without a host: an older launch,
+    taken as this host's as before)."""
+    host = handle.get("host")
+    return not host or str(host) == this_host()
+
+
+def launch_age_s(handle: Mapping[str, Any], now: datetime | None = None) -> float | None:
+    """Seconds since the launch (``launched_at`` or ``started_at``), None if unknown."""
+    from airflow_samza_expand.core._clock import parse_iso
+
+    try:
+        started = parse_iso(str(handle.get("launched_at") or handle.get("started_at") or ""))
+    except ValueError:
+        return None
+    return ((now or datetime.now(UTC)) - started).total_seconds()
 
 
 def read_state(state_path: str) -> dict[str, Any] | None:
@@ -102,7 +135,14 @@ def launch(
 
 
 def is_running(handle: Mapping[str, Any]) -> bool:
-    """True while the command of ``handle`` has not exited (per its supervisor)."""
+    """True while the command of ``handle`` has not exited (per its supervisor). A launch of
+    another host counts as running while it is younger than its window (``window_s``, default
+    `LAUNCH_WINDOW_S`): its pid means nothing here, and the processors' heartbeats tell once
+    it is up."""
+    if not on_this_host(handle):
+        age = launch_age_s(handle)
+        window = float(handle.get("window_s") or LAUNCH_WINDOW_S)
+        return age is not None and age < window
     state = read_state(str(handle["state_path"])) or dict(handle)
     if state.get("exit_code") is not None:
         return False
@@ -122,7 +162,10 @@ def _not_zombie(pid: int) -> bool:
 
 
 def exit_code(handle: Mapping[str, Any]) -> int | None:
-    """The command's exit code once it has exited, else None."""
+    """The command's exit code once it has exited, else None (always None for a launch of
+    another host: its state file is not here)."""
+    if not on_this_host(handle) or not handle.get("state_path"):
+        return None
     state = read_state(str(handle["state_path"])) or {}
     code = state.get("exit_code")
     return None if code is None else int(code)
@@ -171,6 +214,7 @@ def _supervise(args: argparse.Namespace) -> int:
         "state_path": os.path.abspath(args.state),
         "command": _shown(args.cmd, args.secret_key),
         "started_at": _now(),
+        "host": this_host(),
         "exit_code": None,
     }
     _write_state(args.state, state)

@@ -232,7 +232,8 @@ def _add_chain(
         # rule 1.5: a job on the runtime checks what it reads beyond the barrier (another job
         # gets the flags in its application_args if it supports them)
         on_stale_placement=s.on_stale_placement if s.takes_runtime_flags else None,
-        retries=0 if mode == "continuous" else s.retries,  # a second launch would run it twice
+        # a retry (on any worker) launches again only once the record's launch is gone
+        retries=s.retries,
         retry_delay=s.retry_delay,
         on_failure_callback=on_step_failure,
         **spark,
@@ -241,7 +242,8 @@ def _add_chain(
     ack = JobModelAckSensor(
         task_id="ack",
         version=_pull(ids["write_job_model"], "['version']", mapped),
-        accept_stopped=mode == "available-now", deferrable=True,  # not [operators]' default
+        accept_stopped=mode == "available-now",
+        deferrable=True,  # not [operators]' default
         poke_interval=min(s.poll_interval_s, 5.0),
         timeout=s.ack_timeout_s,
         # the user's restart task is skipped when the job takes vN+1 itself (in place, in-app)
@@ -345,13 +347,16 @@ def build_expansion_dag(
     description: str | None = None,
     doc_md: str | None = None,
     max_active_runs: int = 1,
+    default_args: Mapping[str, Any] | None = None,
     **fields: Any,
 ) -> DAG:
     """A DAG expanding the topics of a stateful job (see the module docstring): the groups
     ``job``, ``kafka``, ``spark``, ``barrier``, ``restart``, ``ownership`` and the keywords
     about the growth and the steps (``factor``, ``targets``, ``policy``, ``dry_run``,
     ``retries``, ...; the flat keywords of a group: deprecated), or ``settings`` (an
-    `ExpansionSettings`); ``schedule`` ... ``max_active_runs`` are the DAG's own.
+    `ExpansionSettings`); ``schedule`` ... ``default_args`` are the DAG's own
+    (``default_args={"deferrable": False}`` reaches the plan and stop steps, which the factory
+    leaves to Airflow's defaults: ``[operators] default_deferrable`` unless given).
     """
     groups = dict(job=job, kafka=kafka, spark=spark, barrier=barrier, restart=restart,
                   ownership=ownership)  # fmt: skip
@@ -368,6 +373,7 @@ def build_expansion_dag(
         description=description or DEFAULT_DESCRIPTION,
         doc_md=doc_md,
         render_template_as_native_obj=False,
+        default_args=dict(default_args or {}),
     )
     with dag:
         _add_jobs(resolved, "")

@@ -1,12 +1,26 @@
 """The detached launcher (protocol.launch) with real processes: it returns while the command
-runs, terminates it by its handle and records its exit code."""
+runs, terminates it by its handle and records its exit code. And the launch as the expansion
+record keeps it (protocol.launches): the submit step decides from the record and the
+heartbeats on any host, the local pid only a shortcut on the launch's own host."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
 import time
+from datetime import timedelta
+
+import pytest
+from record_states import walk
 
 from airflow_samza_expand._protocol import launch as detached
+from airflow_samza_expand._protocol import launches
+from airflow_samza_expand._protocol.steps.submit import before_submit
+from airflow_samza_expand.core._clock import now_iso, to_iso, utc_now
+from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
+from airflow_samza_expand.core.model import JobModel
+from airflow_samza_expand.store._files import FileCoordinatorStore
 
 
 def _wait(cond, timeout_s=20.0):
@@ -47,3 +61,134 @@ def test_detached_launch_records_the_exit_code_of_a_failing_command(tmp_path) ->
     assert detached.exit_code(handle) == 2
     assert not detached.is_running(handle)
     assert "bad input" in detached.tail(handle["log_path"])
+
+
+# -- the launch as the expansion record keeps it: decided on any host ---------------------------
+
+
+JOB, EXPANSION = "orders-counter", "orders-counter~orders.2-4"
+
+
+@pytest.fixture
+def store(tmp_path):
+    """The store both "hosts" share (nothing else): job model v2 written, the record there."""
+    made = FileCoordinatorStore(str(tmp_path / "shared"), JOB)
+    v1 = made.write_job_model(JobModel.initial(JOB, {"orders": 2}))
+    stamp = now_iso()
+    record = ExpansionRecord(
+        expansion_id=EXPANSION, job_name=JOB, base_version=1, target_version=2,
+        plan={"counts_before": {"orders": 2}, "counts_after": {"orders": 4}},
+        status=ExpansionStatus.PLANNED, owner="test", created_at=stamp, updated_at=stamp,
+    )  # fmt: skip
+    made.put_expansion(record, expected_revision=0)
+    made.write_job_model(dataclasses.replace(v1, version=2))
+    walk(made, EXPANSION, ExpansionStatus.JOB_MODEL_WRITTEN)
+    return made
+
+
+def _on_host(monkeypatch, tmp_path, name: str) -> str:
+    """Act as worker `name`: its own host name and temp dir."""
+    home = tmp_path / name
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv(detached.HOST_ENV, name)
+    monkeypatch.setenv("TMPDIR", str(home))
+    return str(home)
+
+
+def _decide(store, sleep=None):
+    waits: list[float] = []
+    decision = before_submit(
+        store, EXPANSION, continuous=True, is_running=detached.is_running,
+        sleep=sleep or waits.append,
+    )  # fmt: skip
+    return decision
+
+
+def _launch_on_a(store, monkeypatch, tmp_path, cmd, **facts) -> dict:
+    """Worker A notes a launch in the record, then starts `cmd` detached in its temp dir."""
+    home = _on_host(monkeypatch, tmp_path, "worker-a")
+    noted = launches.note(
+        store, EXPANSION, {**launches.new_facts(store.get_expansion(EXPANSION), application="j.py"),
+                           **facts},
+    )  # fmt: skip
+    handle = detached.launch(cmd, log_path=os.path.join(home, "spark-submit.log"))
+    keep = {k: handle[k] for k in ("pid", "log_path", "state_path")}
+    launches.note(store, EXPANSION, {**noted, **keep})
+    return handle
+
+
+def _stop_on_a(handle, monkeypatch) -> None:
+    monkeypatch.setenv(detached.HOST_ENV, "worker-a")  # its pid is A's to signal
+    detached.terminate(handle, timeout_s=10)
+
+
+SLEEPS = [sys.executable, "-c", "import time; time.sleep(120)"]
+
+
+def test_a_retry_on_another_host_waits_for_the_launch_and_does_not_launch_it_twice(
+    store, monkeypatch, tmp_path
+) -> None:
+    """Worker A noted its launch and was killed before it recorded the submit; the retry on
+    worker B (its own temp dir: A's state file and pids mean nothing there) finds the launch
+    in the record, waits while it may still come up, and launches nothing once its processor
+    heartbeats. Without the record's launch B launched a second copy at once."""
+    handle = _launch_on_a(store, monkeypatch, tmp_path, SLEEPS)
+    try:
+        facts = launches.facts_of(store.get_expansion(EXPANSION))
+        assert facts["host"] == "worker-a" and facts["attempt"] == 1 and facts["pid"]
+        _on_host(monkeypatch, tmp_path, "worker-b")
+        looks: list[float] = []
+
+        def comes_up(seconds: float) -> None:  # the job's first heartbeat, while B waits
+            looks.append(seconds)
+            store.heartbeat("worker-a-123", 2, "running", role="active", ttl_s=30)
+
+        decision = _decide(store, sleep=comes_up)
+        assert not decision.launch, decision
+        assert looks and 0 < looks[0] <= 2.0  # it waited for the launch, then saw it up
+        assert "worker-a-123" in decision.message
+    finally:
+        _stop_on_a(handle, monkeypatch)
+
+
+def test_a_launch_past_its_window_with_no_live_processor_is_launched_again_from_any_host(
+    store, monkeypatch, tmp_path
+) -> None:
+    """The launch's window passed and no processor of v2 is alive: launch again - even when the
+    recorded supervisor pid is alive on B (someone else's process there) and A's state file is
+    gone with A's temp dir. Deciding by that pid, B would never launch the job."""
+    old = to_iso(utc_now() - timedelta(seconds=120))
+    handle = _launch_on_a(store, monkeypatch, tmp_path, SLEEPS, launched_at=old, window_s=60)
+    detached.terminate(handle, timeout_s=10)
+    os.unlink(handle["state_path"])
+    # B's own process under the recorded supervisor pid
+    facts = launches.facts_of(store.get_expansion(EXPANSION))
+    launches.note(store, EXPANSION, {**facts, "supervisor_pid": os.getpid(), "pid": os.getpid()})
+    store.heartbeat("worker-a-123", 2, "failed", role="active", ttl_s=30)  # the try that ended
+    _on_host(monkeypatch, tmp_path, "worker-b")
+    decision = _decide(store)
+    assert decision.launch, decision
+    view = launches.judge(launches.facts_of(store.get_expansion(EXPANSION)), {}, 2)
+    assert view.state == launches.GONE and "within 60 s" in view.reason, view
+    nxt = launches.new_facts(store.get_expansion(EXPANSION), application="j.py")
+    assert nxt["attempt"] == 2 and nxt["host"] == "worker-b"
+
+
+def test_on_its_own_host_the_supervisor_answers_at_once(store, monkeypatch, tmp_path) -> None:
+    """The same host's shortcut: a launch whose supervisor still runs is the job (no wait, no
+    second launch); one that exited is gone before its window ends. Another host sees neither
+    and goes by the heartbeats and the window."""
+    handle = _launch_on_a(store, monkeypatch, tmp_path, SLEEPS)
+    try:
+        decision = _decide(store)
+        assert not decision.launch and "runs on this host" in decision.message, decision
+    finally:
+        detached.terminate(handle, timeout_s=10)
+    assert _wait(lambda: detached.exit_code(handle) is not None)
+    assert _decide(store).launch  # exited: launched again at once, its window not waited for
+    _on_host(monkeypatch, tmp_path, "worker-b")
+    facts = launches.facts_of(store.get_expansion(EXPANSION))
+    assert detached.exit_code(facts) is None  # A's exit is not B's to read
+    assert detached.is_running(facts)  # young: it may still be coming up
+    view = launches.judge(facts, {}, 2)
+    assert view.state == launches.STARTING and view.wait_s > 0, view

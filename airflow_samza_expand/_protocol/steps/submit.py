@@ -6,11 +6,12 @@ the runtime's (`_protocol.launch`, spark-submit)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_samza_expand._protocol import records
+from airflow_samza_expand._protocol import launches, records
 from airflow_samza_expand._protocol.restart import RestartChoice
 from airflow_samza_expand._protocol.steps.results import StandbyResult
 from airflow_samza_expand.core._lease import Lease
@@ -38,13 +39,15 @@ def record_submitted(
 
 @dataclass(frozen=True)
 class SubmitDecision:
-    """``launch`` False: the job already runs the new model (``running`` says who)."""
+    """``launch`` False: the job already runs the new model (``running`` says who), or an
+    earlier launch may still come up (``wait_s`` > 0: judge again after a while)."""
 
     launch: bool
     version: int | None
     running: list[str] = field(default_factory=list)
     earlier: dict[str, Any] = field(default_factory=dict)
     message: str = ""
+    wait_s: float = 0.0
 
 
 def before_submit(
@@ -53,14 +56,21 @@ def before_submit(
     *,
     continuous: bool,
     is_running: Any = None,
+    sleep: Callable[[float], None] = time.sleep,
+    poll_s: float = 2.0,
 ) -> SubmitDecision:
     """Whether to launch: a continuous job that already runs the newest model (a fresh
-    heartbeat, a live standby of it, or the launch of an earlier try or of the handover's
-    standby still alive per ``is_running(handle)``) is not launched twice. Clears a stop
-    request left for the version about to start. Logs why it launches or not."""
-    decision = _decide(store, expansion_id, continuous=continuous, is_running=is_running)
-    log.info("%s", decision.message)
-    return decision
+    heartbeat, a live standby of it, the handover's standby launch still running per
+    ``is_running(handle)``) is not launched twice. The launch an earlier try noted in the
+    record (on any worker) is judged by `_protocol.launches.judge`: while it may still come up
+    this waits (``poll_s`` between looks); it launches again only once that launch is gone.
+    Clears a stop request left for the version about to start. Logs why it launches or not."""
+    while True:
+        decision = _decide(store, expansion_id, continuous=continuous, is_running=is_running)
+        log.info("%s", decision.message)
+        if decision.wait_s <= 0:
+            return decision
+        sleep(min(poll_s, decision.wait_s))
 
 
 def _decide(
@@ -88,6 +98,7 @@ def _decide(
     ]
     earlier: dict[str, Any] = {}
     launched: list[Any] = []
+    facts: dict[str, Any] | None = None
     if expansion_id:
         record = records.require(store, expansion_id)
         # before anything is written or launched: vN+1 must be written
@@ -100,8 +111,7 @@ def _decide(
             return SubmitDecision(False, version, running, {}, message)
         earlier = submit_handle(record)
         launched = StandbyResult.of(record).launches
-    if earlier.get("detached") and is_running is not None and is_running(earlier):
-        running.append(f"pid {earlier['pid']} (launched by an earlier try)")
+        facts = launches.facts_of(record) or ({**earlier} if earlier.get("detached") else None)
     running += [
         f"pid {h['pid']} (standby launched by the handover)"
         for h in launched
@@ -117,6 +127,15 @@ def _decide(
             f"runs job model v{version} ({', '.join(running)}): not launching "
             "it twice",
         )
+    if continuous and facts:
+        view = launches.judge(facts, processors, version, local_running=is_running)
+        if view.state == launches.UP:  # on its own host: the supervisor still runs it
+            message = f"job {store.job_name} already runs job model v{version} ({view.reason})"
+            return SubmitDecision(False, version, [view.reason], earlier, message)
+        if view.state == launches.STARTING:
+            message = f"not launching job {store.job_name} yet: {view.reason}"
+            return SubmitDecision(False, version, [], earlier, message, view.wait_s)
+        log.info("Launching again: %s.", view.reason)
     stop = store.stop_request()
     if stop and version is not None and int(stop.get("version", 0)) >= version:
         # A stop for the version we start (left by an earlier stop of a rerun) would stop the

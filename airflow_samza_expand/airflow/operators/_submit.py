@@ -29,30 +29,25 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseHook, BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
-from airflow_samza_expand._kafka.errors import KafkaUnavailableError
 from airflow_samza_expand._protocol import launch as detached
-from airflow_samza_expand._protocol.ownership import take
 from airflow_samza_expand._protocol.secrets import redact_conf, redact_doc, secret_values
-from airflow_samza_expand._protocol.steps import submit as submit_step
 from airflow_samza_expand.airflow import _lineage
 from airflow_samza_expand.airflow._compat import airflow_hides_key, openlineage_injection
 from airflow_samza_expand.airflow._order import with_order_check
-from airflow_samza_expand.airflow._shell import KafkaClients, holder_of, protocol_outcomes
+from airflow_samza_expand.airflow._shell import protocol_outcomes
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
+from airflow_samza_expand.airflow.operators._submit_books import SubmitBooks
 from airflow_samza_expand.core._secrets import is_secret_key
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-STORE_OUTAGE_S = 120.0  # how long the step rides out an unreachable coordinator store
-STORE_RETRY_S = 2.0
 
 RUN_MODES = ("continuous", "available-now")
 WAIT_APP_COMPLETION_CONFS = (
@@ -133,7 +128,9 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
 
     Extra arguments: ``run_mode`` (templated), ``log_dir`` for detached launches (default
     ``<tmp>/samza-expand/<name>``), ``startup_check_s`` (a detached job that exits within this
-    time fails the task with its log tail), ``job_name``/``expansion_id``/``coordinator``/
+    time fails the task with its log tail), ``launch_window_s`` (how long a retry on any worker
+    waits for this launch's processor to heartbeat before it launches again; `_protocol.
+    launches`), ``job_name``/``expansion_id``/``coordinator``/
     ``kafka_config_id`` (the expansion's books), ``on_stale_placement`` (``warn``/``fail``,
     templated: turns on the shipped job's order check, `airflow._order.with_order_check`).
     Returns (XCom) ``{mode, master, deploy_mode, conf (redacted), ...}`` plus the detached
@@ -158,6 +155,7 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
         run_mode: str = "continuous",
         log_dir: str | None = None,
         startup_check_s: float = 5.0,
+        launch_window_s: float = detached.LAUNCH_WINDOW_S,
         job_name: str | None = None,
         expansion_id: str | None = None,
         coordinator: str = DEFAULT_COORDINATOR,
@@ -172,6 +170,7 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
         self.run_mode = run_mode
         self.log_dir = log_dir
         self.startup_check_s = startup_check_s
+        self.launch_window_s = launch_window_s
         self.job_name = job_name
         self.expansion_id = expansion_id
         self.coordinator = coordinator
@@ -236,7 +235,7 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
             "deploy_mode": deploy_mode,
             "conf": redact_conf(conf, is_secret_conf_key),
         }
-        books = _Books(
+        books = SubmitBooks(
             self.job_name if self.keeps_books else None,
             self.expansion_id,
             self.coordinator,
@@ -258,6 +257,9 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
         env = dict(self.env_vars or {})
         with protocol_outcomes():  # a secret about to reach the command line is a refusal
             self._job_kafka_config(conf)
+        facts: dict[str, Any] = {}
+        if mode == "continuous":  # noted before it starts: a retry anywhere finds it
+            facts = books.new_launch(context, self.application, self.launch_window_s)
         if mode == "available-now":
             self.log.info(
                 "Running the job once (available-now) on %s; the task ends with it.", master
@@ -272,6 +274,8 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
         else:
             env.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", sys.executable))
             result = {**base, **self._launch_detached(conf, env, binary, secret_keys)}
+        if facts:
+            result["launch"] = books.note_launch(context, _learned(facts, result, books))
         result = redact_doc(result, secrets)
         books.after(context, result)
         return result
@@ -319,7 +323,18 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
                     f"{detached.tail(log_path)}"
                 )
             time.sleep(0.5)
-        return {"detached": True, **handle}
+        return {"detached": True, **handle, "host": detached.this_host()}
+
+
+def _learned(facts: dict[str, Any], result: dict[str, Any], books: SubmitBooks) -> dict:
+    """The launch's facts with what its start told: pid and log (on its host), the live
+    processor(s) of the launched job model by now."""
+    keep = ("pid", "log_path", "state_path", "started_at")
+    return {
+        **facts,
+        **{k: result[k] for k in keep if result.get(k) is not None},
+        "processors": books.processors_up(),
+    }
 
 
 class RestartGateOperator(BaseOperator):
@@ -351,7 +366,9 @@ class RestartGateOperator(BaseOperator):
         self.kafka_config_id = kafka_config_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        books = _Books(self.job_name, self.expansion_id, self.coordinator, self.kafka_config_id)
+        books = SubmitBooks(
+            self.job_name, self.expansion_id, self.coordinator, self.kafka_config_id
+        )
         skip = books.before(context, "continuous")
         if skip is not None:
             books.after(context, {**skip, "restart_task": self.restart_task_id, "launched": False})
@@ -367,71 +384,3 @@ class RestartGateOperator(BaseOperator):
         )
         books.after(context, result)
         return result
-
-
-class _Books(KafkaClients):
-    """The submit step's expansion bookkeeping (``_protocol.steps.submit``): launch once, record the
-    redacted handle."""
-
-    request_timeout_s = 30.0
-
-    def __init__(
-        self, job_name: str | None, expansion_id: str | None, coordinator: str, conn_id: str
-    ) -> None:
-        self.job_name = job_name
-        self.expansion_id = expansion_id
-        self.coordinator = coordinator
-        self.kafka_config_id = conn_id
-        self.lineage = _lineage.StepLineage()  # the job's input topics, once `before` read them
-
-    def before(self, context: Any, mode: str) -> dict[str, Any] | None:
-        if not self.job_name:
-            return None
-
-        def decide() -> Any:
-            decision = submit_step.before_submit(
-                self.store,
-                self.expansion_id or None,
-                continuous=mode == "continuous",
-                is_running=detached.is_running,
-            )
-            self.lineage = _lineage.submit_step(self.store, self.kafka_config)
-            return decision
-
-        decision = self._asking_again(decide, "read the job's processors before launching")
-        if decision.launch:
-            return None
-        return {"already_running": decision.running, "reason": decision.message,
-                **decision.earlier}  # fmt: skip
-
-    def after(self, context: Any, result: dict[str, Any]) -> None:
-        if not (self.job_name and self.expansion_id):
-            return
-
-        def record() -> None:
-            lease = take(self.store, holder_of(context))
-            submit_step.record_submitted(self.store, self.expansion_id, result, lease)
-
-        self._asking_again(record, "record the launch in the expansion record")
-
-    def _asking_again(self, step: Callable[[], T], what: str) -> T:
-        """``step()`` on fresh clients; while the broker cannot serve the coordinator store (a
-        restart, a leader election: `KafkaUnavailableError`) it is asked again for up to
-        `STORE_OUTAGE_S`. Each attempt is idempotent; the continuous submit task has no Airflow
-        retry (a second launch would run the job twice), so the step rides such an outage out."""
-        deadline = time.monotonic() + STORE_OUTAGE_S
-        while True:
-            try:
-                with protocol_outcomes():
-                    return step()
-            except KafkaUnavailableError as exc:
-                if time.monotonic() >= deadline:
-                    raise
-                log.warning(
-                    "could not %s - the coordinator store is unreachable for now (%s); asking "
-                    "again in %.0f s (up to %.0f s in all)",
-                    what, exc, STORE_RETRY_S, STORE_OUTAGE_S,
-                )  # fmt: skip
-                time.sleep(STORE_RETRY_S)
-            finally:
-                self.close_clients()  # a broken connection is not reused: the next try reconnects
