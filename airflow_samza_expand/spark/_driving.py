@@ -193,7 +193,9 @@ class QueryDriver:
         if getattr(self, "start_query", None) is None or not life.use_lease:
             return None
         log.warning("%s; waiting as a standby for the lease again", self.lease_lost)
-        outcome = life.wait_for_lease_again()
+        from airflow_samza_expand.spark._resume import wait_for_lease_again
+
+        outcome = wait_for_lease_again(life)
         if outcome != "regained":
             if outcome == "stopped":
                 self.lease_lost = None

@@ -41,7 +41,6 @@ from airflow_samza_expand.core._liveness import (
     ROLE_ACTIVE,
     ROLE_STANDBY,
     dead_processors,
-    statuses,
 )
 from airflow_samza_expand.core.model import JobModel
 
@@ -59,6 +58,9 @@ LEASED_VERSION_POLL_S = 0.1
 # broker restarts, elects leaders or is unreachable: the processor tries again at its next poll
 # instead of dying (docs/operations.md, "A broker outage")
 STORE_UNAVAILABLE: tuple[type[Exception], ...] = (KafkaUnavailableError, KafkaException)
+
+
+_UNSEEN = object()
 
 
 class LeaseLostError(Exception):
@@ -103,6 +105,13 @@ class Lifecycle:
         self.store_lock = threading.Lock()
         self.stop_event = threading.Event()
         self.stop_seen_at: float | None = None
+        # the stop record found at the first look: it stopped the processors running when it
+        # was written, not this one started after it (a cluster manager's restart) - this one
+        # is *parked*: it processes nothing, heartbeats ``stopped`` and goes on once a newer
+        # job model is written or the record cleared (docs/operations.md, "Driver restarts")
+        self.stop_at_start: Any = _UNSEEN
+        self.parked = False
+        self._not_yet: tuple[int, str] | None = None  # the last "not started on yet" logged
         self.gate_dir = tempfile.mkdtemp(prefix="samza-expand-gate-")
         self.gate_path = os.path.join(self.gate_dir, "stop")
         self.report_dir = os.path.join(self.gate_dir, "stale")  # rule 1.5: the reader's counts
@@ -175,48 +184,6 @@ class Lifecycle:
             return False
         return True
 
-    def other_actives(self) -> list[str]:
-        """Live processors of this job other than this one that heartbeat as the active."""
-        with self.store_lock:
-            found = statuses(self.store.processors())
-        return sorted(
-            pid
-            for pid, s in found.items()
-            if pid != self.processor_id
-            and s.role == ROLE_ACTIVE
-            and s.state in ("starting", "running", "stopping")
-            and s.alive()
-        )
-
-    def wait_for_lease_again(self) -> str:
-        """Fenced - the lease expired, e.g. Kafka unreachable for longer than the TTL: wait as a
-        standby (heartbeating ``standby`` when the store can be written) until this processor
-        holds the lease again (``"regained"``, the new epoch taken), another processor is
-        active (``"replaced"``) or a stop for its version is requested (``"stopped"``)."""
-        assert self.lease is not None
-        interval = heartbeat_interval(self.ttl_s)
-        next_beat = 0.0
-        while True:
-            if self.lease.wait_until_active(timeout_s=VERSION_POLL_S * 2):
-                self.epoch = self.lease.epoch
-                log.info("processor %s holds the lease of job %s again (epoch %d)",
-                         self.processor_id, self.job_name, self.epoch)  # fmt: skip
-                return "regained"
-            try:
-                if self.check_stop():
-                    return "stopped"
-                others = self.other_actives()
-                if time.monotonic() >= next_beat:
-                    self.heartbeat("standby")
-                    next_beat = time.monotonic() + interval
-            except STORE_UNAVAILABLE as exc:
-                log.info("fenced, Kafka still unreachable: %s", exc)
-                continue
-            if others:
-                log.warning("processor %s: %s holds the lease of job %s now",
-                            self.processor_id, ", ".join(others), self.job_name)  # fmt: skip
-                return "replaced"
-
     def reap_dead(self) -> list[str]:
         """Tombstone the records of processors silent past their TTL; return their ids."""
         with self.store_lock:
@@ -236,8 +203,21 @@ class Lifecycle:
             return True
         with self.store_lock:
             request = self.store.stop_request()
+        if self.stop_at_start is _UNSEEN:
+            self.stop_at_start = request
         if not request or int(request.get("version", 0)) < self.version:
+            self.parked = False
             return False  # none, or a stale request for an older job model
+        if request == self.stop_at_start:
+            if not self.parked:
+                log.info(
+                    "processor %s started after the stop of job model v%s (requested at %s): "
+                    "parked - it processes nothing until a newer job model is written or the "
+                    "stop record is cleared",
+                    self.processor_id, request.get("version"), request.get("requested_at"),
+                )  # fmt: skip
+            self.parked = True
+            return False
         log.info(
             "stop requested for job model v%s (this processor: v%s, reason %r): finishing the "
             "current batch",
@@ -254,7 +234,11 @@ class Lifecycle:
     # the active lease -------------------------------------------------------------------------
 
     def join(self) -> None:
-        """Join the job's lease group (no-op without the lease)."""
+        """Join the job's lease group (no-op without the lease); note the stop record found
+        now (a processor started after a stop is parked by it, not stopped)."""
+        if self.stop_at_start is _UNSEEN:
+            with self.store_lock:
+                self.stop_at_start = self.store.stop_request()
         if not self.use_lease or self.lease is not None:
             return
         from airflow_samza_expand._kafka.membership import ActiveLease
@@ -278,12 +262,16 @@ class Lifecycle:
                 if self.check_stop():
                     return None
                 active = not self.use_lease or self.lease.is_active()
-                model = self.store.latest_job_model() if active else None
+                model = self.runnable_model(min_version) if active else None
             except STORE_UNAVAILABLE as exc:
                 log.warning("coordinator store unreachable, reading it again shortly: %s", exc)
                 time.sleep(VERSION_POLL_S)
                 continue
+            stopped_version = int(self.stop_at_start.get("version", 0)) if self.parked else 0
+            if model is not None and model.version <= stopped_version:
+                model = None  # parked: the stopped version is not run again
             if model is not None and model.version >= min_version:
+                self.parked = False
                 self.version = model.version
                 self.epoch = self.lease.epoch if self.use_lease else 0
                 return model
@@ -307,7 +295,7 @@ class Lifecycle:
                     )
             now = time.monotonic()
             if now >= next_beat:
-                self.heartbeat("standby")
+                self.heartbeat("stopped" if self.parked else "standby", ROLE_STANDBY)
                 next_beat = now + interval
             if on_idle is not None:
                 on_idle()
@@ -315,6 +303,35 @@ class Lifecycle:
                 self.lease.wait_until_active(timeout_s=min(interval, VERSION_POLL_S * 2))
             else:
                 time.sleep(LEASED_VERSION_POLL_S if self.use_lease else VERSION_POLL_S)
+
+    def runnable_model(self, min_version: int) -> JobModel | None:
+        """The newest job model >= ``min_version`` the processor may start on: one whose
+        expansion's barrier has passed (`spark._switch.barrier_passed`, with the job's group
+        commits) - a driver started again in the middle of an in-app expansion resumes on vN
+        and restarts its query on vN+1 once the barrier passed; None: none yet."""
+        from airflow_samza_expand.spark._start_position import group_start_offsets
+        from airflow_samza_expand.spark._switch import barrier_passed
+
+        model = self.store.latest_job_model()
+        committed: dict[str, dict[str, int]] | None = None
+        while model is not None and model.version >= min_version:
+            ready, why = barrier_passed(self.store, model.version, committed)
+            if not ready and committed is None and self.consumer_group:
+                starts = group_start_offsets(
+                    self.kafka_config, self.consumer_group, model.partition_counts()
+                )
+                committed = {
+                    t: {str(p): o for p, o in ps.items() if o is not None}
+                    for t, ps in starts.items()
+                }
+                ready, why = barrier_passed(self.store, model.version, committed)
+            if ready:
+                return model
+            if self._not_yet != (model.version, why):
+                self._not_yet = (model.version, why)
+                log.info("job model v%d is written but not started on yet: %s", model.version, why)
+            model = self.store.job_model(model.version - 1)
+        return None
 
     def guard(self, what: str) -> None:
         """Raise LeaseLostError unless the broker confirms this processor's lease (same epoch)."""
