@@ -96,8 +96,20 @@ def launches(results: Mapping[str, Any]) -> list[dict[str, Any]]:
             handles += [
                 {**h, "step": step} for h in [result, *(result.get("launches") or ())] if _logged(h)
             ]
+    # the submit step's launch as it noted it (a try killed before it recorded its handle)
+    noted = results.get("launch")
+    if _logged(noted) and all(h.get("log_path") != noted["log_path"] for h in handles):
+        handles.append({"started_at": noted.get("launched_at"), **noted})
+    handles = [{**h, **_facts(h, noted)} for h in handles]
     oldest = datetime.min.replace(tzinfo=UTC)
     return sorted(handles, key=lambda h: parse_time(h.get("started_at")) or oldest)
+
+
+def _facts(handle: Mapping[str, Any], noted: Any) -> dict[str, Any]:
+    """The noted launch's facts (id, host, attempt, ...) for the handle of that launch."""
+    if isinstance(noted, Mapping) and noted.get("log_path") == handle.get("log_path"):
+        return {k: v for k, v in noted.items() if k not in handle or handle[k] is None}
+    return {}
 
 
 def _logged(handle: Any) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from airflow_samza_expand._protocol.launch import on_this_host, this_host
 from airflow_samza_expand.airflow._ui.decode import age_s
 from airflow_samza_expand.airflow._ui.records import JobSnapshot, LeaseInfo, LogTail, Processor
 from airflow_samza_expand.airflow._ui.settings import UiSettings
@@ -88,13 +89,43 @@ def expansion_ids(job: str, history: Sequence[JobModel], live: Mapping[str, int]
     return [i for i in reversed(ids) if i]
 
 
+def elsewhere(handle: Mapping[str, Any], snapshot: JobSnapshot) -> str:
+    """Where a launch's log is when this host cannot read it, and what any host can read about
+    the launch: the record's launch facts and the heartbeats of the processors of its version."""
+    host = handle.get("host") or "the host that launched it"
+    facts = ", ".join(
+        f"{name} {handle[key]}"
+        for key, name in (("launch_id", "launch"), ("attempt", "attempt"),
+                          ("launched_at", "at"), ("application", "application"))
+        if handle.get(key) is not None
+    )  # fmt: skip
+    version = next((e.new_version for e in snapshot.expansions if e.launches), None)
+    beats = "; ".join(
+        f"processor {p.processor_id} {p.state}, heartbeat {p.heartbeat_at}"
+        + ("" if p.alive else " (silent past its TTL)")
+        for p in snapshot.processors
+        if p.job_model_version == version
+    )
+    return (
+        f"the log is on {host} at this path (this page runs on {this_host()}; read it there)"
+        + (f" - {facts}" if facts else "")
+        + f"; processors of v{version}: {beats or 'none has heartbeated yet'}"
+    )
+
+
 def log_tail(snapshot: JobSnapshot, settings: UiSettings) -> LogTail | None:
-    """Tail of the log the newest detached launch wrote, if it is under an allowed directory."""
+    """Tail of the log the newest detached launch wrote, if it is under an allowed directory
+    on this host; else where it is (`elsewhere`)."""
     from airflow_samza_expand._protocol.launch import tail
 
     path = next((e.log_path for e in snapshot.expansions if e.log_path), None)
     if not path:
         return None
+    handle = next(
+        (h for e in snapshot.expansions for h in e.launches if h.get("log_path") == path), {}
+    )
+    if not on_this_host(handle):
+        return LogTail(path, "", elsewhere(handle, snapshot))
     real = os.path.realpath(path)
     allowed = [os.path.realpath(d) for d in settings.log_dirs]
     if not real.endswith(".log") or not any(
@@ -107,7 +138,7 @@ def log_tail(snapshot: JobSnapshot, settings: UiSettings) -> LogTail | None:
             f"({', '.join(settings.log_dirs)}) - add its directory there to show it",
         )
     if not os.path.exists(real):
-        return LogTail(path, "", "not on this host (the job ran on another machine?)")
+        return LogTail(path, "", elsewhere(handle, snapshot))
     text = tail(real, LOG_TAIL_CHARS)
     if os.path.getsize(real) > LOG_TAIL_CHARS and "\n" in text:
         text = text.split("\n", 1)[1]  # the tail starts at a whole line

@@ -123,6 +123,7 @@ def _launch(handle: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         "started_at": handle.get("started_at"),
         "age_s": age_s(handle.get("started_at"), now),
         "pid": handle.get("pid"),
+        "host": handle.get("host"),  # the pid and the log are that host's
         "log_path": handle.get("log_path"),
     }
 

@@ -106,12 +106,17 @@ def _barrier_wait(rows: Sequence[Mapping[str, Any]], next_poll_in_s: float | Non
     )
 
 
+def _on(handle: Mapping[str, Any]) -> str:
+    """`` on <host>`` where the launch's host is known (its pid and log are that host's)."""
+    return f" on {_e(handle['host'])}" if handle.get("host") else ""
+
+
 def _launches(run: Mapping[str, Any]) -> str:
     """The new version's detached launches (the standby warming up, a submit) and the current
     one's log tail."""
     out = [
         f"<p>Launched by step <b>{_e(h['step'])}</b> {age(h['started_at'], h['age_s'])} ago (pid "
-        f"{_e(h['pid'] or '-')}), log <code>{_e(h['log_path'])}</code></p>"
+        f"{_e(h['pid'] or '-')}{_on(h)}), log <code>{_e(h['log_path'])}</code></p>"
         for h in run["launches"]
     ]
     log = run["log"]
