@@ -124,6 +124,26 @@ def test_the_lag_history_keeps_the_newest_samples(expanded):
     assert samples[-1]["total"] == progress.LAG_SAMPLES + 4 and samples[0]["total"] == 5
 
 
+def test_a_wide_barriers_lag_sample_names_its_most_lagging_partitions_only(expanded):
+    """A sample of a barrier wider than LAG_PARTITIONS keeps the most lagging partitions and
+    counts the lagging ones: the record, rewritten at every poll, does not grow with the
+    partitions times the samples (1,024 partitions x 60 samples went past Kafka's 1 MB)."""
+    _, topic, store, _, _, eid, lease = expanded
+    store.put_expansion(  # waiting at its barrier
+        store.get_expansion(eid).advance(ExpansionStatus.BARRIER_SNAPSHOT, barrier={topic: {0: 9}}),
+        expected_revision=store.get_expansion(eid).revision,
+    )
+    wide = {p: (p % 7 if p % 3 else 0) for p in range(1024)}  # 584 lag, up to 6 records
+    for _ in range(progress.LAG_SAMPLES):
+        progress.note_lag(store, eid, {topic: wide}, fence=lease)
+    record = store.get_expansion(eid)
+    sample = record.results["barrier_lag"][-1]
+    assert (sample["total"], sample["lagging"]) == (sum(wide.values()), 584)
+    most = sorted(((p, n) for p, n in wide.items() if n), key=lambda pn: -pn[1])[:16]
+    assert sample["partitions"] == {f"{topic}[{p}]": n for p, n in most}  # 6s, by partition
+    assert len(record.to_json()) < 100_000  # without the bound: about 1.9 MB
+
+
 def test_a_rerun_of_a_passed_barrier_writes_no_lag_sample(expanded):
     name, topic, store, admin, config, eid, lease = expanded
     highs = admin.high_watermarks({topic: [0, 1]})[topic]

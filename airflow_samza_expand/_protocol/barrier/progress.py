@@ -14,6 +14,10 @@ from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.store import CoordinatorStore
 
 LAG_SAMPLES = 60  # the newest barrier lag samples an expansion record keeps
+# partitions a lag sample names: a sample of a wider barrier keeps its most lagging ones (and
+# counts the lagging ones), so the record - rewritten whole at every poll - does not grow with
+# the partitions times the samples
+LAG_PARTITIONS = 16
 GRACE = "grace"
 BARRIER_LAG = "barrier_lag"
 
@@ -59,9 +63,15 @@ def note_lag(
 ) -> None:
     """Append one barrier lag sample ``{at, total, partitions: {"topic[p]": lag}}`` to
     ``results["barrier_lag"]``, keeping the newest `LAG_SAMPLES`; only while the record waits at
-    its barrier (``barrier-snapshot``), so a rerun of a passed barrier writes nothing."""
+    its barrier (``barrier-snapshot``), so a rerun of a passed barrier writes nothing. A barrier
+    of more than `LAG_PARTITIONS` partitions: the sample names its most lagging ones (ties by
+    topic and partition) and ``lagging``, how many lag at all."""
     parts = {f"{t}[{p}]": int(n) for t, ps in sorted(lag.items()) for p, n in sorted(ps.items())}
     sample = {"at": now_iso(), "total": sum(parts.values()), "partitions": parts}
+    if len(parts) > LAG_PARTITIONS:
+        behind = [(name, n) for name, n in parts.items() if n > 0]
+        most = sorted(behind, key=lambda item: -item[1])[:LAG_PARTITIONS]  # stable: by name
+        sample.update(partitions=dict(most), lagging=len(behind))
 
     def add(current: ExpansionRecord) -> ExpansionRecord | None:
         if current.status != ExpansionStatus.BARRIER_SNAPSHOT:
@@ -72,4 +82,4 @@ def note_lag(
     records.update(store, expansion_id, add, fence=fence)
 
 
-__all__ = ["BARRIER_LAG", "GRACE", "LAG_SAMPLES", "begin_barrier", "note_lag"]
+__all__ = ["BARRIER_LAG", "GRACE", "LAG_PARTITIONS", "LAG_SAMPLES", "begin_barrier", "note_lag"]
