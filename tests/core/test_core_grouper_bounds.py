@@ -122,7 +122,7 @@ def test_a_previous_mapping_with_a_gap_names_the_system_and_the_stream():
     assert "(partitions [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] are missing)" in str(err.value)
 
 
-@pytest.mark.parametrize("initial", [0, 3])
+@pytest.mark.parametrize("initial", [0, -2, 3])
 def test_an_initial_count_that_does_not_divide_the_previous_one_is_refused(initial):
     grouper = GroupByPartitionFixedTasks(initial_counts={"o": initial})
     previous = {S("o", p): f"Partition {p}" for p in range(4)}
