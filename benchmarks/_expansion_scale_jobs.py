@@ -1,0 +1,121 @@
+"""The jobs of `expansion_scale.py --jobs`: the factory DAG's expansion (``dag.test()``, real
+Airflow on SQLite) of a topic of N partitions grown x2, with a job running under keyed
+traffic - the shipped job switching in place, or the example user job (`examples/user_job.py`,
+Spark's own Kafka source) restarting its query in-app. Per run: seconds per step (the report's
+``seconds_per_step``), the barrier's wait over its floor (max(grace, last stale placement +
+quiet) + drain + one poll), the switch's downtime against a cold restart of the same job, the
+moved keys' first-record-to-processed latency over the grace, exact counts, the sizes and the
+job page (`expansion_scale.page`)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+USER_JOB = str(ROOT / "airflow_samza_expand" / "examples" / "user_job.py")
+GRACE_S = 3.0
+POLL_S = 0.5
+
+
+def prepare_airflow(work: Path, bootstrap: str) -> None:
+    """A throwaway Airflow home with kafka_default and spark_default (local[2]), migrated."""
+    from fault_matrix import prepare_airflow as prepare
+
+    prepare(work, bootstrap)
+
+
+def sized_setup(s: Any, partitions: int) -> None:
+    """`Scenario.setup` for an input topic of ``partitions`` (job model v1 with them)."""
+    from airflow_samza_expand.core.model import JobModel
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
+
+    s.admin.ensure_topic(s.topic, partitions)
+    s.admin.ensure_topic(s.output_topic, 1)
+    s.store = KafkaCoordinatorStore(s.config, s.job_name)
+    s.store.write_job_model(JobModel.initial(s.job_name, {s.topic: partitions}))
+    s.job = s._stream_job(s.args())
+
+
+def floor_s(record: Any, drain_s: float | None) -> float:
+    """The barrier's floor: max(grace, last stale placement + quiet) from the expand step's
+    end, + the drain after the snapshot, + one poll interval."""
+    from airflow_samza_expand._protocol.barrier.evidence import evidence_of
+    from airflow_samza_expand.core._clock import parse_iso
+
+    expanded = parse_iso(record.steps["expand"].ended_at).timestamp()
+    last = evidence_of(record).last_stale_at
+    quiet = parse_iso(last).timestamp() + GRACE_S - expanded if last else 0.0
+    return max(GRACE_S, quiet) + (drain_s or 0.0) + POLL_S
+
+
+def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: float,
+            say: Any) -> dict[str, Any]:  # fmt: skip
+    """One expansion ``size`` -> 2*size with the ``kind`` job ("in-place": the shipped job;
+    "in-app": the example user job)."""
+    from expansion_scale import page
+
+    from airflow_samza_expand._demo import airflow_home
+    from airflow_samza_expand._demo.latency import moved_key_latencies
+    from airflow_samza_expand._demo.scenario import Scenario
+    from airflow_samza_expand._demo.scenario_config import ScenarioConfig
+
+    own: dict[str, Any] = {}
+    if kind == "in-app":
+        own = {"application": USER_JOB, "application_args": ("--source", "kafka")}
+    cfg = ScenarioConfig(
+        bootstrap=bootstrap, work_dir=work / f"{kind}-{size}", handover="auto", keys=keys,
+        rate=rate, grace_s=GRACE_S, poll_s=POLL_S, trigger="processing-time=1s",
+        name=f"scale-{kind}-{size}-{uuid.uuid4().hex[:6]}", **own,
+    )  # fmt: skip
+    s = Scenario(cfg, run_dag=airflow_home.run_dag, task_states=airflow_home.task_states,
+                 xcom=airflow_home.xcom,
+                 log=lambda line: say(f"  [{kind} {size}] {line}"))  # fmt: skip
+    try:
+        sized_setup(s, size)
+        s.start_producer()
+        s.start_job()
+        cold = s.measure_plain_restart()
+        started = time.monotonic()
+        outcome = s.expand()
+        say(f"  [{kind} {size}] expansion {outcome.state} in {time.monotonic() - started:.1f}s "
+            f"({outcome.restart})")  # fmt: skip
+        record = s.store.expansions()[0]
+        steps = dict((outcome.summary or {}).get("seconds_per_step") or {})
+        floor = floor_s(record, outcome.probe.get("drain_s"))
+        downtime = outcome.probe.get("downtime_s")
+        verification = s.finish(expected_versions=[1, 2])
+        latency = moved_key_latencies(s)[0]
+        model = s.store.latest_job_model()
+        page_ms, page_bytes = page(s.job_name)
+        return {
+            "kind": kind, "size": size, "state": outcome.state, "restart": outcome.restart,
+            "steps": steps, "barrier_over_floor": (steps.get("barrier") or 0.0) / floor,
+            "downtime_s": downtime, "cold_s": cold,
+            "ratio": None if downtime is None else downtime / cold,
+            "latency_over_grace": None if latency.max_s is None else latency.max_s / GRACE_S,
+            "exact": verification.ok, "model_bytes": len(model.to_json().encode()),
+            "record_bytes": len(record.to_json().encode()), "page_ms": page_ms,
+            "page_bytes": page_bytes,
+        }  # fmt: skip
+    finally:
+        s.close()
+
+
+def job_line(r: dict[str, Any]) -> str:
+    """One line per job run."""
+    steps = " ".join(f"{k}_s={v:.2f}" for k, v in sorted(r["steps"].items()) if v is not None)
+
+    def f(x: float | None, fmt: str = ".3f") -> str:
+        return "n/a" if x is None else format(x, fmt)
+
+    return (
+        f"job={r['kind']} size={r['size']}->{2 * r['size']} state={r['state']} "
+        f"restart={r['restart']} {steps} barrier_over_floor={r['barrier_over_floor']:.2f} "
+        f"downtime_s={f(r['downtime_s'])} cold_restart_s={r['cold_s']:.2f} "
+        f"ratio={f(r['ratio'])} moved_latency_over_grace={f(r['latency_over_grace'], '.2f')} "
+        f"exact={r['exact']} model_bytes={r['model_bytes']} record_bytes={r['record_bytes']} "
+        f"page_ms={r['page_ms']:.0f}"
+    )
