@@ -153,7 +153,9 @@ def driver_case(ctx: Context, case: Case) -> Outcome:
         if case.step == "barrier-drain":
             job.wait_step(run, "barrier-drain")
         elif case.step == "after-write":
-            wait_until(lambda: job.s.store.latest_job_model().version == 2, "job model v2")
+            # polled tightly: the driver looks for a newer job model every 0.5 s
+            wait_until(lambda: job.s.store.latest_job_model().version == 2, "job model v2",
+                       interval_s=0.01)  # fmt: skip
         elif case.step == "query-restart":
             wait_until(lambda: SWITCHING.search(job.attempt_log()), "the switch in app")
         else:

@@ -614,12 +614,14 @@ def triggerer_case(ctx: Context, case: Case) -> Outcome:
         job.close()
 
 
-def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = 300) -> None:
+def wait_until(
+    condition: Callable[[], Any], what: str, timeout_s: float = 300, interval_s: float = 0.25
+) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.25)
+        time.sleep(interval_s)
 
 
 def all_cases() -> list[Case]:
