@@ -41,8 +41,11 @@ def wait_for_lease_again(life: Lifecycle) -> str:
     interval = heartbeat_interval(life.ttl_s)
     next_beat = 0.0
     while True:
-        if life.lease.wait_until_active(timeout_s=VERSION_POLL_S * 2):
-            life.epoch = life.lease.epoch
+        # held again, as the broker confirms: a zombie whose member still thinks it holds
+        # the partition is refused here and never starts its query beside the active
+        lease = life.lease
+        if lease.wait_until_active(timeout_s=VERSION_POLL_S * 2) and lease.confirm(lease.epoch):
+            life.epoch = lease.epoch
             log.info("processor %s holds the lease of job %s again (epoch %d)",
                      life.processor_id, life.job_name, life.epoch)  # fmt: skip
             return "regained"

@@ -184,12 +184,9 @@ class StreamJob(Job):
             log.warning("--allow-task-change: accepting %s", "; ".join(problems))
         write_task_set(args.checkpoint_dir, model, layout)
         self.begin()  # a cold JVM start takes longer than a short TTL
-        try:
-            query = self.start_stream()
-        except BaseException:
-            self.lifecycle.heartbeat("failed")
-            raise
-        code = self.run(query)
+        # the function, not the started query: fenced by a lost lease (Kafka away past the
+        # TTL), the runtime starts it again itself (docs/operations.md, "A broker outage")
+        code = self.run(self.start_stream)
         log.info("job %r: %d batches", args.job_name, self.batches)
         return code
 
