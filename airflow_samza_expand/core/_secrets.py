@@ -7,6 +7,8 @@ and every coordinator store refuses a record holding a secret (`refuse_secrets`)
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,10 +29,15 @@ SECRET_KEY_PATTERNS: tuple[str, ...] = (
 )
 
 
+# the patterns as one expression, and the verdict per key remembered: a coordinator record is
+# checked whole at every construction, and its keys (topics, partitions, step names) repeat
+_SECRET_KEY = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in SECRET_KEY_PATTERNS))
+
+
+@functools.lru_cache(maxsize=8192)
 def is_secret_key(key: str) -> bool:
     """True when `key` names a secret setting (password, secret, token, SASL, private key)."""
-    lowered = key.lower()
-    return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in SECRET_KEY_PATTERNS)
+    return _SECRET_KEY.match(key.lower()) is not None
 
 
 def redact(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -45,6 +52,8 @@ def secret_paths(doc: Any, path: str = "") -> list[str]:
     under such a key are not either - topic names are keys too (``{"password-resets": 4}``).
     """
     found: list[str] = []
+    if not _holds_secret(doc):  # the common case, without building a path per value
+        return found
     if isinstance(doc, Mapping):
         for key, value in doc.items():
             where = f"{path}.{key}" if path else str(key)
@@ -56,6 +65,20 @@ def secret_paths(doc: Any, path: str = "") -> list[str]:
         for index, value in enumerate(doc):
             found.extend(secret_paths(value, f"{path}[{index}]"))
     return found
+
+
+def _holds_secret(doc: Any) -> bool:
+    """Whether `secret_paths` finds anything in `doc` (the same walk, no paths)."""
+    if isinstance(doc, Mapping):
+        for key, value in doc.items():
+            if is_secret_key(str(key)) and _is_text(value) and value not in (REDACTED, ""):
+                return True
+            if isinstance(value, Mapping | list | tuple) and _holds_secret(value):
+                return True
+        return False
+    if isinstance(doc, list | tuple):
+        return any(isinstance(v, Mapping | list | tuple) and _holds_secret(v) for v in doc)
+    return False
 
 
 def _is_text(value: Any) -> bool:
