@@ -88,10 +88,13 @@ class _Processor:
         self.store.close()
 
 
-def _plan(j, owns_launch: bool = False, **kwargs) -> PlanExpansionOperator:
-    return PlanExpansionOperator(
+def _plan(
+    j, owns_launch: bool = False, deferrable: bool = True, cls=PlanExpansionOperator, **kwargs
+) -> PlanExpansionOperator:
+    return cls(
         task_id="plan", job_name=j.name, topics=[j.topic], check_partitioner=False,
-        restart="auto", owns_launch=owns_launch, poll_interval_s=0.2, **kwargs,
+        restart="auto", owns_launch=owns_launch, poll_interval_s=0.2, deferrable=deferrable,
+        **kwargs,
     )  # fmt: skip
 
 

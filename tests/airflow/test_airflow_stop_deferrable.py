@@ -94,12 +94,16 @@ def test_deferred_stop_times_out_retryably(job):
 
 @pytest.mark.parametrize("setting", ["True", "False"])
 def test_deferrable_defaults_to_operators_default_deferrable(airflow_home, setting):
+    """Of the stop and the plan operators (the operators that wait)."""
     probe = (
-        "from airflow_samza_expand.airflow.operators import StopStatefulJobOperator as S; "
+        "from airflow_samza_expand.airflow.operators import StopStatefulJobOperator as S, "
+        "PlanExpansionOperator as P; "
         "print(S(task_id='stop', job_name='j').deferrable, "
-        "S(task_id='stop', job_name='j', deferrable=False).deferrable)"
+        "S(task_id='stop', job_name='j', deferrable=False).deferrable, "
+        "P(task_id='plan', job_name='j', topics=['t']).deferrable, "
+        "P(task_id='plan', job_name='j', topics=['t'], deferrable=False).deferrable)"
     )
     env = {**os.environ, "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": setting}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          env=env, timeout=120, check=True).stdout.split()  # fmt: skip
-    assert out == [setting, "False"]
+    assert out == [setting, "False", setting, "False"]

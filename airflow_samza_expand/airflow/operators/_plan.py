@@ -6,12 +6,15 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from airflow.configuration import conf
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from airflow_samza_expand._kafka.admin import KafkaUnavailableError
 from airflow_samza_expand._protocol.handover import normalise_handover
 from airflow_samza_expand._protocol.job_models import jobs_with_models
 from airflow_samza_expand._protocol.ownership import DEFAULT_LEASE_TTL_S
+from airflow_samza_expand._protocol.poll import Poll, Reconnect
 from airflow_samza_expand._protocol.readers import (
     TopicReaders,
     find_readers,
@@ -28,8 +31,13 @@ from airflow_samza_expand.airflow._shell import (
     holder_of,
     protocol_outcomes,
 )
+from airflow_samza_expand.airflow._waitlog import WaitLog
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
-from airflow_samza_expand.airflow.triggers import ExpansionLeaseTrigger, JobBackTrigger
+from airflow_samza_expand.airflow.triggers import (
+    ExpansionLeaseTrigger,
+    JobBackTrigger,
+    PollingTrigger,
+)
 from airflow_samza_expand.core._plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.errors import LeaseHeldError
 from airflow_samza_expand.core.policy import GrowthPolicy
@@ -77,6 +85,10 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
     model it changes nothing and waits deferred up to ``job_down_timeout_s`` for the job to
     come back, then fails (``AirflowFailException`` naming the job, its last heartbeat and
     what to do; a dry run fails at once).
+    ``deferrable`` (default: Airflow's ``[operators] default_deferrable``): both waits (for
+    another run's lease, for the job to come back) go to the triggerer (`ExpansionLeaseTrigger`,
+    `JobBackTrigger`) and hold no worker slot; False: the worker polls the same trigger's poll
+    every ``poll_interval_s`` and ends the same way.
     Returns (XCom) ``{expansion_id, plan, lag, conformance, reused, outcome, dry_run, policy,
     readers, unmanaged_groups, restart}``.
     """
@@ -122,6 +134,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = DEFAULT_CONN_ID,
         request_timeout_s: float = 30.0,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -163,6 +176,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         self.coordinator = coordinator
         self.kafka_config_id = kafka_config_id
         self.request_timeout_s = request_timeout_s
+        self.deferrable = deferrable
 
     def request(self) -> protocol_plan.PlanRequest:
         topics = [self.topics] if isinstance(self.topics, str) else list(self.topics or [])
@@ -244,7 +258,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         if held is not None:
             return self._wait_for(context, holder, held)
         if down is not None:
-            return self._wait_for_job(down)
+            return self._wait_for_job(context, down)
         self.log.info("%s.", outcome.message)
         for line in (outcome.extra.get("readers") or {}).get("warnings", []):
             self.log.warning("%s", line)
@@ -261,40 +275,79 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
 
     def _wait_for(self, context: Any, holder: str, exc: LeaseHeldError) -> Any:
         self.log.info(
-            "The expansion of job %s is owned by %s: waiting for it (deferred) - %s",
+            "The expansion of job %s is owned by %s: waiting for it (%s) - %s",
             self.job_name,
             exc.lease.holder,
+            self._where,
             exc,
         )
-        self.defer(
-            trigger=ExpansionLeaseTrigger(
-                job_name=self.job_name,
-                holder=holder,
-                joined_holder=exc.lease.holder,
-                poll_interval_s=self.poll_interval_s,
-                coordinator=self.coordinator,
-                kafka_config_id=self.kafka_config_id,
-                request_timeout_s=self.request_timeout_s,
-            ),
-            method_name="execute_complete",
+        trigger = ExpansionLeaseTrigger(
+            job_name=self.job_name,
+            holder=holder,
+            joined_holder=exc.lease.holder,
+            poll_interval_s=self.poll_interval_s,
+            coordinator=self.coordinator,
+            kafka_config_id=self.kafka_config_id,
+            request_timeout_s=self.request_timeout_s,
         )
+        return self._wait(context, trigger, "execute_complete")
 
-    def _wait_for_job(self, exc: JobDownError) -> Any:
-        """The job is down and this DAG never launches it: wait deferred for it to come back
-        (nothing was changed)."""
-        self.log.warning("%s - waiting up to %.0f s for it to come back (deferred).",
-                         exc, float(self.job_down_timeout_s))  # fmt: skip
-        self.defer(
-            trigger=JobBackTrigger(
-                job_name=self.job_name,
-                deadline=time.time() + float(self.job_down_timeout_s),
-                poll_interval_s=self.poll_interval_s,
-                coordinator=self.coordinator,
-                kafka_config_id=self.kafka_config_id,
-                request_timeout_s=self.request_timeout_s,
-            ),
-            method_name="execute_job_back",
+    def _wait_for_job(self, context: Any, exc: JobDownError) -> Any:
+        """The job is down and this DAG never launches it: wait for it to come back (nothing
+        was changed)."""
+        self.log.warning("%s - waiting up to %.0f s for it to come back (%s).",
+                         exc, float(self.job_down_timeout_s), self._where)  # fmt: skip
+        trigger = JobBackTrigger(
+            job_name=self.job_name,
+            deadline=time.time() + float(self.job_down_timeout_s),
+            poll_interval_s=self.poll_interval_s,
+            coordinator=self.coordinator,
+            kafka_config_id=self.kafka_config_id,
+            request_timeout_s=self.request_timeout_s,
         )
+        return self._wait(context, trigger, "execute_job_back")
+
+    @property
+    def _where(self) -> str:
+        return "deferred" if self.deferrable else "in the worker"
+
+    def _wait(self, context: Any, trigger: PollingTrigger, method: str) -> Any:
+        """Defer to `trigger`, or (not deferrable) loop its poll here; either way `method`
+        resumes with the event the trigger fires."""
+        if self.deferrable:
+            self.defer(trigger=trigger, method_name=method)
+        try:
+            return getattr(self, method)(context, self._poll_until_event(trigger))
+        finally:
+            self.close_clients()
+
+    def _poll_until_event(self, trigger: PollingTrigger) -> dict[str, Any]:
+        """The trigger's loop in the worker: its poll every ``poll_interval_s`` (transient
+        faults ridden out, the clients reopened after `Reconnect`'s count), its event once done
+        or past its deadline."""
+        reconnect, waits = Reconnect(), WaitLog(self.log)
+        while True:
+            progress: Poll | None = None
+            polled_at = time.time()  # time out only after a poll that began past the deadline
+            try:
+                with protocol_outcomes():
+                    progress = trigger.poll(self.admin, self.store)
+                reconnect.ok()
+            except KafkaUnavailableError as exc:
+                self.log.warning("Poll failed (will retry): %s", exc)
+                if reconnect.failed():
+                    self.close_clients()
+            if progress is not None and progress.done:
+                self.log.info("%s", progress.message)
+                return trigger.event(progress)
+            if progress is not None:
+                waits.info(progress.message, key=progress.log_key)
+            if trigger.deadline is not None and polled_at >= trigger.deadline:
+                return trigger.timeout_event(progress)
+            pause = float(self.poll_interval_s)
+            if trigger.deadline is not None:  # look once more right at the deadline
+                pause = min(pause, max(trigger.deadline - time.time(), 0.0))
+            time.sleep(pause)
 
     def execute_job_back(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
         """The wait for the job ended: back (decide again) or still down (fail, unchanged)."""
