@@ -15,6 +15,8 @@ SIGTERM, then SIGKILL) - also when the test fails. The test process talks to the
 through the REST API only (it never imports Airflow, whose home is fixed at import): one wait
 (`wait`) over it serves "DAG parsed", "task instance in state X" and "run ended".
 
+With the CeleryExecutor, `_testing.celery_workers` starts workers through `start_service`.
+
 Short heartbeats: the triggerer beats every second and a triggerer silent for
 ``triggerer_health_check_threshold`` (3 s) is dead - its triggers go to a live triggerer.
 """
@@ -147,20 +149,27 @@ class AirflowServices:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start_service(self, name: str) -> Service:
-        """Start ``airflow <name>`` (a new process; a name already running is refused)."""
+    def start_service(
+        self,
+        name: str,
+        *,
+        command: Iterable[str] | None = None,
+        env: Mapping[str, str] = (),
+    ) -> Service:
+        """Start ``airflow <name>`` (or ``airflow <command>``, with ``env`` added) - a new
+        process; a name already running is refused."""
         if name in self.services and self.services[name].proc.poll() is None:
             raise ValueError(f"{name} is already running (pid {self.services[name].proc.pid})")
         n = sum(1 for s in self.stopped if s.name == name) + 1
         log_path = self.home / "services" / f"{name}-{n}.log"
         started_at = datetime.now(UTC).replace(microsecond=0)
-        argv = [_airflow(), name]
+        argv = [_airflow(), *(command or [name])]
         if name == "api-server":
             argv += ["--host", "127.0.0.1", "--port", str(self.port)]
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.home,
-                start_new_session=True,
+                argv, env={**self.env, **dict(env)}, stdout=log, stderr=subprocess.STDOUT,
+                cwd=self.home, start_new_session=True,
             )  # fmt: skip
         self.services[name] = Service(name, proc, log_path, started_at)
         return self.services[name]
