@@ -67,17 +67,23 @@ def secret_paths(doc: Any, path: str = "") -> list[str]:
     return found
 
 
+_SCALARS = (str, bytes, int, float, type(None))
+
+
 def _holds_secret(doc: Any) -> bool:
-    """Whether `secret_paths` finds anything in `doc` (the same walk, no paths)."""
+    """Whether `secret_paths` finds anything in `doc` (the same walk, no paths; scalars are
+    passed over before the slower check for any Mapping)."""
+    if isinstance(doc, _SCALARS):
+        return False
     if isinstance(doc, Mapping):
         for key, value in doc.items():
             if is_secret_key(str(key)) and _is_text(value) and value not in (REDACTED, ""):
                 return True
-            if isinstance(value, Mapping | list | tuple) and _holds_secret(value):
+            if not isinstance(value, _SCALARS) and _holds_secret(value):
                 return True
         return False
     if isinstance(doc, list | tuple):
-        return any(isinstance(v, Mapping | list | tuple) and _holds_secret(v) for v in doc)
+        return any(not isinstance(v, _SCALARS) and _holds_secret(v) for v in doc)
     return False
 
 
