@@ -100,7 +100,8 @@ TARGETS = (
     ),
     Target(
         "job-model validation", "core/_validate.py", (),
-        ("tests/core/test_core_validate.py", "tests/core/test_core_model.py"),
+        ("tests/core/test_core_validate_bounds.py", "tests/core/test_core_validate.py",
+         "tests/core/test_core_model.py"),
     ),
 )  # fmt: skip
 
