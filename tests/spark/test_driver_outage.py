@@ -190,3 +190,27 @@ def test_the_driver_rides_out_outages_shorter_and_longer_than_its_lease(driven):
         assert start == end
     proc = driven.store.processors()["p-1"]
     assert (proc["state"], proc["role"]) == ("running", "active")
+
+
+def test_a_driver_whose_lease_another_processor_took_exits_3_and_starts_nothing(driven):
+    """Fenced while Kafka answers and another processor is active (a hung driver, a zombie):
+    the driver does not start its query again beside it; it exits 3 (`EXIT_LEASE_LOST`)."""
+    from airflow_samza_expand._kafka.config import client_config
+    from airflow_samza_expand.spark._lifecycle import EXIT_LEASE_LOST, Lifecycle
+
+    wait_for(lambda: driven.batches and driven.caught_up(0), "a first group commit")
+    other = Lifecycle(
+        driven.store, driven.name, "p-2", client_config(driven.broker.bootstrap), ttl_s=TTL_S
+    )
+    try:
+        other.join()
+        lease = driven.job.lifecycle.lease
+        lease.pause_polling()  # hung: the broker moves the lease on after the TTL
+        assert other.lease.wait_until_active(timeout_s=WAIT_S)
+        other.heartbeat("running")  # the active now
+        lease.resume_polling()
+        driven.thread.join(WAIT_S)
+        assert driven.result == {"code": EXIT_LEASE_LOST}
+        assert len(driven.queries) == 1 and not driven.queries[0].isActive
+    finally:
+        other.close()
