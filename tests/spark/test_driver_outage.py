@@ -29,7 +29,7 @@ from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.spark import runtime
 from airflow_samza_expand.store import open_store
 
-pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(300)]
 
 TTL_S = 30.0  # the active lease (the broker's session timeout)
 STORE_TIMEOUT_S = 3.0  # the coordinator store's producer message.timeout, shortened
