@@ -168,6 +168,21 @@ def unordered_partitions(position: CheckpointPosition, model: JobModel) -> dict[
     return {t: ps for t, ps in found.items() if ps}
 
 
+def log_start(start: CheckpointPosition, model: JobModel) -> None:
+    """Log the partitions Spark starts at their log start, and warn of the unordered ones."""
+    if fresh := new_partitions(start, model):
+        log.info("partitions new to checkpoint %s start at their log start: %s",
+                 start.location, fresh)  # fmt: skip
+    if unordered := unordered_partitions(start, model):
+        log.warning(
+            "checkpoint %s has not read partitions %s of job model v%d, which grew after the "
+            "old job last read its topic (no expansion's barrier): a moved key's records still "
+            "unread in its old partition and its new ones may land in different batches - "
+            "per-key order is at risk while the backlog takes more than one batch",
+            start.location, unordered, model.version,
+        )  # fmt: skip
+
+
 def problems(position: CheckpointPosition, model: JobModel) -> list[str]:
     """Every check's refusal for ``position``."""
     return [text for check in CHECKS if (text := check(position, model)) is not None]
@@ -241,6 +256,7 @@ __all__ = [
     "check_sources",
     "check_topics",
     "has_committed_batch",
+    "log_start",
     "new_partitions",
     "problems",
     "unordered_partitions",

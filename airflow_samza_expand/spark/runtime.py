@@ -298,19 +298,8 @@ class Job(QueryDriver):
             if self.start_query is None:  # job.run(query) form: run() will not close it
                 self.close()
             raise SystemExit(EXIT_USAGE) from None
-        fresh = _adoption.new_partitions(start, model) if start is not None else {}
-        if fresh:
-            log.info("job %r: partitions new to checkpoint %s start at their log start: %s",
-                     self.args.job_name, self.checkpoint_dir, fresh)  # fmt: skip
-        if unordered := (_adoption.unordered_partitions(start, model) if start else {}):
-            log.warning(
-                "job %r: checkpoint %s has not read partitions %s of job model v%d, which grew "
-                "after the old job last read its topic (no expansion's barrier): a moved key's "
-                "records still unread in its old partition and its new ones may land in "
-                "different batches - per-key order is at risk while the backlog takes more "
-                "than one batch",
-                self.args.job_name, self.checkpoint_dir, unordered, model.version,
-            )  # fmt: skip
+        if start is not None:
+            _adoption.log_start(start, model)
 
     def starting_offsets(self, model: JobModel) -> str:
         """Spark's ``startingOffsets`` for a fresh checkpoint: ``earliest``, or where the job's

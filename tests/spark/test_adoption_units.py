@@ -5,6 +5,7 @@ refusal over checkpoints written in Spark 4.2's own layout (offsets/N and commit
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from airflow_samza_expand.spark._adoption import (
     check_sources,
     check_topics,
     has_committed_batch,
+    log_start,
     new_partitions,
     unordered_partitions,
 )
@@ -90,7 +92,7 @@ def test_topics_the_job_model_does_not_read_are_refused(tmp_path) -> None:
     assert check_topics(both, two_streams) is None
 
 
-def test_partitions_the_job_model_lacks_are_refused_and_fewer_are_handled(tmp_path) -> None:
+def test_partitions_the_job_model_lacks_are_refused_and_fewer_are_handled(tmp_path, caplog) -> None:
     ahead = read_checkpoint(checkpoint(tmp_path / "a", [kafka(orders={0: 2, 1: 9, 2: 4, 3: 0})]))
     text = check_partitions(ahead, MODEL) or ""
     assert "partitions 2, 3" in text and "reads 0-1" in text and "grew outside" in text
@@ -105,6 +107,10 @@ def test_partitions_the_job_model_lacks_are_refused_and_fewer_are_handled(tmp_pa
     assert check_partitions(behind, grown) is None
     assert new_partitions(behind, grown) == {"orders": [2, 3], "payments": [0]}
     assert unordered_partitions(behind, grown) == {"orders": [2, 3]}
+    with caplog.at_level(logging.INFO, "airflow_samza_expand.spark.runtime"):
+        log_start(behind, grown)
+    assert [r.levelname for r in caplog.records] == ["INFO", "WARNING"]
+    assert "per-key order is at risk" in caplog.records[1].getMessage()
 
 
 def test_a_batch_in_flight_is_checked_too(tmp_path) -> None:
