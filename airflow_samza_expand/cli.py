@@ -11,9 +11,12 @@ names still work, hidden from the help, with a note naming the new spelling.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import importlib
+import re
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from airflow_samza_expand import __version__
 
@@ -35,6 +38,28 @@ DEV_MODULES: dict[str, str] = {
 }
 DEV_NAMES: dict[str, str] = {"dev-broker": "broker"}
 DEV_HELP = "tools for tests and development: a Kafka broker, Apache Kafka, Spark standalone"
+
+
+_INVALID_CHOICE = re.compile(r"argument (\S+): invalid choice: '([^']*)'")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad input in one line naming the fix, ``samza-expand CMD: error: WHAT (see samza-expand
+    CMD --help)``, exit 2, instead of argparse's usage block; a mistyped command lists only
+    the commands in the help (`public`), never the hidden old spellings. Subcommands' parsers
+    are of this class too (argparse builds them with the parent's class)."""
+
+    public: tuple[str, ...] = ()  # the commands its --help lists (set on a parser with some)
+    commands: dict[str, argparse.ArgumentParser] | None = None  # its subcommands' parsers
+
+    def error(self, message: str) -> NoReturn:
+        mistyped = _INVALID_CHOICE.match(message)
+        if mistyped and self.public:
+            name = mistyped.group(2)
+            close = difflib.get_close_matches(name, self.public, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            message = f"no command {name!r} - {hint}choose from {', '.join(self.public)}"
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 class _Registrar:
@@ -81,7 +106,7 @@ class _Registrar:
 def build_parser(only: str | None = None, dev_only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; with `only` (a command name) only that command's module is imported
     (`dev_only`: the same inside ``dev``)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="samza-expand",
         description=(
             "Expand the Kafka input topics of a stateful stream job, keeping state and order."
@@ -96,8 +121,11 @@ def build_parser(only: str | None = None, dev_only: str | None = None) -> argpar
         modules.setdefault(module_name, []).append(name)
     for module_name, names in modules.items():
         top.register(module_name, names)
+    parser.public, parser.commands = (*SUBCOMMAND_MODULES, "dev"), subparsers.choices
     dev = subparsers.add_parser("dev", help=DEV_HELP, description=DEV_HELP)
+    dev.public = tuple(DEV_NAMES.get(name, name) for name in DEV_MODULES)
     dev_sub = dev.add_subparsers(dest="dev_command", metavar="TOOL", required=True)
+    dev.commands = dev_sub.choices
     group = _Registrar(dev_sub, DEV_NAMES, only=dev_only if only == "dev" else "")
     hidden = _Registrar(subparsers, hidden=True, only=only)
     for name, module_name in DEV_MODULES.items():
@@ -110,6 +138,16 @@ def _words(argv: list[str]) -> list[str]:
     return [a for a in argv if not a.startswith("-")]
 
 
+def _command_parser(parser: _Parser, args: argparse.Namespace) -> _Parser:
+    """The parser of the (sub)command `args` ran."""
+    for dest in ("command", "dev_command"):
+        commands = parser.commands or {}
+        name = getattr(args, dest, None)
+        if name in commands and isinstance(commands[name], _Parser):
+            parser = commands[name]  # type: ignore[assignment]
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     words = _words(argv)
@@ -117,11 +155,46 @@ def main(argv: list[str] | None = None) -> int:
     known = {*SUBCOMMAND_MODULES, *DEV_MODULES, "dev"}
     dev_only = words[1] if command == "dev" and len(words) > 1 else None
     parser = build_parser(only=command if command in known else None, dev_only=dev_only)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # refused by the command's own parser, which names its --help
+        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     renamed = getattr(args, "_renamed", None)
     if renamed:
         print(f"note: samza-expand {command} is now {renamed}", file=sys.stderr)
+    if getattr(args, "kafka_conn_id", None):
+        try:
+            args.connection_config = connection_config(args.kafka_conn_id)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     return int(args.func(args) or 0)
+
+
+def connection_config(conn_id: str) -> dict[str, Any]:
+    """The librdkafka config of the provider's Airflow connection `conn_id`, read as the tasks
+    read it (the provider's hook: Airflow is imported only here); ValueError naming the fix.
+    Nothing of it is printed (its secrets stay in memory)."""
+    try:
+        from airflow_samza_expand.airflow._compat import kafka_connection_config
+        from airflow_samza_expand.airflow.hooks import SamzaExpandKafkaHook
+    except ImportError as exc:
+        raise ValueError(
+            f"--kafka-conn-id reads an Airflow connection, and Airflow cannot be imported "
+            f"({exc}) - install the provider with Airflow, or pass --bootstrap-servers"
+        ) from None
+    with contextlib.suppress(ImportError):  # what Airflow logs goes to stderr, not stdout
+        from airflow.sdk.log import configure_logging  # (the command's output, e.g. --json)
+
+        configure_logging(output=sys.stderr)
+    try:  # as the hook's client_config, without its log line
+        return kafka_connection_config(SamzaExpandKafkaHook(kafka_config_id=conn_id))
+    except Exception as exc:  # a missing connection is Airflow's own NotFound error
+        name = type(exc).__name__
+        raise ValueError(
+            f"--kafka-conn-id {conn_id}: {name}: {exc} - define the connection (airflow "
+            f"connections add, or AIRFLOW_CONN_{conn_id.upper()}) with bootstrap.servers in "
+            "its extra"
+        ) from None
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def test_refuses_a_differing_v1(kafka_bootstrap, admin, unique_topic, capsys):
     code, out, err = init(capsys, kafka_bootstrap, "--job-name", job, "--topic", a, "--topic", b)
     assert (code, out) == (2, "")
     assert f"job {job!r} already has a job model v1" in err and "that differs" in err
-    assert "nothing written" in err and "another --job-name for a new job" in err
+    assert "nothing written" in err and "another job name for a new job" in err
     with KafkaCoordinatorStore(client_config(kafka_bootstrap), job) as store:
         (model,) = store.job_model_history()
     assert model.partition_counts() == {a: 2}

@@ -184,7 +184,7 @@ def build_help(command: str) -> str:
     [
         (["init-job", "--job-name", "j", "--topic", "t"], ["pass --bootstrap-servers HOST:PORT"]),
         (["status", "j"], ["pass --bootstrap-servers HOST:PORT"]),
-        (["init-job", "--topic", "t", "--bootstrap-servers", "x:1"], ["--job-name orders-counter"]),
+        (["init-job", "--topic", "t", "--bootstrap-servers", "x:1"], ["init-job orders-counter"]),
         (["status", "bad name!", "--bootstrap-servers", "x:1"], ["'bad name!' cannot name a"]),
         (["status", "a", "--job-name", "b", "--bootstrap-servers", "x:1"], ["two job names"]),
         (["stop", "j", "--bootstrap-servers", "x:1", "--wait", "-1"], ["--wait -1 - pass"]),
@@ -220,8 +220,8 @@ def test_an_unreachable_broker_is_one_line(command):
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
         f"error: cannot reach Kafka at 127.0.0.1:{port} within 2 s - check --bootstrap-servers "
-        "(or --kafka-config, $SAMZA_EXPAND_BOOTSTRAP_SERVERS) and that the brokers run; "
-        "--timeout waits longer"
+        "(or --kafka-config, --kafka-conn-id, $SAMZA_EXPAND_BOOTSTRAP_SERVERS) and that the "
+        "brokers run; --timeout waits longer"
     ]
 
 

@@ -2,13 +2,15 @@
 of each flag, the old spellings as hidden deprecated aliases, and one short reachability check
 of Kafka that ends in one line instead of librdkafka's retry log.
 
-    --job-name NAME (or the JOB argument)   old: --job
+    JOB (or --job-name JOB)                 old: --job
     --coordinator kafka|kafka://TOPIC|PATH   old: --coordinator-topic TOPIC
-    --bootstrap-servers HOST:PORT[,...]  --kafka-config FILE  --timeout SECONDS
+    --bootstrap-servers HOST:PORT[,...]  --kafka-config FILE  --kafka-conn-id CONN
+    --timeout SECONDS
 
 The bootstrap servers come from --bootstrap-servers, else from --kafka-config's
 bootstrap.servers, else from the environment variable SAMZA_EXPAND_BOOTSTRAP_SERVERS (the one
-the example DAGs read).
+the example DAGs read). --kafka-conn-id names an Airflow connection instead, whose whole client
+config the command line (which may import Airflow) reads into ``args.connection_config``.
 """
 
 from __future__ import annotations
@@ -60,15 +62,16 @@ def add_deprecated_alias(
     parser.add_argument(old, dest=dest, action=_DeprecatedAlias, new=new, convert=convert)
 
 
-def add_job_argument(parser: argparse.ArgumentParser, *, positional: bool = False) -> None:
-    """``--job-name`` (and the hidden old ``--job``); with `positional` also a JOB argument."""
-    if positional:
-        parser.add_argument("job", nargs="?", metavar="JOB", help="job name")
+def add_job_argument(parser: argparse.ArgumentParser) -> None:
+    """The job, named the same way in every command: the JOB argument, or ``--job-name`` (and
+    the hidden old ``--job``)."""
     parser.add_argument(
-        "--job-name",
-        default=None,
-        help="job name: its consumer group and coordinator topic __samza_coordinator_<job>",
+        "job",
+        nargs="?",
+        metavar="JOB",
+        help="the job's name: its consumer group and coordinator topic __samza_coordinator_<JOB>",
     )
+    parser.add_argument("--job-name", default=None, metavar="JOB", help="the same as JOB")
     add_deprecated_alias(parser, "--job", "--job-name", "job_name")
 
 
@@ -83,6 +86,12 @@ def add_kafka_arguments(parser: argparse.ArgumentParser, *, coordinator: bool = 
         "--kafka-config",
         metavar="FILE",
         help="librdkafka key=value settings (security.protocol, sasl.*, ssl.*, ...)",
+    )
+    parser.add_argument(
+        "--kafka-conn-id",
+        metavar="CONN",
+        help="an Airflow connection of the provider (its extra: bootstrap.servers and the "
+        "client settings), instead of --bootstrap-servers / --kafka-config; needs Airflow",
     )
     parser.add_argument(
         "--timeout",
@@ -117,8 +126,9 @@ def job_name(args: argparse.Namespace) -> str:
         )
     name = positional or flag
     if not name:
-        raise UsageError("which job? - pass its name, e.g. --job-name orders-counter")
-    check_job_name(name)
+        command = getattr(args, "command", None) or "COMMAND"
+        raise UsageError(f"which job? - name it, e.g. samza-expand {command} orders-counter")
+    check_job_name(name, "JOB" if positional else "--job-name")
     return name
 
 
@@ -138,6 +148,16 @@ def kafka_config(args: argparse.Namespace) -> dict[str, str]:
     $SAMZA_EXPAND_BOOTSTRAP_SERVERS (UsageError naming the flag)."""
     if args.timeout <= 0:
         raise UsageError(f"--timeout {args.timeout:g} - pass a number of seconds > 0, e.g. 10")
+    if getattr(args, "kafka_conn_id", None):
+        if args.bootstrap_servers or args.kafka_config:
+            raise UsageError(
+                f"--kafka-conn-id {args.kafka_conn_id} gives the whole client config - drop "
+                "--bootstrap-servers and --kafka-config, or --kafka-conn-id"
+            )
+        connection = getattr(args, "connection_config", None)
+        if connection is None:  # only `samza-expand` (cli.main) reads the connection
+            raise UsageError("--kafka-conn-id is read by the samza-expand command")
+        return dict(connection)
     from_env = os.environ.get(BOOTSTRAP_ENV, "").strip() or None
     try:
         try:
@@ -182,8 +202,8 @@ def connect(config: Mapping[str, str], timeout_s: float) -> KafkaAdmin:
         admin.close()
         raise KafkaUnavailableError(
             f"cannot reach Kafka at {bootstrap_of(config)} within {timeout_s:g} s - check "
-            f"--bootstrap-servers (or --kafka-config, ${BOOTSTRAP_ENV}) and that the brokers "
-            "run; --timeout waits longer"
+            f"--bootstrap-servers (or --kafka-config, --kafka-conn-id, ${BOOTSTRAP_ENV}) and "
+            "that the brokers run; --timeout waits longer"
         ) from None
     except BaseException:
         admin.close()

@@ -1,6 +1,6 @@
 """`samza-expand init-job`: write job model v1 of a job reading EXISTING input topics.
 
-    samza-expand init-job --job-name orders-counter --topic orders \\
+    samza-expand init-job orders-counter --topic orders \\
         --bootstrap-servers localhost:9092 --create-output-topic orders-counts
 
 Reads each input topic's partition count and writes version 1 of the job model (FixedTasks
@@ -216,7 +216,7 @@ def _init(
                 f"(v1 reads {existing.partition_counts()}, grouper {existing.grouper}; asked "
                 f"{model.partition_counts()}, grouper {model.grouper}; newest is "
                 f"v{newest}) - nothing written. The job is initialised already: keep it, "
-                "or pick another --job-name for a new job"
+                "or pick another job name for a new job"
             )
         written = existing is None
         model = st.write_job_model(model) if existing is None else existing

@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    cli_args.add_job_argument(status, positional=True)
+    cli_args.add_job_argument(status)
     cli_args.add_kafka_arguments(status)
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(func=run_status)
@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    cli_args.add_job_argument(stop, positional=True)
+    cli_args.add_job_argument(stop)
     cli_args.add_kafka_arguments(stop)
     stop.add_argument("--reason", default="samza-expand stop", help="said in the stop record")
     stop.add_argument(
@@ -66,7 +66,8 @@ class _Job:
     def __init__(self, args: argparse.Namespace) -> None:
         self.name = cli_args.job_name(args)
         kafka = cli_args.uses_kafka_store(args)
-        self.config = cli_args.kafka_config(args) if kafka or args.bootstrap_servers else None
+        remote = kafka or args.bootstrap_servers or args.kafka_conn_id
+        self.config = cli_args.kafka_config(args) if remote else None
         self.admin: KafkaAdmin | None = None
         if self.config is not None:
             self.admin = cli_args.connect(self.config, args.timeout)
