@@ -162,7 +162,7 @@ def equivalent() -> set[str]:
     keys = set()
     for raw in EQUIVALENT.read_text().splitlines():
         if raw.strip() and not raw.startswith("#"):
-            keys.add(raw.split("  # ", 1)[0].strip())
+            keys.add(raw.rsplit("  # ", 1)[0].strip())  # the reason is last
     return keys
 
 

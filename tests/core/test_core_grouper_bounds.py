@@ -152,3 +152,10 @@ def test_a_custom_algorithm_out_of_range_is_refused(answer):
     previous = {S("o", 0): "Partition 0", S("o", 1): "Partition 1"}
     with pytest.raises(ExpansionError, match=rf"to {answer}, outside 0\.\.1"):
         grouper.group([S("o", p) for p in range(4)], previous)
+
+
+def test_a_previous_mapping_with_a_negative_partition_is_refused():
+    with pytest.raises(InvalidJobModelError, match="beyond the stream's partition count"):
+        GroupByPartitionFixedTasks().group(
+            [S("o", 0), S("o", 1)], {S("o", -1): "Partition 0", S("o", 1): "Partition 1"}
+        )
