@@ -55,11 +55,11 @@ def test_rule_1_3_across_a_broadcast_ssp_and_whichever_task_sorts_first():
 
 
 def test_a_stream_that_did_not_grow_does_not_end_the_check():
-    payments = StreamPartitionCounts("kafka", "payments", 2, 2)
+    payments = StreamPartitionCounts("kafka", "alerts", 2, 2)  # checked first (sorted by name)
     orders = StreamPartitionCounts("kafka", "orders", 4, 2)
     broken = JobModel(
         version=2, job_name="job", streams=(payments, orders),
-        ssp_to_task={ssp(0, "payments"): "Partition 0", ssp(1, "payments"): "Partition 1",
+        ssp_to_task={ssp(0, "alerts"): "Partition 0", ssp(1, "alerts"): "Partition 1",
                      ssp(0): "Partition 0", ssp(1): "Partition 1", ssp(2): "Partition 1",
                      ssp(3): "Partition 1"},
         grouper="GroupByPartitionFixedTasks",
