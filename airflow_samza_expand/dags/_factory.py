@@ -25,8 +25,8 @@ it once vN+1 is written, and ``submit`` launches nothing. ``"cold"``: stop, then
 A DAG launches the job only when it says how: ``SparkSettings(application=...)``, a restart
 task, or ``application_args`` from ``stream_job_args`` (the shipped job). One that says none
 never launches anything: ``auto`` then takes only in place or in-app, and a plan that finds no
-live processor waits (deferred) up to ``RestartSettings.job_down_timeout_s`` for the job to
-come back, then fails changing nothing.
+live processor waits (deferred; in the worker with ``default_args={"deferrable": False}``) up
+to ``RestartSettings.job_down_timeout_s`` for the job to come back, then fails changing nothing.
 
 Run modes of the stateful job (``JobSettings.run_mode``):
 
