@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_samza_expand._protocol.barrier.rule import decide_snapshot
-from airflow_samza_expand.core._stale import check_growth, stale_target
+from airflow_samza_expand.core._stale import check_growth, placed_with, stale_target
 
 T0 = 1_000_000.0
 
@@ -77,3 +77,15 @@ def test_a_growth_needs_positive_counts(bad):
         check_growth(bad, 4)
     with pytest.raises(ValueError, match="must be a positive integer"):
         check_growth(2, bad)
+
+
+def test_a_placement_is_explained_by_the_newest_count_that_puts_the_key_there():
+    at = {8: 0, 4: 3, 2: 1}  # the key's partition under each count
+
+    def partition_of(raw: bytes, n: int) -> int:
+        return at[n]
+
+    assert placed_with(b"k", 1, [2, 4, 8], partition_of) == 2  # not 8: 0 is not 1
+    assert placed_with(b"k", 3, [2, 4, 8], partition_of) == 4
+    assert placed_with(b"k", 2, [2, 4, 8], partition_of) is None
+    assert placed_with(None, 1, [2, 4, 8], partition_of) is None
