@@ -127,6 +127,8 @@ def test_a_submit_retried_on_another_worker_waits_for_the_launch_instead_of_laun
             facts = af.wait(launched, "the submit step to launch the job", 300)
             first = facts["host"]
             assert first in WORKERS, facts
+            # noted before the start: the log path, in the launching worker's own temp dir
+            assert facts["log_path"].startswith(str(tmp_path / first / "tmp")), facts
             af.kill(first)  # SIGKILL of the worker and its task, mid-step
             killed_at = time.monotonic()
             other = next(w for w in WORKERS if w != first)

@@ -257,9 +257,14 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
         env = dict(self.env_vars or {})
         with protocol_outcomes():  # a secret about to reach the command line is a refusal
             self._job_kafka_config(conf)
+        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        local = mode == "continuous" and deploy_mode != "cluster"  # a detached launch here
+        log_path = os.path.join(self._log_dir(), f"spark-submit-{stamp}.log") if local else None
         facts: dict[str, Any] = {}
         if mode == "continuous":  # noted before it starts: a retry anywhere finds it
-            facts = books.new_launch(context, self.application, self.launch_window_s)
+            facts = books.new_launch(
+                context, self.application, self.launch_window_s, log_path=log_path
+            )
         if mode == "available-now":
             self.log.info(
                 "Running the job once (available-now) on %s; the task ends with it.", master
@@ -273,7 +278,8 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
             result = {**base, "submitted": self.spark_hook(conf, env).submit(self.application)}
         else:
             env.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", sys.executable))
-            result = {**base, **self._launch_detached(conf, env, binary, secret_keys)}
+            launch = self._launch_detached(conf, env, binary, secret_keys, stamp)
+            result = {**base, **launch}
         if facts:
             result["launch"] = books.note_launch(context, _learned(facts, result, books))
         result = redact_doc(result, secrets)
@@ -290,12 +296,17 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
         return master, deploy_mode, binary
 
     def _launch_detached(
-        self, conf: dict[str, Any], env: dict[str, Any], binary: str, secret_keys: list[str]
+        self,
+        conf: dict[str, Any],
+        env: dict[str, Any],
+        binary: str,
+        secret_keys: list[str],
+        stamp: str,
     ) -> dict[str, Any]:
         """``hook.submit`` with the detached launcher as Popen's executable: spark-submit's
-        arguments reach it as ``"$@"``; it returns once the job runs."""
+        arguments reach it as ``"$@"``; it returns once the job runs. Its log and launch
+        script are named by ``stamp``."""
         log_dir = self._log_dir()
-        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
         log_path = os.path.join(log_dir, f"spark-submit-{stamp}.log")
         launcher = detached.launcher_args(log_path, secret_keys=secret_keys)
         script = os.path.join(log_dir, f"launch-{stamp}.sh")
@@ -304,7 +315,9 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
             handle.write(f'#!/bin/sh\nexec {quoted} "$@"\n')
         os.chmod(script, stat.S_IRWXU)
         self.spark_hook(conf, env).submit(self.application, executable=script)
-        handle = detached.read_state(log_path + detached.STATE_SUFFIX) or {}
+        # this worker's name for its launches (the supervisor's environment may lack it)
+        handle = {**(detached.read_state(log_path + detached.STATE_SUFFIX) or {}),
+                  "host": detached.this_host()}  # fmt: skip
         if "pid" not in handle:
             raise AirflowException(f"the detached launch did not start - see {log_path}")
         self.log.info(
@@ -323,7 +336,7 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
                     f"{detached.tail(log_path)}"
                 )
             time.sleep(0.5)
-        return {"detached": True, **handle, "host": detached.this_host()}
+        return {"detached": True, **handle}
 
 
 def _learned(facts: dict[str, Any], result: dict[str, Any], books: SubmitBooks) -> dict:

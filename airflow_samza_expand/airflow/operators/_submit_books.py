@@ -72,14 +72,17 @@ class SubmitBooks(KafkaClients):
 
         return self._asking_again(note, "note the launch in the expansion record")
 
-    def new_launch(self, context: Any, application: str | None, window_s: float) -> dict:
-        """The facts of the launch about to start, noted in the record before it starts."""
+    def new_launch(
+        self, context: Any, application: str | None, window_s: float, **known: Any
+    ) -> dict:
+        """The facts of the launch about to start (with ``known`` ones: its log path), noted
+        in the record before it starts."""
         record = None
         if self.job_name and self.expansion_id:
             eid = self.expansion_id
             record = self._asking_again(lambda: self.store.get_expansion(eid), "read the record")
         facts = launches.new_facts(record, application=application, window_s=window_s)
-        return self.note_launch(context, facts)
+        return self.note_launch(context, {**facts, **{k: v for k, v in known.items() if v}})
 
     def processors_up(self) -> list[str]:
         """Live processors of the launched job model (one look; none without books)."""
