@@ -51,6 +51,12 @@ def floor_s(record: Any, drain_s: float | None) -> float:
     return max(GRACE_S, quiet) + (drain_s or 0.0) + POLL_S
 
 
+def barrier_s(steps: dict[str, float | None]) -> float:
+    """The barrier task's seconds: its grace and snapshot, and its drain (the report's
+    ``barrier (grace and snapshot)`` and ``barrier (drain)``)."""
+    return sum(v or 0.0 for k, v in steps.items() if k.startswith("barrier"))
+
+
 def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: float,
             say: Any) -> dict[str, Any]:  # fmt: skip
     """One expansion ``size`` -> 2*size with the ``kind`` job ("in-place": the shipped job;
@@ -92,7 +98,7 @@ def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: f
         page_ms, page_bytes = page(s.job_name)
         return {
             "kind": kind, "size": size, "state": outcome.state, "restart": outcome.restart,
-            "steps": steps, "barrier_over_floor": (steps.get("barrier") or 0.0) / floor,
+            "steps": steps, "barrier_over_floor": barrier_s(steps) / floor, "floor_s": floor,
             "downtime_s": downtime, "cold_s": cold,
             "ratio": None if downtime is None else downtime / cold,
             "latency_over_grace": None if latency.max_s is None else latency.max_s / GRACE_S,
@@ -106,7 +112,11 @@ def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: f
 
 def job_line(r: dict[str, Any]) -> str:
     """One line per job run."""
-    steps = " ".join(f"{k}_s={v:.2f}" for k, v in sorted(r["steps"].items()) if v is not None)
+    steps = " ".join(
+        f"{k.replace(' ', '_').replace('(', '').replace(')', '')}_s={v:.2f}"
+        for k, v in sorted(r["steps"].items())
+        if v is not None
+    )
 
     def f(x: float | None, fmt: str = ".3f") -> str:
         return "n/a" if x is None else format(x, fmt)
@@ -114,6 +124,7 @@ def job_line(r: dict[str, Any]) -> str:
     return (
         f"job={r['kind']} size={r['size']}->{2 * r['size']} state={r['state']} "
         f"restart={r['restart']} {steps} barrier_over_floor={r['barrier_over_floor']:.2f} "
+        f"barrier_floor_s={r.get('floor_s', 0.0):.2f} "
         f"downtime_s={f(r['downtime_s'])} cold_restart_s={r['cold_s']:.2f} "
         f"ratio={f(r['ratio'])} moved_latency_over_grace={f(r['latency_over_grace'], '.2f')} "
         f"exact={r['exact']} model_bytes={r['model_bytes']} record_bytes={r['record_bytes']} "
