@@ -64,6 +64,7 @@ def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: f
     from expansion_scale import page
 
     from airflow_samza_expand._demo import airflow_home
+    from airflow_samza_expand._demo.jobs import measure_restart
     from airflow_samza_expand._demo.latency import moved_key_latencies
     from airflow_samza_expand._demo.scenario import Scenario
     from airflow_samza_expand._demo.scenario_config import ScenarioConfig
@@ -83,11 +84,13 @@ def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: f
         sized_setup(s, size)
         s.start_producer()
         s.start_job()
-        cold = s.measure_plain_restart()
         started = time.monotonic()
         outcome = s.expand()
         say(f"  [{kind} {size}] expansion {outcome.state} in {time.monotonic() - started:.1f}s "
             f"({outcome.restart})")  # fmt: skip
+        # the cold restart after the expansion (on vN+1): measured before it, its backlog
+        # would be the barrier's drain
+        cold = measure_restart(s.job, s.store, s.admin, topic=s.topic, version=2, log=s.log)
         record = s.store.expansions()[0]
         steps = dict((outcome.summary or {}).get("seconds_per_step") or {})
         floor = floor_s(record, outcome.probe.get("drain_s"))
