@@ -29,7 +29,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from fault_matrix import Case, Context, Job, Outcome, wait_until
+from fault_matrix import Case, Context, Job, Outcome, job_committed, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 USER_JOB = str(ROOT / "airflow_samza_expand" / "examples" / "user_job.py")
@@ -66,7 +66,7 @@ class InAppJob(Job):
                                            env=spark_env())  # fmt: skip
         wait_for("the user job to run job model v1", lambda: running_processors(self.s.store, 1),
                  timeout_s=300, log=self.s.log)  # fmt: skip
-        wait_for("its first committed batch", lambda: committed(self) > 0, timeout_s=300)
+        wait_for("its first committed batch", lambda: job_committed(self) > 0, timeout_s=300)
         self._sampler = threading.Thread(target=self._sample, name="processing", daemon=True)
         self._sampler.start()
         return self
@@ -130,12 +130,6 @@ class InAppJob(Job):
         finally:
             if self.supervised is not None:
                 self.supervised.stop()
-
-
-def committed(job: Job) -> int:
-    from fault_matrix import job_committed
-
-    return job_committed(job)
 
 
 def driver_alive(processor_id: str) -> bool:
