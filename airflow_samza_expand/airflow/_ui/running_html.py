@@ -115,8 +115,8 @@ def _launches(run: Mapping[str, Any]) -> str:
     """The new version's detached launches (the standby warming up, a submit) and the current
     one's log tail."""
     out = [
-        f"<p>Launched by step <b>{_e(h['step'])}</b> {age(h['started_at'], h['age_s'])} ago (pid "
-        f"{_e(h['pid'] or '-')}{_on(h)}), log <code>{_e(h['log_path'])}</code></p>"
+        f"<p>Launched by step <b>{_e(h['step'])}</b> {age(h['started_at'], h['age_s'])} ago"
+        f"{_on(h)} (pid {_e(h['pid'] or '-')}), log <code>{_e(h['log_path'])}</code></p>"
         for h in run["launches"]
     ]
     log = run["log"]
