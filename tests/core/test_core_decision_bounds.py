@@ -7,7 +7,12 @@ from __future__ import annotations
 import pytest
 
 from airflow_samza_expand._protocol.barrier.rule import decide_snapshot
-from airflow_samza_expand.core._stale import check_growth, placed_with, stale_target
+from airflow_samza_expand.core._stale import (
+    check_growth,
+    placed_with,
+    stale_in_chain,
+    stale_target,
+)
 
 T0 = 1_000_000.0
 
@@ -71,7 +76,12 @@ def test_the_stale_rule_at_its_edges():
     assert _stale(1, partition_of=[lambda raw, n: 1, lambda raw, n: 3]) is None
 
 
-@pytest.mark.parametrize("bad", [0, -2])
+def test_a_chain_judges_only_the_old_partitions_of_its_last_growth():
+    assert stale_in_chain(b"k", 1, counts=[2, 4], partition_of=_last) == 3
+    assert stale_in_chain(b"k", 2, counts=[2, 4], partition_of=_last) is None  # a new one
+
+
+@pytest.mark.parametrize("bad", [0, -2, True])
 def test_a_growth_needs_positive_counts(bad):
     with pytest.raises(ValueError, match="must be a positive integer"):
         check_growth(bad, 4)
