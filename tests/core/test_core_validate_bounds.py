@@ -1,7 +1,8 @@
 """The job-model validation at its edges (what the mutation run of scripts/mutation.sh found
-open): the version rule at v1 and past the next one, rule 1.3 across broadcast SSPs, a stream
-that did not grow before one that breaks it, a break whichever task sorts first, its ten-line
-limit, an unknown grouper and a custom algorithm that cannot be loaded."""
+open): the version rule at v1 and past the next one, the fixed-tasks rule (docs/job-model.md,
+"Expansion algorithms") across broadcast SSPs, a stream that did not grow before one that
+breaks it, a break whichever task sorts first, its ten-line limit, an unknown grouper and a
+custom algorithm that cannot be loaded."""
 
 from __future__ import annotations
 

@@ -7,12 +7,12 @@ Rule 1.8: the choice the plan records (``results.plan.restart``) is the first st
 live processor of vN advertises in its heartbeat, and each source gets its own:
 
 * the provider's reader (``--source python``) advertises ``in-place``: the running job switches
-  to the new job model at a batch boundary (rule 1.9) - the same driver process, nothing
-  launched;
+  to the new job model at a batch boundary (docs/own-job.md, "Which restart your job gets") -
+  the same driver process, nothing launched;
 * Spark's own Kafka source cannot switch in place; the runtime advertises ``in-app``, so the
   running application restarts its query on each new job model once the barrier has passed
-  (rule 1.10) - exactly that: one processor id and one Spark application from start to end,
-  no spark-submit launched by the DAG, no stop record. A fall back to a ``warm`` handover
+  (the same section) - exactly that: one processor id and one Spark application from start to
+  end, no spark-submit launched by the DAG, no stop record. A fall back to a ``warm`` handover
   (a spark-submit from Airflow per expansion) fails this test.
 
 What a job whose processors do not advertise ``in-app`` gets instead (the warm handover's
