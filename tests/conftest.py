@@ -193,6 +193,23 @@ def apache_kafka_server(
         kafka.close()
 
 
+@pytest.fixture
+def restartable_apache_kafka(tmp_path: Path) -> Iterator[object]:
+    """An Apache Kafka of the test's own, on a data directory under ``tmp_path``, so that the
+    test can stop it and start it again on the same ports and data (an outage, a restart)."""
+    from airflow_samza_expand._testing import ApacheKafkaProcess
+    from airflow_samza_expand._testing.apache_kafka_process import cached_libs
+
+    if cached_libs() is None:
+        pytest.skip("Apache Kafka's jars are not fetched - run scripts/setup.sh")
+    kafka = ApacheKafkaProcess(data_dir=tmp_path / "kafka-data", log_path=tmp_path / "kafka.log")
+    kafka.start()
+    try:
+        yield kafka
+    finally:
+        kafka.close()
+
+
 @pytest.fixture(scope="session")
 def _dev_broker_process(request: pytest.FixtureRequest) -> object | None:
     """The development broker when it is the Kafka of this run, else None."""

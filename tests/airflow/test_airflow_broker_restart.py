@@ -30,25 +30,10 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(600)]
 fake_spark = ownership.fake_spark  # the fake spark-submit on PATH (fixture)
 
 
-@pytest.fixture
-def own_kafka(tmp_path):
-    from airflow_samza_expand._testing import ApacheKafkaProcess
-    from airflow_samza_expand._testing.apache_kafka_process import cached_libs
-
-    if cached_libs() is None:
-        pytest.skip("Apache Kafka's jars are not fetched - run scripts/setup.sh")
-    kafka = ApacheKafkaProcess(data_dir=tmp_path / "kafka-data", log_path=tmp_path / "kafka.log")
-    kafka.start()
-    try:
-        yield kafka
-    finally:
-        kafka.close()
-
-
 def test_a_broker_restart_during_the_barrier_is_ridden_out(
-    own_kafka, fake_spark, tmp_path, monkeypatch
+    restartable_apache_kafka, fake_spark, tmp_path, monkeypatch
 ):
-    bootstrap = own_kafka.bootstrap
+    bootstrap = restartable_apache_kafka.bootstrap
     monkeypatch.setenv("AIRFLOW_CONN_KAFKA_DEFAULT", airflow_env.kafka_connection_env(bootstrap))
     config = client_config(bootstrap)
     admin = KafkaAdmin(config, timeout_s=30)
@@ -67,7 +52,7 @@ def test_a_broker_restart_during_the_barrier_is_ridden_out(
     run, _ = faults._run(spec, faults.A_DATE, tmp_path)
     try:
         faults._when_step_began(run, j, "barrier")
-        own_kafka.restart()  # SIGTERM, then the same ports and data directory
+        restartable_apache_kafka.restart()  # SIGTERM, then the same ports and data directory
         result = faults._result(run, tmp_path)
     finally:
         faults._stop(run, v1)

@@ -24,7 +24,6 @@ import pytest
 from spark_helpers import committed, create_topic
 
 from airflow_samza_expand._testing import ApacheKafkaProcess
-from airflow_samza_expand._testing.apache_kafka_process import cached_libs
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.spark import runtime
 from airflow_samza_expand.store import open_store
@@ -148,10 +147,8 @@ class Driven:
 
 
 @pytest.fixture
-def driven(tmp_path, monkeypatch):
-    if cached_libs() is None:
-        pytest.skip("Apache Kafka's jars are not fetched - run scripts/setup.sh")
-    broker = ApacheKafkaProcess(data_dir=tmp_path / "kafka-data").start()
+def driven(restartable_apache_kafka, tmp_path, monkeypatch):
+    broker = restartable_apache_kafka
     made = None
     try:
         made = Driven(broker, tmp_path, monkeypatch)
@@ -163,7 +160,6 @@ def driven(tmp_path, monkeypatch):
             made.thread.join(30)
             made.job.close()
             made.store.close()
-        broker.close()
 
 
 def test_the_driver_rides_out_outages_shorter_and_longer_than_its_lease(driven):

@@ -14,8 +14,6 @@ import pytest
 from spark_helpers import committed, create_topic, produce_sequenced, read_latest_outputs
 from test_spark_runtime import _spark_kafka, _user_job
 
-from airflow_samza_expand._testing import ApacheKafkaProcess
-from airflow_samza_expand._testing.apache_kafka_process import cached_libs
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.store import open_store
 
@@ -35,19 +33,10 @@ def wait_for(condition, what: str, thread: threading.Thread) -> None:
         time.sleep(0.5)
 
 
-@pytest.fixture
-def broker(tmp_path):
-    if cached_libs() is None:
-        pytest.skip("Apache Kafka's jars are not fetched - run scripts/setup.sh")
-    kafka = ApacheKafkaProcess(data_dir=tmp_path / "kafka-data", log_path=tmp_path / "kafka.log")
-    kafka.start()
-    try:
-        yield kafka
-    finally:
-        kafka.close()
-
-
-def test_the_user_job_rides_out_a_broker_outage_longer_than_its_lease(spark, broker, tmp_path):
+def test_the_user_job_rides_out_a_broker_outage_longer_than_its_lease(
+    spark, restartable_apache_kafka, tmp_path
+):
+    broker = restartable_apache_kafka
     _spark_kafka(spark)
     bootstrap = broker.bootstrap
     topic, output, name = "orders", "counts", "outage-job"
