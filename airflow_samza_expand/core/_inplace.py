@@ -1,5 +1,5 @@
-"""Switch in place (DESIGN rule 1.9): which partitions of a newer job model a running job may
-read now.
+"""Which partitions of a newer job model a running job may read now, when it switches in place
+(docs/design.md 'The switch in place').
 
 An expansion's barrier snapshot ``H`` maps each grown stream to its *old* partitions' high
 watermarks (``{stream: {p: H[p]}}`` for ``p < N_old``). With the snapshots of the expansions up

@@ -1,4 +1,6 @@
-"""Leases (DESIGN 1.6, 1.7, section 5): one holder at a time, an epoch that fences old holders.
+"""Leases: one holder at a time, an epoch that fences old holders.
+
+docs/design.md 'Ownership, leases and fencing' and 'Processors and the active lease' say why.
 
 A lease record ``{name, holder, epoch, acquired_at, renewed_at, ttl_s, released}`` lives in the
 coordinator store under key type ``lease`` and key `name` (``expansion`` or ``active``). The

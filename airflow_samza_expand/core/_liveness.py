@@ -1,4 +1,6 @@
-"""Processor liveness (DESIGN rule 1.7): who is alive, who counts, who is dead.
+"""Processor liveness: who is alive, who counts, who is dead.
+
+docs/design.md 'Processors and the active lease' says why.
 
 A processor heartbeats a record ``{job_model_version, state, heartbeat_at, role, ttl}`` into
 the coordinator store. It is **alive** while its last heartbeat is younger than its ``ttl``
@@ -25,13 +27,13 @@ DEFAULT_TTL_S = 30.0  # as Samza's Azure coordinator (liveness timeout of a proc
 ROLE_ACTIVE = "active"
 ROLE_STANDBY = "standby"
 ROLES = frozenset({ROLE_ACTIVE, ROLE_STANDBY})
-# What a processor says it can do, in its heartbeat (rule 1.8): wait as a warm standby for the
-# active lease (``--standby``), switch to a newer job model in place (rule 1.9), and restart
-# its own query on a newer job model inside the same application (rule 1.10).
+# What a processor says it can do, in its heartbeat (docs/design.md 'How a restart is chosen'):
+# wait as a warm standby for the active lease (``--standby``), switch to a newer job model in
+# place, and restart its own query on a newer job model inside the same application (in-app).
 CAPABILITY_STANDBY = "standby"
 CAPABILITY_IN_PLACE = "in-place"
 CAPABILITY_IN_APP = "in-app"
-# ... and count stale placements before an expansion's snapshot in its own batches (rule 1.5):
+# ... and count stale placements before an expansion's snapshot in its own batches:
 # the barrier then takes its count (core._order.JobStaleCount) instead of scanning
 CAPABILITY_COUNTS_STALE = "counts-stale"
 CAPABILITIES = frozenset(
@@ -75,7 +77,7 @@ class ProcessorStatus:
         )
 
     def can(self, capability: str) -> bool:
-        """Whether the processor advertised ``capability`` (rule 1.8)."""
+        """Whether the processor advertised ``capability``."""
         return capability in self.capabilities
 
     def age_s(self, now: datetime | None = None) -> float | None:

@@ -1,5 +1,5 @@
-"""Proof of order (DESIGN.md rule 1.5): when the barrier may snapshot, what the expansion record
-keeps about stale placements, and the report's ``order:`` line. Pure functions.
+"""Proof of order (docs/design.md 'Stale placements'): when the barrier may snapshot, what the
+expansion record keeps about stale placements, and the report's ``order:`` line. Pure functions.
 
 The barrier snapshots only after the producer refresh grace **and** a quiet window
 (``stale_quiet_s``) in which the scan of the old partitions found no stale placement and is
@@ -112,8 +112,9 @@ class OrderEvidence:
 @dataclass(frozen=True)
 class JobStaleCount:
     """A processor's count of stale placements before an expansion's snapshot, in the records
-    its micro-batches read anyway (rule 1.5 at production rates): published in the coordinator
-    store (kind ``stale-count``, key: the expansion id), taken by the barrier (`job_coverage`).
+    its micro-batches read anyway (the proof of order at production rates): published in the
+    coordinator store (kind ``stale-count``, key: the expansion id), taken by the barrier
+    (`job_coverage`).
 
     ``checked``: the next offset to check of every old partition; everything from the
     expansion's scan start up to it is counted in ``summary``, once (contiguous ranges: a

@@ -5,7 +5,7 @@
 A failure after the topic has grown leaves a consistent but unfinished state: the running job
 still reads only vN's partitions (the new ones wait, nothing is lost), a vN+1 standby may be
 running and waiting, and vN+1 may or may not be written. Every step finds its own work done on a
-rerun (rule 1.6), so the fix is always the same: remove the cause, then clear the failed task.
+rerun, so the fix is always the same: remove the cause, then clear the failed task.
 """
 
 from __future__ import annotations

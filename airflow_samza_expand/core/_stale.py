@@ -1,5 +1,5 @@
-"""Stale placements (DESIGN.md rule 1.5): records a producer with old metadata put in an old
-partition after the expansion.
+"""Stale placements (docs/design.md 'Stale placements'): records a producer with old metadata
+put in an old partition after the expansion.
 
 A stream grown ``N_old -> N_new`` (``N_new = N_old * 2**k``). A keyed record in an old partition
 ``p < N_old`` at or after ``start`` (that partition's end offset at the moment of the

@@ -1,4 +1,4 @@
-"""Rules every stored job model obeys (DESIGN 1.3, section 4): checked on write and on read.
+"""Rules every stored job model obeys (docs/design.md 'Fixed tasks'): checked on write and on read.
 
 * `check_fixed_tasks`: with a FixedTasks grouper, partition ``p`` of a stream is in the task
   of partition ``algorithm.partition_before_expansion(p, current, initial)`` (``p % initial``
@@ -24,7 +24,7 @@ def keeps_tasks_fixed(grouper: str) -> bool:
 
 
 def check_fixed_tasks(model: JobModel, *, need_algorithm: bool = True) -> None:
-    """InvalidJobModelError naming the offending SSPs and the fix when `model` breaks rule 1.3.
+    """InvalidJobModelError naming the offending SSPs and the fix when `model` breaks fixed tasks.
 
     A custom expansion algorithm is loaded from its dotted path; when it cannot be loaded,
     `need_algorithm=False` (a reader, e.g. the Spark job on a host without the plugin) skips
@@ -61,8 +61,8 @@ def check_fixed_tasks(model: JobModel, *, need_algorithm: bool = True) -> None:
                     break
     if offending:
         raise InvalidJobModelError(
-            f"job model v{model.version} of job {model.job_name!r} breaks rule 1.3 of grouper "
-            f"{model.grouper} (partition p belongs to the task of p % initial count): "
+            f"job model v{model.version} of job {model.job_name!r} breaks the fixed tasks of "
+            f"grouper {model.grouper} (partition p belongs to the task of p % initial count): "
             f"{'; '.join(offending)} - rebuild the mapping with plan_expansion from the previous "
             "version (or move each listed SSP to the task named in parentheses)"
         )

@@ -66,7 +66,7 @@ class GrowthPolicy:
         ):
             raise InvalidPolicyError(
                 f"growth policy max_factor={self.max_factor!r} must be a power of two >= 2 "
-                "(2, 4, 8, ...): partitions only grow by powers of two (DESIGN rule 1.2)"
+                "(2, 4, 8, ...): partitions only grow by powers of two"
             )
         if not self.rate_window_s > 0:
             raise InvalidPolicyError(

@@ -1,9 +1,9 @@
 """The coordinator store: the job's durable metadata over a `store._backend.Backend`.
 
-One class holds the record semantics (DESIGN section 5) for both backends: job models, typed
-expansion records, leases, the stop request, processor heartbeats, and the legacy untyped
-expansion documents (`put_expansion_doc`/`get_expansion_doc`: records written before the typed
-ones; the UI still reads them).
+One class holds the record semantics (docs/internals.md 'The coordinator topic') for both
+backends: job models, typed expansion records, leases, the stop request, processor heartbeats,
+and the legacy untyped expansion documents (`put_expansion_doc`/`get_expansion_doc`: records
+written before the typed ones; the UI still reads them).
 
 Conditional updates: every expansion record and lease record carries a `revision` (1 on
 create, +1 per update). An update names the revision it read (`expected_revision`; 0 = create
@@ -126,7 +126,7 @@ class CoordinatorStore:
     def write_job_model(self, model: JobModel) -> JobModel:
         """Store `model` as the next version; return what is stored (the same content again is
         a no-op). Refuses (InvalidJobModelError) a skipped version, another job's model and a
-        FixedTasks model that breaks rule 1.3; ConcurrentExpansionError if another writer
+        FixedTasks model that breaks fixed tasks; ConcurrentExpansionError if another writer
         stored other content for the version first."""
         with self._lock:
             self.backend.refresh()
@@ -289,8 +289,8 @@ class CoordinatorStore:
         """Record that processor `processor_id` is alive (state: kinds.PROCESSOR_STATES; role
         ``active``/``standby`` and its liveness TTL in seconds, and the input partitions its job
         model does not cover, {topic: [partition]}, and its order check's stale-placement
-        counts (core._stale.StaleSummary.counts), and what it can do (rule 1.8,
-        core._liveness.CAPABILITIES), and the consumer group it commits to: each stored only
+        counts (core._stale.StaleSummary.counts), and what it can do
+        (core._liveness.CAPABILITIES), and the consumer group it commits to: each stored only
         when given)."""
         value = heartbeat_value(
             job_model_version, state, role, ttl_s, uncovered, stale_placements, capabilities,

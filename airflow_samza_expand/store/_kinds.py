@@ -1,4 +1,6 @@
-"""Record kinds of the coordinator store (DESIGN section 5) and the processor vocabulary."""
+"""Record kinds of the coordinator store and the processor vocabulary.
+
+The records: docs/internals.md 'The coordinator topic'."""
 
 from __future__ import annotations
 

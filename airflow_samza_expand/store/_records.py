@@ -110,9 +110,9 @@ def heartbeat_value(
     capabilities: Sequence[str] | None = None,
     consumer_group: str | None = None,
 ) -> bytes:
-    """The processor record; ``role`` and ``ttl`` (seconds, rule 1.7), ``uncovered``
+    """The processor record; ``role`` and ``ttl`` (seconds), ``uncovered``
     ({topic: [partition]}, spark._coverage), ``stale_placements`` (the order check's
-    counts, core._stale.StaleSummary.counts, rule 1.5) and ``consumer_group`` (the group it
+    counts, core._stale.StaleSummary.counts) and ``consumer_group`` (the group it
     commits its processed offsets to) only when given."""
     if state not in PROCESSOR_STATES:
         raise ValueError(
@@ -161,7 +161,7 @@ def _corrupt(kind: str, where: str, key: str, problem: object) -> CorruptCoordin
 
 def decode_model(raw: bytes, job_name: str, version: int, where: str, key: str) -> JobModel:
     """The stored job model; CorruptCoordinatorRecordError if it does not decode, names another
-    job or version, or breaks rule 1.3 (then the message names the SSPs and the fix)."""
+    job or version, or breaks fixed tasks (then the message names the SSPs and the fix)."""
     try:
         model = JobModel.from_json(raw)
         check_fixed_tasks(model, need_algorithm=False)

@@ -19,7 +19,7 @@ def v1(job: str) -> JobModel:
 
 
 def broken_v2(job: str) -> JobModel:
-    """Finding 4: P0 holds 0,1 and P1 holds 2,3 after 2 -> 4 (rule 1.3 wants 0,2 and 1,3)."""
+    """Finding 4: P0 holds 0,1 and P1 holds 2,3 after 2 -> 4 (fixed tasks want 0,2 and 1,3)."""
     ssp = lambda p: SystemStreamPartition("kafka", "orders", p)  # noqa: E731
     return JobModel(
         version=2,
@@ -38,7 +38,7 @@ def broken_v2(job: str) -> JobModel:
 def test_a_model_breaking_rule_1_3_is_refused_on_write(make_store):
     store = make_store()
     store.write_job_model(v1(store.job_name))
-    with pytest.raises(InvalidJobModelError, match="rule 1.3") as caught:
+    with pytest.raises(InvalidJobModelError, match="fixed tasks") as caught:
         store.write_job_model(broken_v2(store.job_name))
     message = str(caught.value)
     assert "[kafka, orders, 2] in 'Partition 1'" in message
@@ -58,7 +58,7 @@ def test_a_stored_model_breaking_rule_1_3_is_refused_on_read(make_store, store_k
     else:
         store.backend.files.replace(bad, "job-model", "2.json")
     reader = make_store()
-    with pytest.raises(CorruptCoordinatorRecordError, match="rule 1.3") as caught:
+    with pytest.raises(CorruptCoordinatorRecordError, match="fixed tasks") as caught:
         reader.latest_job_model()
     assert "[kafka, orders, 3] in 'Partition 1'" in str(caught.value)
     assert reader.job_model(1) == v1(store.job_name)
