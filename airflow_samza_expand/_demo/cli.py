@@ -242,7 +242,7 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
             verification = scenario.finish(expected_versions=list(range(1, len(steps) + 2)))
             from airflow_samza_expand._demo.stale import order_counts
 
-            order = order_counts(scenario)  # rule 1.5: stale placements before/after snapshots
+            order = order_counts(scenario)  # stale placements before/after snapshots
             from airflow_samza_expand._demo.latency import moved_key_latencies
 
             scenario.latencies = moved_key_latencies(scenario)

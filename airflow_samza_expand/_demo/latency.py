@@ -28,8 +28,8 @@ from typing import Any
 _COMMIT_LINE = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*committed group \S+ offsets (\{.*\})$", re.M
 )
-# ... and when it switched to a newer job model in place (rule 1.9) or decided to restart its
-# query on it in-app (rule 1.10, spark.runtime.Job.poll_in_app)
+# ... and when it switched to a newer job model in place or decided to restart its query on it
+# in-app (spark.runtime.Job.poll_in_app)
 _SWITCH_LINE = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*switch in (?:place|app): ", re.M
 )

@@ -3,7 +3,7 @@
 It writes job model vN+1 as plain Samza ``GroupByPartition`` would after an expansion: every
 partition its own task, so partition 3 of a 4-partition topic goes to a new task "Partition 3"
 although its keys' state lives in task "Partition 1". The model is labelled with the plain
-grouper it really uses (every store refuses a FixedTasks model that breaks rule 1.3), so no
+grouper it really uses (every store refuses a FixedTasks model that breaks fixed tasks), so no
 later expansion plans on it. The job must run with ``--allow-task-change`` to accept it; keys
 that move then restart their counts from zero, which the verifier must catch.
 

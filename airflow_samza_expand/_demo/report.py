@@ -1,5 +1,5 @@
-"""The demo's report: ``report.json`` (fields listed in issue 6) and the text report (the SVG image
-of the partitions -> buckets -> tasks diagram: `core._render.render_svg`)."""
+"""The demo's report: ``report.json`` (`build_report` lists its fields) and the text report (the
+SVG image of the partitions -> buckets -> tasks diagram: `core._render.render_svg`)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 BARRIER_GRACE, BARRIER_DRAIN = step_title("barrier_snapshot"), step_title("barrier")
 
 DOWNTIME_TARGET_RATIO = 1.5  # a cold restart (stop, then start)
-HANDOVER_TARGET_RATIO = 0.3  # the handover to a warm standby (issue 14)
-IN_PLACE_TARGET_RATIO = 0.05  # the switch in place (issue 26, rule 1.9)
+HANDOVER_TARGET_RATIO = 0.3  # the handover to a warm standby
+IN_PLACE_TARGET_RATIO = 0.05  # the switch in place
 TARGETS = {"in-place": IN_PLACE_TARGET_RATIO, "handover": HANDOVER_TARGET_RATIO}
 
 
@@ -39,7 +39,7 @@ def _max(values: Sequence[float | None]) -> float | None:
 
 def last_stale_s(record: ExpansionRecord | None) -> float | None:
     """Seconds from the expansion (end of the expand step) to the last stale placement the
-    barrier saw (rule 1.5), from the expansion record; None when it saw none."""
+    barrier saw, from the expansion record; None when it saw none."""
     evidence = getattr(record, "stale_placements", None) or {}
     expand = record.steps.get("expand") if record is not None else None
     if not evidence.get("last_stale_at") or expand is None or not expand.ended_at:
@@ -48,7 +48,7 @@ def last_stale_s(record: ExpansionRecord | None) -> float | None:
 
 
 def snapshot_bound_s(grace_s: float, stale_quiet_s: float, last_stale: float | None) -> float:
-    """Seconds after the expansion at which the barrier may snapshot (rule 1.5): the end of
+    """Seconds after the expansion at which the barrier may snapshot: the end of
     the grace, or of the quiet window after the last stale placement when that is later."""
     return max(grace_s, max(last_stale or 0.0, 0.0) + stale_quiet_s)
 

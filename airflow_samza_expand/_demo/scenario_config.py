@@ -28,8 +28,8 @@ class ScenarioConfig:
     grace_s: float = 4.0  # producer refresh grace of the barrier (>= refresh + delivery)
     poll_s: float = 1.0  # sensor poll interval
     naive: bool = False  # write job models with plain GroupByPartition (must fail the check)
-    on_stale_placement: str = "warn"  # rule 1.5: "fail" fails the report on an order at risk
-    stale_quiet_s: float | None = None  # rule 1.5 quiet window (None: min(30 s, grace))
+    on_stale_placement: str = "warn"  # "fail" fails the report on an order at risk
+    stale_quiet_s: float | None = None  # stale placements' quiet window (None: min(30 s, grace))
     master: str = "local[2]"
     # a second input stream the job reads (a join's other side) that the expansions never grow
     second_stream: bool = False
@@ -72,7 +72,7 @@ def dag_fields(cfg: ScenarioConfig) -> dict[str, Any]:
         "ack_timeout_s": 600,
         "retries": 1,
         "retry_delay": timedelta(seconds=2),
-        "on_stale_placement": cfg.on_stale_placement,  # rule 1.5
+        "on_stale_placement": cfg.on_stale_placement,
         "stale_quiet_s": cfg.stale_quiet_s,
         "handover": cfg.handover,
         **({"restart_task": cfg.restart_task} if cfg.restart_task is not None else {}),

@@ -1,4 +1,5 @@
-"""``samza-expand demo --stale-producer-refresh-ms MS``: a negative control for rule 1.5.
+"""``samza-expand demo --stale-producer-refresh-ms MS``: a negative control for the proof of
+order (docs/design.md 'Stale placements').
 
 One extra keyed producer (keys ``stale-*``) refreshes its metadata only every ``MS`` ms, so
 after each expansion it keeps placing moved keys in their old partitions for up to that long.
@@ -122,7 +123,7 @@ def _offsets_at(config: Mapping[str, Any], topic: str, count: int, at_s: float) 
 
 def expansion_records(scenario: Any) -> list[Any]:
     """The expansion record of each of the scenario's expansions, in order."""
-    try:  # issue 11 moves it to the protocol layer
+    try:
         from airflow_samza_expand._protocol.records import expansion_id_for
     except ImportError:
         from airflow_samza_expand.airflow.operators._common import expansion_id_for

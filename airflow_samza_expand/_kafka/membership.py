@@ -1,4 +1,6 @@
-"""The job's *active lease* (DESIGN rule 1.7) from Kafka's own group membership.
+"""The job's *active lease* from Kafka's own group membership.
+
+Why: docs/design.md 'Processors and the active lease'.
 
 Kafka Connect elects its leader this way, and so do we: every processor of job ``<job>`` joins
 the consumer group ``<job>.active`` subscribed to a single-partition *lease topic*

@@ -1,4 +1,4 @@
-"""A processor record that reads as dead, for tests of rule 1.7 (liveness)."""
+"""A processor record that reads as dead, for tests of liveness."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One log line per change of what a wait waits for, not one per poll (issue 41 item 8)."""
+"""One log line per change of what a wait waits for, not one per poll."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ class _WaitSensor(KafkaClients, BaseSensorOperator):
 
 
 class OrderingBarrierSensor(_WaitSensor):
-    """The ordering barrier of DESIGN.md section 1, for expansion ``expansion_id``:
+    """The ordering barrier (docs/design.md 'The ordering barrier'), for expansion ``expansion_id``:
 
     1. wait ``producer_refresh_grace_s`` after the expansion (producers still using the old
        count keep writing to old partitions until their metadata refreshes);
