@@ -1,4 +1,4 @@
-"""The cluster fault matrix (issue 43), run by `fault_matrix.py --cluster`. The same real job,
+"""The cluster fault matrix, run by `fault_matrix.py --cluster`. The same real job,
 factory DAG and live keyed traffic as the fault matrix, on a three-node Apache Kafka cluster
 (`_testing.apache_kafka_cluster`: replication 3, ``min.insync.replicas=2``), in the default
 restart (in place) and in warm. A broker is hurt in the middle of a step:

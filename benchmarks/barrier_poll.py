@@ -12,14 +12,14 @@
    decoded lazily. Decoding all 1,000 into `JobModel`s (`job_model_history()`) is printed too:
    it is dominated by `JobModel.from_json` validation (core), not by Kafka.
 
-3. Stale-placement scan (rule 1.5): the barrier's scan of the old partitions between the
+3. Stale-placement scan: the barrier's scan of the old partitions between the
    expansion and the snapshot. Idle polls (nothing appended) are counted like the barrier poll
    (client `tx` and broker hits, Fetch included): one ListOffsets per poll, no fetch. Then
    `--scan-records` records (half from a fresh producer, half from a stale one that still uses
    8 partitions) are appended, and the old partitions are scanned from the expansion offsets in
    bounded polls: records checked per second.
 
-4. The barrier's look before its snapshot, the scan vs the job's count (issue 26): two 8 -> 16
+4. The barrier's look before its snapshot, the scan vs the job's count: two 8 -> 16
    expansions take `--scan-records` records each (half stale) in `--looks` rounds, one
    barrier look (`order_poll`) after each round. Without a counting processor the barrier
    scans them itself; with one (a processor heartbeating ``counts-stale``: the provider's

@@ -8,14 +8,14 @@ separate processes (`_testing.processors.JobProcess`, local[2], own JVM each):
   heartbeats ``stopped`` - where the DAG's stop step returns - and releases the lease), write
   vN+1; the standby takes the lease and starts its query.
 * cold restart (x3): stop vN, write vN+1, then launch the vN+1 processor (today's restart).
-* in place (x3, first; rule 1.9): vN runs; vN+1 is written and the running processor switches
+* in place (x3, first): vN runs; vN+1 is written and the running processor switches
   at a batch boundary (it heartbeats ``running`` on vN+1); nothing stops. Its downtime is the
   longest gap between two committed batches from the last one before the write to the third
   after the switch, minus the median gap of the 10 before the write (the trigger's own cadence
   is not downtime; `_demo.latency.switch_downtime_s`, shared with ``samza-expand demo``).
 * failover (x3): an active and a hot standby (``--standby``) of the same version; SIGKILL the
   active's process group; the standby takes over when the lease (session) expires.
-* in-app (x3, rule 1.10), a second job: the example user job (`examples/user_job.py`) on
+* in-app (x3), a second job: the example user job (`examples/user_job.py`) on
   Spark's own Kafka source, handing ``job.run`` the function that starts its query. vN+1 is
   written and the running application restarts its query on it (same process, checkpoint and
   lease). Downtime by the in-place rule above; its baseline is a cold restart of that same

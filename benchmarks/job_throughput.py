@@ -431,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--order-check",
         action="store_true",
-        help="instead: the job's rate with the order check (rule 1.5) on and off over the same "
+        help="instead: the job's rate with the order check on and off over the same "
         "records, a third of them stale placements beyond a barrier; last line "
         "order_check_ratio=<on/off> ...",
     )

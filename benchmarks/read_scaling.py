@@ -92,7 +92,7 @@ def run_job(
     name = f"bench-read-{partitions}-{uuid.uuid4().hex[:6]}"  # a fresh group per run
     coordinator = os.path.join(workdir, "coordinator")
     open_store(coordinator, name).write_job_model(JobModel.initial(name, {topic: 2}))
-    if partitions != 2:  # the grown job model: 2 tasks (rule 1.3), every partition read
+    if partitions != 2:  # the grown job model: 2 fixed tasks, every partition read
         from airflow_samza_expand.core._plan import plan_expansion
 
         store = open_store(coordinator, name)

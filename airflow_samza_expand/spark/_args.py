@@ -83,11 +83,11 @@ def add_runtime_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-lease",
         action="store_true",
-        help="do not take the job's active lease (one instance only, as before rule 1.7)",
+        help="do not take the job's active lease (a single instance only)",
     )
     from airflow_samza_expand.spark._stale import add_arguments
 
-    add_arguments(p)  # --barrier-offsets, --partitioner, --on-stale-placement (rule 1.5)
+    add_arguments(p)  # --barrier-offsets, --partitioner, --on-stale-placement
 
 
 def build_runtime_parser() -> argparse.ArgumentParser:

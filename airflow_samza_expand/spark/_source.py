@@ -22,17 +22,17 @@ Options (all strings): ``job_model`` (JSON), ``bootstrap_servers`` and/or ``kafk
 ``snapshots`` (JSON list of the expansions' barrier snapshots, oldest first) and
 ``switch_path`` (the file the driver publishes a newer job model in, `spark._switch`) and
 ``order_check`` (a `spark._stale_batch.StaleRule` as JSON: count stale placements beyond the
-barrier snapshot in the batches, rule 1.5; a switch brings the new job model's rule) and
+barrier snapshot in the batches; a switch brings the new job model's rule) and
 ``stale_before_path`` (the file holding the rule of the count before an expansion's snapshot,
 `spark._stale_before`: stale placements from the growth on, for the barrier) and
 ``max_read_splits`` (0 = no explicit cap), ``read_cores`` (0 = unknown: one read split per
 partition) and ``plan_report`` (a file the reader
 replaces with each batch's planned splits: its own report of how many read tasks a batch has).
 
-Switch in place (rule 1.9): at each micro-batch's planning the reader takes a newer job model
-published in ``switch_path`` (read only when the file changed) and reads its SSPs from that
-batch on; a child partition only once the job's position on its parent reached the snapshot
-(`core._inplace.readable`), from its log start.
+Switch in place (docs/design.md 'The switch in place'): at each micro-batch's planning the
+reader takes a newer job model published in ``switch_path`` (read only when the file changed)
+and reads its SSPs from that batch on; a child partition only once the job's position on its
+parent reached the snapshot (`core._inplace.readable`), from its log start.
 """
 
 from __future__ import annotations
@@ -151,11 +151,11 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.max_splits = parse_max_splits(self.options.get("max_read_splits"))
         self.cores = parse_max_splits(self.options.get("read_cores"), "read_cores")
         self.plan_report = self.options.get("plan_report") or None
-        # rule 1.9: the expansions' barrier snapshots gate child partitions; a newer job model
+        # in place: the expansions' barrier snapshots gate child partitions; a newer job model
         # published by the driver (`spark._switch`) is taken at a batch's planning
         self.snapshots: list[dict] = json.loads(self.options.get("snapshots") or "[]")
         self.switch = ReaderSwitch(self.options.get("switch_path") or None)
-        # rule 1.5: count stale placements in the batches (`spark._stale_batch`)
+        # count stale placements in the batches (`spark._stale_batch`)
         self.order_rule = StaleRule.from_json(self.options.get("order_check"))
         self.before_file = RuleFile(self.options.get("stale_before_path") or None)
         self._use(JobModel.from_json(self.options["job_model"]))

@@ -45,7 +45,7 @@ def read_split(
     options: Mapping[str, str], group_id: str, split: ReadSplit, schema: StructType
 ) -> Iterator:
     """Yield Arrow record batches holding exactly the records of the split's ranges, each
-    record with its SSP's task; with the split's rules (rule 1.5) also count the stale
+    record with its SSP's task; with the split's stale-placement rules also count the stale
     placements among them and write one report per rule and checked range."""
     return read_ranges(
         options, group_id, split.tasks, split.ranges, schema, split.rule, split.before
@@ -61,7 +61,7 @@ def read_ranges(
     *rules: StaleRule | None,
 ) -> Iterator:
     """Yield Arrow record batches holding exactly the records of ``ranges`` (``task``: the task
-    of every range, or one per range); with ``rules`` (rule 1.5: the order check beyond the
+    of every range, or one per range); with ``rules`` (stale placements: the order check beyond the
     snapshot, the count before it) also count the stale placements among them and write one
     report per rule and checked range (`spark._stale_batch`)."""
     import pyarrow as pa

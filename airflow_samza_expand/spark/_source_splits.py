@@ -8,7 +8,7 @@ explicit cap that wins over the cores.
 
 A split holds whole offset ranges: a partition is never divided, so its records are read in
 offset order by one task (per-partition order within a batch is kept). Each range carries the
-job model's task of its SSP (the ``task`` column, rule 1.3): a job that keeps state per task
+job model's task of its SSP (the ``task`` column, fixed tasks): a job that keeps state per task
 groups by task after the read (`spark._state` sorts a group's rows by ``(topic, partition,
 offset)``, whichever splits they came from). Growing a topic 2 -> 8 thus gives 8 read tasks,
 while the tasks - and their state - stay 2.
@@ -29,7 +29,7 @@ TaskRange = tuple[str, Range]  # the job model's task of the range's SSP, the ra
 
 class ReadSplit(InputPartition):
     """The offset ranges one read task reads in one micro-batch, each with its SSP's task, and
-    the batch's stale-placement rules (rule 1.5), applied per range."""
+    the batch's stale-placement rules, applied per range."""
 
     def __init__(
         self,

@@ -1,4 +1,6 @@
-"""The restarted job's order check (DESIGN.md rule 1.5): stale placements beyond the barrier.
+"""The restarted job's order check: stale placements beyond the barrier.
+
+Why: docs/design.md 'Stale placements'.
 
 After an expansion the barrier snapshot ``H[p]`` of every old partition is the last offset the
 old job model read. A record the restarted job reads from an old partition at or beyond
@@ -14,7 +16,7 @@ micro-batches (`spark._stale_batch`: the executors count the raw key bytes of wh
 report per range); the driver re-reads (``StaleScanner.poll(until=...)``) only a range no
 report covers (Spark's own Kafka source; executors without the driver's filesystem). Each
 ``order`` line says which source counted. The check is on when the job is given
-``--barrier-offsets``, and after a switch in place (rule 1.9) to a job model an expansion made
+``--barrier-offsets``, and after a switch in place to a job model an expansion made
 (`order_check_after_switch`: that expansion's snapshot, like a restarted job's ``auto``).
 """
 
@@ -57,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_barrier_argument,
         metavar="JSON|@FILE|auto",
         help="barrier snapshot {topic: {old partition: offset}} of the expansion that made this "
-        "job model: check the records read beyond it for stale placements (rule 1.5); 'auto': "
+        "job model: check the records read beyond it for stale placements; 'auto': "
         "take it (and the detected partitioner) from that expansion's record in --coordinator",
     )
     parser.add_argument(
@@ -189,7 +191,7 @@ class OrderCheck:
         return self.summary
 
     def counted_by(self) -> str:
-        """Which source counted the records checked so far (rule 1.5's report says it)."""
+        """Which source counted the records checked so far (the order report says it)."""
         used = [f"{what} ({n} records)" for what, n in self.checked.items() if n]
         return " and ".join(used) or "nothing yet"
 

@@ -103,7 +103,7 @@ def count_stale(
     keys: Sequence[bytes | None],
 ) -> StaleSummary:
     """The stale placements among the records ``(offsets[i], keys[i])`` of ``topic[partition]``
-    read by the job (rule 1.5 beyond the snapshot: offsets ``>= H``, raw key bytes)."""
+    read by the job (beyond the snapshot: offsets ``>= H``, raw key bytes)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -1,4 +1,4 @@
-"""The standby's warm-up with the job's own pipeline (rule 1.7, issue 14): before it holds the
+"""The standby's warm-up with the job's own pipeline: before it holds the
 lease, a standby runs the stateful plan once - the same ``applyInPandasWithState`` operator,
 state store provider, ``foreachBatch`` callback and ``mapInArrow`` output path - as a throwaway
 available-now query over a few rows of a temporary file source with its own temporary
