@@ -31,7 +31,7 @@ fi
 export KAFKA_JVM_PERFORMANCE_OPTS="${KAFKA_JVM_PERFORMANCE_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}"
 echo "[test] ruff check"
 .venv/bin/ruff check airflow_samza_expand dags tests benchmarks
-echo "[test] lint-imports (the layering contract in pyproject.toml, DESIGN section 2)"
+echo "[test] lint-imports (the layering contract in pyproject.toml, docs/design.md 'The layers')"
 .venv/bin/lint-imports --no-cache
 if [ $# -gt 0 ]; then
     echo "[test] pytest $*"

@@ -1,4 +1,4 @@
-"""Every benchmark runs in CI at a smoke size and prints its figure line (DESIGN section 7).
+"""Every benchmark runs in CI at a smoke size and prints its figure line (docs/testing.md).
 
 The benchmarks are discovered (benchmarks/*.py), so a new one is covered without an edit here
 and must take ``--smoke`` (tiny sizes, one round, the same code and the same last line):
