@@ -1,4 +1,4 @@
-"""Size limits of issue 24: no package module over 400 lines, no protocol function over 80."""
+"""Size limits: no package module over 400 lines, no protocol function over 80."""
 
 from __future__ import annotations
 

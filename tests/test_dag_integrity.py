@@ -153,7 +153,7 @@ def test_trigger_form_params(dagbag) -> None:
     barrier = dag.task_dict["barrier"]
     assert barrier.producer_refresh_grace_s == "{{ params.grace_seconds }}"
     assert "producer_refresh_grace_s" in barrier.template_fields
-    # rule 1.5: the form's choice reaches the job's flags (submit) and the report's verdict
+    # the order check: the form's choice reaches the job's flags (submit) and the report's verdict
     assert params.get_param("on_stale_placement").schema["enum"] == ["warn", "fail"]
     for step in ("submit", "report"):
         task = dag.task_dict[step]

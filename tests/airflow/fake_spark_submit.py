@@ -7,7 +7,7 @@ until a stop request for that version (or ``$FAKE_SPARK_RUN_S``), then ``stopped
 or with ``$FAKE_SPARK_WARM_UNTIL_STOP=1`` until the expansion's stop step has begun (and one
 second more, so the stop step sees it still warming: a warm-up that outlasts the barrier,
 without a fixed wait), then ``standby`` until job model vN exists. Its heartbeats advertise
-the ``standby`` capability (rule 1.8) as the shipped job's do.
+the ``standby`` capability as the shipped job's do.
 
 ``$FAKE_SPARK_NO_STANDBY=1`` plays instead an application that follows only the five-step
 protocol (heartbeats, honours stop) and knows nothing of ``--standby``: it advertises nothing

@@ -1,4 +1,4 @@
-"""Issue 43's CI case of the cluster fault matrix (`benchmarks/fault_matrix.py --cluster
+"""The CI case of the cluster fault matrix (`benchmarks/fault_matrix.py --cluster
 --smoke`, whose other cases run in the script): the REAL shipped job under live keyed traffic
 on a three-node Apache Kafka cluster (replication 3, min.insync.replicas 2), the expansion DAG
 run with ``dag.test()`` in a process of its own, the coordinator topic's leader SIGKILLed in the

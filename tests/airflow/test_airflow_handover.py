@@ -1,4 +1,4 @@
-"""The handover restart through real Airflow (``dag.test()``) on real Kafka (rule 1.7): with
+"""The handover restart through real Airflow (``dag.test()``) on real Kafka: with
 ``handover="warm"`` (the default) the factory launches the vN+1 processor as a standby right
 after the expansion, before vN is stopped, and the submit step launches nothing; ``"cold"``
 launches after the write; ``hot_standby=True`` adds a second vN+1 processor. The job is
@@ -59,7 +59,7 @@ def test_warm_handover_starts_the_standby_before_the_stop_and_submit_launches_no
     for argv in launched:
         tail = argv[argv.index("--standby") :]
         assert tail[:3] == ["--standby", "--job-model-version", "2"], argv
-        # the standby becomes the restarted job: it checks the order too (rule 1.5)
+        # the standby becomes the restarted job: it checks the order too
         assert "--barrier-offsets" in tail and "--on-stale-placement" in tail, argv
     submit = task_instance_xcom(run, "submit")
     assert submit["already_running"], submit  # the standby of v2 takes over: no second launch

@@ -197,7 +197,7 @@ def test_an_expansion_dag_run_emits_the_datasets_and_facets(
     model = write["outputs"][0]["facets"][_lineage.JOB_MODEL_FACET]
     assert (model["version"], model["partitionCounts"]) == (2, {j.topic: 4})
 
-    # no job runs before the expansion: the plan chooses the cold restart (rule 1.8), so
+    # no job runs before the expansion: the plan chooses the cold restart, so
     # submit_standby launches nothing and submit launches the job (its lineage parent)
     for task_id in ("submit_standby", "submit"):
         inputs = complete[f"{dag_id}.{task_id}"]["inputs"]

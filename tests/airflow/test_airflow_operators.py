@@ -1,4 +1,5 @@
-"""Operators against Kafka: happy path, idempotent rerun, every refusal of DESIGN.md section 4."""
+"""Operators against Kafka: happy path, idempotent rerun, every refusal of docs/design.md
+'Refusals'."""
 
 from __future__ import annotations
 

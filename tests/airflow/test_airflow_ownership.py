@@ -1,7 +1,7 @@
-"""One owner per expansion (DESIGN 1.6), through real Airflow (``dag.test()``) on real Kafka:
-runs released together launch the job once, a rerun finds its own work, a dry run writes
-nothing, the event-driven DAG never turns a safe outcome red, and no secret spark_conf value
-lands in an XCom, a coordinator record, a log or a file.
+"""One owner per expansion (docs/design.md 'Ownership, leases and fencing'), through real Airflow
+(``dag.test()``) on real Kafka: runs released together launch the job once, a rerun finds its own
+work, a dry run writes nothing, the event-driven DAG never turns a safe outcome red, and no secret
+spark_conf value lands in an XCom, a coordinator record, a log or a file.
 
 The job is `fake_spark_submit.py` standing in for ``spark-submit`` (tests/e2e run the real one).
 """

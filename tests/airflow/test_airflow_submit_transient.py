@@ -1,5 +1,5 @@
 """The submit step and a broker that cannot serve the coordinator store for a moment (a rolling
-restart, a leader election: issue 27's fault matrix, ``broker/in-place/switch``). The continuous
+restart, a leader election: the fault matrix's ``broker/in-place/switch``). The continuous
 submit task is not retried by Airflow (a second launch would run the job twice), so the step asks
 the store again itself before it launches anything, and fails only once the outage outlasts its
 bound. The job is `fake_spark_submit.py` standing in for ``spark-submit``; the outage is the

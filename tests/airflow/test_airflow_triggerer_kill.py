@@ -1,4 +1,4 @@
-"""SIGKILL of a real triggerer while the barrier or the ack wait is deferred (issue 27), with
+"""SIGKILL of a real triggerer while the barrier or the ack wait is deferred, with
 real Airflow services (`airflow_samza_expand._testing.airflow_services`: api-server, scheduler
 with the LocalExecutor, dag-processor, triggerer) on the Kafka of the run:
 

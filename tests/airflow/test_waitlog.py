@@ -1,4 +1,4 @@
-"""Issue 41 item 8: a wait logs one line per change of what it waits for, not one per poll."""
+"""A wait logs one line per change of what it waits for, not one per poll."""
 
 import logging
 

@@ -1,4 +1,4 @@
-"""Processor liveness (rule 1.7): alive iff the heartbeat is younger than its TTL."""
+"""Processor liveness: alive iff the heartbeat is younger than its TTL."""
 
 from __future__ import annotations
 

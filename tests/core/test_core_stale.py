@@ -1,4 +1,4 @@
-"""Stale placements (rule 1.5): property tests with both real partitioners and growth chains.
+"""Stale placements: property tests with both real partitioners and growth chains.
 
 A fresh producer (one that knows the new count) never makes a stale placement; a producer that
 still uses an older count makes one exactly when its key moved at the new count.
@@ -75,7 +75,7 @@ def test_an_old_count_placement_is_stale_exactly_when_its_key_moved(key, growth,
     )
     if moved_to != placed:
         assert target == moved_to
-        assert moved_to % old == placed  # rule 1.2: it moved to p + i * N_old
+        assert moved_to % old == placed  # growth by 2^k: it moved to p + i * N_old
     else:
         assert target is None
 

@@ -3,7 +3,7 @@ the expansion DAG run with dag.test(). A keyed producer runs the whole time; the
 job model v1 (2 partitions); the DAG grows the topic 2 -> 4, then 4 -> 8. The verifier then
 reads the output and coordinator topics: exact per-key counts, no sequence violation, no count
 ever went back, partitions 2..7 consumed, job model history v1..v3, each report's
-``order: proven`` (producers refresh within the grace; rule 1.5). The naive mapping writer
+``order: proven`` (producers refresh within the grace). The naive mapping writer
 (plain GroupByPartition) must fail the same check."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def test_expansion_keeps_exact_counts_and_order_under_live_traffic(
     for outcome in outcomes:
         assert outcome.state == "success", outcome.tasks
         assert {t for t, st in outcome.tasks.items() if st == "success"} >= CHAIN_OK
-        # rule 1.5: producers refreshing within the grace -> nothing stale after the snapshot
+        # producers refreshing within the grace -> nothing stale after the snapshot
         order = outcome.summary["order"]
         assert order["order"] == "proven", order["line"]
         assert order["line"].startswith("order: proven (0 stale placements after the snapshot")
@@ -57,7 +57,7 @@ def test_expansion_keeps_exact_counts_and_order_under_live_traffic(
     assert report["counts_after"] == {s.topic: final}
     assert report["job_model_history"] == versions
     # continuous: the default restart is the handover to the vN+1 standby launched during the
-    # grace (rule 1.7; the submit step launched nothing); available-now restarts cold
+    # grace (the submit step launched nothing); available-now restarts cold
     assert [o.handover for o in outcomes] == [run_mode == "continuous"] * expansions, outcomes
 
 

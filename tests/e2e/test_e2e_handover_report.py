@@ -1,4 +1,4 @@
-"""The demo's downtime line under the handover restart (issue 14): it names the restart and
+"""The demo's downtime line under the handover restart: it names the restart and
 judges it against ratio <= 0.3 (a cold restart keeps the 1.5x target)."""
 
 from __future__ import annotations

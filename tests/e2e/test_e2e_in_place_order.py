@@ -1,4 +1,4 @@
-"""Rule 1.5 after a switch in place (rule 1.9): the shipped job, expanded 2 -> 4 by the DAG with
+"""The proof of order after a switch in place: the shipped job, expanded 2 -> 4 by the DAG with
 ``handover="auto"`` (in place: nothing restarts), counts the stale placements beyond v2's
 barrier snapshot in its own micro-batches, exactly like a restarted job given
 ``--barrier-offsets auto`` would, and publishes them (expansion record, heartbeat).
@@ -66,7 +66,7 @@ def test_running_job_counts_stale_placements_beyond_vn1_snapshot_in_place(
         assert {k for k, _ in beat()["keys"]} <= set(stale.keys), beat()  # the slow producer's
         assert outcome.summary["order"]["order"] == "at risk", outcome.summary["order"]
         # before the snapshot too the running job's micro-batches counted the slow producer's
-        # placements (issue 26), and the barrier read no records itself (no scan of its own)
+        # placements, and the barrier read no records itself (no scan of its own)
         evidence = s.store.get_expansion(record.expansion_id).stale_placements
         counted_by = str(evidence.get("counted_by"))
         assert counted_by.startswith(

@@ -1,4 +1,4 @@
-"""End to end, the switch in place with a slow old partition (rule 1.9, issue 26): parent
+"""End to end, the switch in place with a slow old partition: parent
 before child, per parent. The shipped job (continuous, a cap of 100 records per micro-batch)
 runs under live keyed traffic; right after the DAG grows the topic 2 -> 4 a burst of records
 lands on old partition 0 (keys that stay on 0 under 4 partitions: no stale placement), faster

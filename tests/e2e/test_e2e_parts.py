@@ -32,7 +32,7 @@ def test_verifier_flags_mismatch_violation_and_count_going_back() -> None:
 
 def test_seconds_per_step_from_expansion_record() -> None:
     """One duration per step, named by the DAG's task ids: the record's start to end of each
-    step - the same number the job page shows for it (issue 41)."""
+    step - the same number the job page shows for it."""
     from airflow_samza_expand.airflow._ui.decode import expansion_of
     from airflow_samza_expand.core._record import ExpansionRecord
 

@@ -1,4 +1,4 @@
-"""The job's active lease over Kafka group membership (rule 1.7), on a real broker."""
+"""The job's active lease over Kafka group membership, on a real broker."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The handover restart (rule 1.7) in the protocol: the vN+1 standby is launched once, and the
+"""The handover restart in the protocol: the vN+1 standby is launched once, and the
 submit step launches nothing while a live standby of vN+1 exists (it takes over itself)."""
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def test_each_restart_strategy_says_what_each_step_does() -> None:
     }
     assert table == {
         handover.IN_PLACE: (False, False, False, False),
-        handover.IN_APP: (False, False, False, True),  # rule 1.10: the app restarts its query
+        handover.IN_APP: (False, False, False, True),  # the app restarts its query
         "task": (False, True, True, True),  # the user's restart task starts vN+1
         handover.WARM: (True, True, True, True),
         handover.COLD: (False, True, True, True),

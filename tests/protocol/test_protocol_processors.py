@@ -66,7 +66,7 @@ def test_standby_poll_waits_while_the_new_version_warms_up(store):
 
 
 def test_submit_logs_why_it_launches_or_not(store, caplog):
-    """Issue 41 item 8: the submit step's log says why it launched or did not."""
+    """The submit step's log says why it launched or did not."""
     caplog.set_level("INFO", logger="airflow_samza_expand._protocol.steps.submit")
     assert before_submit(store, None, continuous=True).launch
     assert f"launching job {JOB} on job model v1" in caplog.text

@@ -1,4 +1,4 @@
-"""The restart home (`_protocol.restart`, rules 1.8 and 1.10): one object per strategy, chosen
+"""The restart home (`_protocol.restart`): one object per strategy, chosen
 in the registry's order from the running processors' capabilities - in place, in-app, the
 user's restart task (when one is supplied), warm, cold - and asked by the steps."""
 

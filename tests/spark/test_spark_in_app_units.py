@@ -1,4 +1,4 @@
-"""The in-app restart's job side without Spark or Kafka (rule 1.10): the processor advertises
+"""The in-app restart's job side without Spark or Kafka: the processor advertises
 ``in-app`` only when it holds the function starting its query and reads with Spark's own
 source, and restarts on vN+1 only once the expansion's barrier has passed."""
 

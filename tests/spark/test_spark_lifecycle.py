@@ -116,7 +116,7 @@ def test_heartbeats_advertise_the_standby_capability_only_with_the_lease(tmp_pat
     switching.in_place = True  # read_kafka(source="python")
     switching.heartbeat("running")
     counting = Lifecycle(store, "caps", "counting", {}, use_lease=False)
-    counting.in_place = counting.counts_stale = True  # the provider's reader (rule 1.5)
+    counting.in_place = counting.counts_stale = True  # the provider's reader
     counting.heartbeat("running")
     seen = statuses(store.processors())
     assert seen["leased"].capabilities == ("standby",)

@@ -1,4 +1,4 @@
-"""The restarted job's order check (rule 1.5) without Spark: a real broker, the driver-side check
+"""The restarted job's order check without Spark: a real broker, the driver-side check
 of the committed ranges beyond the barrier, warn and fail."""
 
 from __future__ import annotations

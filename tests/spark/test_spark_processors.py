@@ -1,4 +1,4 @@
-"""Processors of one job (rule 1.7): one active, standbys, failover, zombie, handover race.
+"""Processors of one job: one active, standbys, failover, zombie, handover race.
 
 Each processor is its own process (own JVM, own process group) on the same checkpoint and
 coordinator store, as two launches of the job would be. CI runs them on Apache Kafka

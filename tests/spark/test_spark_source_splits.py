@@ -45,7 +45,7 @@ def test_a_batch_after_2_to_8_has_one_read_split_per_partition(tmp_path) -> None
     assert len(splits) == 8  # one read task per Kafka partition (the old planning: 2, per task)
     assert [(s.tasks, s.ranges) for s in splits] == [
         ([f"Partition {r[1] % 2}"], [r]) for r in RANGES
-    ]  # each whole range, with its SSP's fixed task (rule 1.3)
+    ]  # each whole range, with its SSP's fixed task
     doc = json.loads(report.read_text())
     assert (doc["version"], doc["read_tasks"], doc["end"]) == (3, 8, END)
     # a partition without records in the batch gets no read task

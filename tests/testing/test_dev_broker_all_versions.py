@@ -247,7 +247,7 @@ def _all(got: list, check: Callable[[Any], bool]) -> None:
     assert got and all(check(v) for v in got), got
 
 
-# Known defect of the development broker (its code belongs to issue 18): OffsetFetch v1 has no
+# Known defect of the development broker (its code is the broker's own): OffsetFetch v1 has no
 # top-level error field, and the injected error answer lists no partitions, so it carries no
 # error at all - a client reads "nothing committed". The fix: the code in every requested
 # partition (handlers_group.offset_fetch_error). Strict: this case fails once it is fixed.

@@ -1,5 +1,5 @@
 """The demo's and the fault matrices' keyed producer writes each record once when a produce
-answer is lost (issue 43: in the cluster matrix a leader died after appending a record and
+answer is lost (in the cluster matrix a leader died after appending a record and
 before answering; the producer's retry appended it again - one extra count, a sequence
 violation - and the check blamed the job)."""
 

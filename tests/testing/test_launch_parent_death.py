@@ -1,4 +1,4 @@
-"""A server a test tool starts from a background thread outlives that thread (issue 43: a
+"""A server a test tool starts from a background thread outlives that thread (a
 rolling restart in a thread restarted every Kafka node with a parent death signal tied to the
 thread, and all three nodes stopped together when it returned)."""
 

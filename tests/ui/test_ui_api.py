@@ -141,7 +141,7 @@ def test_api_jobs_lists_configured_and_discovered_jobs(
     sources = {j["name"]: j["sources"] for j in doc["jobs"]}
     assert sources[expanded_job.job] == ["configured", "coordinator topic"]
     assert sources[waiting_job.job] == ["coordinator topic"]  # found by its topic only
-    assert phantom not in sources  # no job model: no job (issue 41)
+    assert phantom not in sources  # no job model: no job
     assert doc["problems"] == []
     # its page names the close job that exists and how a new job gets v1
     status, body = http("GET", f"{api_server.base}/samza-expand/api/jobs/{phantom}", token=token)

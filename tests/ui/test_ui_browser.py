@@ -425,7 +425,7 @@ def _expires_in(text: str) -> float:
 
 
 def test_the_job_page_stays_true_while_it_is_open(browser, api_server, ui_kafka, ui_output):
-    """Issue 41, items 1 and 2: a page opened before an expansion notices it (no reload), with
+    """A page opened before an expansion notices it (no reload), with
     Kafka's new count; a heartbeat's age counts up and a lease's expiry counts down."""
     from ui_helpers import planned_record
 
@@ -496,7 +496,7 @@ def test_the_job_page_stays_true_while_it_is_open(browser, api_server, ui_kafka,
 def test_a_failed_update_shows_itself_and_recovers(
     browser, api_server, token, expanded_job, dev_broker, ui_output
 ):
-    """Issue 41, item 3: a fetch the server refuses (503 while Kafka is unreachable, 401 once
+    """A fetch the server refuses (503 while Kafka is unreachable, 401 once
     the session is gone) says so above the content, which stays; the page recovers by itself."""
     assert browser.open(_ui(api_server, f"/jobs/{expanded_job.job}")) == 200
     browser.evaluate("window.watching = 'this document'")

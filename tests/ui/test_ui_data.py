@@ -34,7 +34,7 @@ def test_unknown_job_is_a_404_problem(tmp_path):
     assert problem.value.status == 404
     assert "'no-such-job' has no job model" in problem.value.message
     assert "no processor either" in problem.value.message
-    assert "samza-expand init-job" in problem.value.message  # the plan step's words (issue 41)
+    assert "samza-expand init-job" in problem.value.message  # the plan step's words
     assert "JobModel.initial" not in problem.value.message
 
 
@@ -129,8 +129,8 @@ def test_kafka_faults_are_named_without_secrets(monkeypatch, dev_broker, bootstr
 
 def test_a_processor_reading_too_few_partitions_or_stale_placements_is_flagged(tmp_path):
     """The processors table names the partitions a processor's job model does not cover
-    (rule 1.4: a topic grown outside the expansion) and the stale placements its order check
-    counted (rule 1.5), from its heartbeat; in the page and in the JSON."""
+    (a topic grown outside the expansion) and the stale placements its order check
+    counted, from its heartbeat; in the page and in the JSON."""
     from airflow_samza_expand.airflow._ui.html import job_page
     from airflow_samza_expand.airflow._ui.views import snapshot_json
 
@@ -176,7 +176,7 @@ def test_a_page_fetch_logs_no_connection_line(monkeypatch, caplog, capfd):
 
 
 def test_processors_list_the_live_and_newest_first(tmp_path):
-    """Issue 41: the running processor first, not last after the stopped ones sorted as text."""
+    """The running processor first, not last after the stopped ones sorted as text."""
     store, _ = _grown(tmp_path)
     for pid in ("processor-1", "processor-10", "processor-2"):
         store.heartbeat(pid, 1, "stopped", ttl_s=30)

@@ -1,4 +1,4 @@
-"""A real expansion, watched in a real headless Chromium while it runs (issue 28, "Done when").
+"""A real expansion, watched in a real headless Chromium while it runs.
 
 The factory's expansion DAG (`live_expansion.build`: plan, expand, submit_standby, barrier,
 stop_job, write_job_model, submit, ack, report) runs with ``dag.test()`` in a process of its
@@ -186,7 +186,7 @@ def test_a_real_expansion_as_it_runs(
             60,
             "the standby's log, the stop step waiting for its warm-up",
         )
-        assert "Step stop_job (" in text, text  # the DAG's task id (issue 41)
+        assert "Step stop_job (" in text, text  # the DAG's task id
         standby = store.get_expansion(record.expansion_id).results["standby"]["launches"][0]
         assert "Launched by step submit_standby" in text, text
         assert f"(pid {standby['pid']})" in text, text

@@ -1,4 +1,4 @@
-"""An expansion under way on the job page and in its JSON (issue 28), from records written in
+"""An expansion under way on the job page and in its JSON, from records written in
 several states to a file store: no Kafka, no Spark, no server."""
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def test_the_stop_step_waiting_for_the_standby_to_warm_up_says_so(tmp_path):
 
 
 def test_the_lag_chart_draws_from_its_first_sample():
-    """Issue 41: one sample (the barrier's first poll) is a mark on the chart, not nothing."""
+    """One sample (the barrier's first poll) is a mark on the chart, not nothing."""
     from airflow_samza_expand.airflow._ui.running_html import lag_chart
 
     chart = lag_chart([{"at": now_iso(), "total": 12, "partitions": {"orders[1]": 12}}])
@@ -162,7 +162,7 @@ def test_the_barrier_says_what_it_waits_for():
 
 
 def test_the_barrier_section_knows_when_its_step_polls_next():
-    """Issue 41: "barrier (running)" seconds after the lag showed 0 says it waits for the next
+    """The line "barrier (running)" seconds after the lag showed 0 says it waits for the next
     poll, and when: the last lag sample plus the median gap between samples."""
     from datetime import UTC, datetime, timedelta
 

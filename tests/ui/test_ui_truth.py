@@ -1,4 +1,4 @@
-"""What the job page and its JSON say is true in each state of the records (issue 28): leases,
+"""What the job page and its JSON say is true in each state of the records: leases,
 processors, the stop request, the store, the unknown-job advice, the job log. File store, no
 Kafka, no server."""
 

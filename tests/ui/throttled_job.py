@@ -7,7 +7,7 @@ Python (no Spark) that really reads its input through confluent-kafka and lags.
 * as the running job (no ``--standby``): reads exactly the newest job model's partitions
   (``assign``, never subscribe), at most ``$THROTTLED_JOB_RECORDS_PER_S`` records a second
   (default 20: the job lags behind a burst), commits its position to the group ``<job>`` every
-  0.2 s, heartbeats ``running`` with the ``standby`` capability (rule 1.8: the DAG picks a warm
+  0.2 s, heartbeats ``running`` with the ``standby`` capability (the DAG picks a warm
   handover) until a stop request for its version, then commits, heartbeats ``stopped`` and exits;
 * with ``--standby --job-model-version N``: heartbeats ``starting`` (role standby) for
   ``$THROTTLED_JOB_WARM_S`` (default 1) and until the file ``$THROTTLED_JOB_WARM_GATE`` exists
