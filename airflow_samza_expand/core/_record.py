@@ -37,6 +37,7 @@ from types import MappingProxyType
 from typing import Any
 
 from airflow_samza_expand.core._clock import now_iso, parse_iso
+from airflow_samza_expand.core._frozen import FrozenDict, freeze, fresh_parts, thaw
 from airflow_samza_expand.core._secrets import refuse_secrets
 from airflow_samza_expand.core.errors import (
     CorruptCoordinatorRecordError,
@@ -114,21 +115,19 @@ class StepTimes:
         return round(max(took.total_seconds(), 0.0), 3)
 
 
-def _copy(doc: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A JSON-ready copy (plain dicts and lists): the record shares nothing with the caller and
-    pickles, deep-copies and serialises like any plain value."""
-    return _plain(doc or {})
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready copy: mappings become dicts with string keys, tuples lists."""
-    if isinstance(value, StepTimes):
-        return value.to_dict()
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+def _same(value: Any) -> Any:
     return value
+
+
+def _frozen_barrier(barrier: Mapping[str, Mapping[int, int]]) -> FrozenDict:
+    if isinstance(barrier, FrozenDict):
+        return barrier
+    return FrozenDict(
+        {
+            str(topic): FrozenDict({int(p): int(o) for p, o in offsets.items()})
+            for topic, offsets in barrier.items()
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -173,20 +172,21 @@ class ExpansionRecord:
             ) from None
         parse_iso(self.created_at)
         parse_iso(self.updated_at)
-        steps = {}
-        for step, times in dict(self.steps).items():
-            steps[step] = times if isinstance(times, StepTimes) else StepTimes(**times)
-        object.__setattr__(self, "steps", steps)
-        if self.barrier is not None:
-            barrier = {
-                str(topic): {int(p): int(o) for p, o in offsets.items()}
-                for topic, offsets in self.barrier.items()
+        if not isinstance(self.steps, FrozenDict):
+            steps = {
+                str(step): times if isinstance(times, StepTimes) else StepTimes(**times)
+                for step, times in dict(self.steps).items()
             }
-            object.__setattr__(self, "barrier", barrier)
+            object.__setattr__(self, "steps", FrozenDict(steps))
+        if self.barrier is not None:
+            object.__setattr__(self, "barrier", _frozen_barrier(self.barrier))
+        # a part is frozen once, when it enters (`core._frozen`): a change copies and checks
+        # only what it brings, every other part is shared with the record it came from
         for name in ("plan", "results", "stale_placements"):
-            object.__setattr__(self, name, _copy(getattr(self, name)))
-        refuse_secrets(_plain(self.plan), f"expansion record {self.expansion_id!r} plan")
-        refuse_secrets(_plain(self.results), f"expansion record {self.expansion_id!r} results")
+            value = getattr(self, name) or {}
+            what = f"expansion record {self.expansion_id!r} {name.replace('_', ' ')}"
+            refuse_secrets(fresh_parts(value), what)
+            object.__setattr__(self, name, freeze(value))
 
     def grown_counts(self) -> dict[str, tuple[int, int]]:
         """``{stream: (before, after)}`` of the streams this expansion grows. A stream the plan
@@ -252,28 +252,32 @@ class ExpansionRecord:
     # -- JSON -------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as plain, mutable JSON values (a copy the caller may change)."""
+        return self._doc(thaw)
+
+    def _doc(self, part: Any) -> dict[str, Any]:
         return {
-            "barrier": _plain(self.barrier),
+            "barrier": thaw(self.barrier),  # partitions as string keys, sorted as JSON sorts them
             "base_version": self.base_version,
             "created_at": self.created_at,
             "expansion_id": self.expansion_id,
             "format": RECORD_FORMAT,
             "job_name": self.job_name,
             "owner": self.owner,
-            "plan": _plain(self.plan),
-            "results": _plain(self.results),
+            "plan": part(self.plan),
+            "results": part(self.results),
             "revision": self.revision,
-            "stale_placements": _plain(self.stale_placements),
+            "stale_placements": part(self.stale_placements),
             "status": self.status.value,
-            "steps": _plain(self.steps),
+            "steps": thaw(self.steps),
             "target_version": self.target_version,
             "updated_at": self.updated_at,
         }
 
     def to_json(self) -> str:
-        """Canonical JSON (sorted keys, compact); TypeError-free: fields are JSON already."""
+        """Canonical JSON (sorted keys, compact); the frozen parts are written as they are."""
         try:
-            return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+            return json.dumps(self._doc(_same), sort_keys=True, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
             raise ValueError(
                 f"expansion record {self.expansion_id!r} is not JSON-serialisable: {exc} - "

@@ -159,3 +159,34 @@ def test_a_record_is_a_plain_value():
     results["expand"]["orders"]["partitions"] = 99
     assert r.results["expand"]["orders"]["partitions"] == 4
     assert pickle.loads(pickle.dumps(r)) == r == copy.deepcopy(r)
+
+
+def test_an_update_copies_only_what_it_changes():
+    """A change shares every part it does not touch with the record it came from (an update
+    costs what it changes, not the record's size), and no part can be changed in place."""
+    import copy
+    import pickle
+
+    samples = [{"total": n} for n in range(3)]
+    r = record(barrier={"orders": {p: p for p in range(512)}}).with_result("lag", samples)
+    r2 = r.with_result("expand", {"orders": {"partitions": 4}}).advance(S.EXPANDED)
+    assert r2.plan is r.plan and r2.barrier is r.barrier and r2.steps is r.steps
+    assert r2.results["lag"] is r.results["lag"] and r2.results["lag"] == samples
+    r3 = r2.with_result("lag", [*r2.results["lag"], {"total": 3}])  # one sample more
+    assert r3.results["lag"][0] is r.results["lag"][0] and len(r3.results["lag"]) == 4
+    for change in (
+        lambda: r.results.update(x=1),
+        lambda: r.results["lag"].append({}),
+        lambda: r.results["lag"][0].__setitem__("total", 9),
+        lambda: r.plan.pop("counts_before"),
+        lambda: r.barrier["orders"].clear(),
+    ):
+        with pytest.raises(TypeError, match="immutable"):
+            change()
+    plain = r.to_dict()
+    plain["results"]["lag"].append({})  # a plain copy for the caller to change
+    assert len(r.results["lag"]) == 3
+    assert pickle.loads(pickle.dumps(r3)) == r3 == copy.deepcopy(r3)
+    assert ExpansionRecord.from_json(r3.to_json()).to_json() == r3.to_json()
+    with pytest.raises(SecretValueError, match="lag.token"):  # a new part beside frozen ones
+        r3.with_result("lag", {"old": r3.results["lag"], "token": "t0k"})
