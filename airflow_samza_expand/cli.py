@@ -23,10 +23,10 @@ from airflow_samza_expand import __version__
 # Module that defines each subcommand's `register(subparsers)`; imported lazily so that
 # `samza-expand plan` never pays for Spark or the broker.
 SUBCOMMAND_MODULES: dict[str, str] = {
-    "plan": "airflow_samza_expand.core._cli_plan",
-    "init-job": "airflow_samza_expand._protocol.init_job",
-    "status": "airflow_samza_expand._protocol.status_cli",
-    "stop": "airflow_samza_expand._protocol.status_cli",
+    "plan": "airflow_samza_expand._protocol.cli.plan",
+    "init-job": "airflow_samza_expand._protocol.cli.init_job",
+    "status": "airflow_samza_expand._protocol.cli.status",
+    "stop": "airflow_samza_expand._protocol.cli.status",
     "demo": "airflow_samza_expand._demo.cli",
 }
 # `samza-expand dev <name>`: the name each module registers -> its name in the group.

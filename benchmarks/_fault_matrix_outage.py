@@ -59,7 +59,7 @@ def outage_case(ctx: Context, case: Case) -> Outcome:
 def same_driver(job: Job) -> bool:
     """The job launched at the start still runs (in-app: never launched so; the outcome
     checks the supervisor's exits)."""
-    from airflow_samza_expand._protocol import launch as detached
+    from airflow_samza_expand._protocol.job import launch as detached
 
     handle = job.s.job.handle
     return handle is None or detached.is_running(handle)

@@ -139,7 +139,7 @@ def run_size(config: dict[str, str], size: int, keys: int, rate: float) -> SizeR
     from airflow_samza_expand._protocol.barrier.step import barrier_poll, grace_until
     from airflow_samza_expand._protocol.ownership import cli_holder
     from airflow_samza_expand._protocol.steps.expand import ExpandRequest, expand
-    from airflow_samza_expand._protocol.steps.plan import PlanRequest, plan
+    from airflow_samza_expand._protocol.steps.plan.step import PlanRequest, plan
     from airflow_samza_expand._protocol.steps.write_model import write_job_model
     from airflow_samza_expand.core._clock import parse_iso
     from airflow_samza_expand.core.model import JobModel

@@ -90,8 +90,8 @@ LEASE_TTL_S = 12.0
 # faults a job must ride out holding its lease (a TTL longer than a broker restart or failover)
 LONG_TTL_FAULTS = ("broker-restart", "cluster", "outage")
 # a stuck case fails in minutes, not in the scenario's 10 (no retries unless the case says)
-BOUNDED = {"retries": 0, "barrier_timeout_s": 180.0, "stop_timeout_s": 120.0,
-           "ack_timeout_s": 180.0}  # fmt: skip
+BOUNDED = {"retries": 0, "barrier": {"barrier_timeout_s": 180.0},
+           "restart": {"stop_timeout_s": 120.0, "ack_timeout_s": 180.0}}  # fmt: skip
 
 
 @dataclass
@@ -187,7 +187,7 @@ def hold_step_midway(step: str, held: str, release: str | None = None) -> None:
             time.sleep(0.05)
 
     if step == "plan":
-        from airflow_samza_expand._protocol.steps import plan as plan_step
+        from airflow_samza_expand._protocol.steps.plan import step as plan_step
 
         store_new = plan_step._store_new
 
@@ -224,20 +224,28 @@ def mid_step(record: Any, step: str) -> bool:
     return times is not None and not times.ended_at
 
 
+def _merged(base: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``more``: a group's fields (``{group: {field: value}}``) merged field by
+    field."""
+    out = dict(base)
+    for key, value in more.items():
+        out[key] = {**out.get(key, {}), **value} if isinstance(value, dict) else value
+    return out
+
+
 def build_dag(spec: dict[str, Any]) -> Any:
     """The scenario's expansion DAG (demo.scenario.Scenario.build_dag) with the case's
     overrides (retries, lease TTL)."""
-    from airflow_samza_expand._demo.scenario import Scenario, dag_fields
-    from airflow_samza_expand.dags import ExpansionSettings, build_expansion_dag
+    from airflow_samza_expand._demo.scenario import Scenario, dag_settings
+    from airflow_samza_expand.dags import build_expansion_dag
 
     cfg = scenario_config(spec["cfg"])
     s = Scenario(cfg, run_dag=None, task_states=None, xcom=None)  # type: ignore[arg-type]
     try:
-        return build_expansion_dag(spec["dag_id"], ExpansionSettings(  # the resolved record
-            job_name=s.job_name, topics=[s.topic], factor=2,
-            run_mode=cfg.run_mode, application_args=s.args(), log_dir=s.log_dir,
-            **{**dag_fields(cfg), **spec.get("overrides", {})},
-        ))  # fmt: skip
+        job = {"name": s.job_name, "topics": [s.topic], "run_mode": cfg.run_mode,
+               "application_args": s.args()}  # fmt: skip
+        settings = dag_settings(cfg, job, s.log_dir, spec.get("overrides", {}))
+        return build_expansion_dag(spec["dag_id"], settings)
     finally:
         s.admin.close()
 
@@ -330,13 +338,13 @@ class Job:
         # production: a shorter TTL than the outage loses the job's lease (it then stops, as
         # it did in a CI run where the broker's restart under load outlasted the default 30 s)
         ttl = ["--ttl", "60"] if case.fault in LONG_TTL_FAULTS else ["--ttl", "8"]
-        cfg = {"bootstrap": ctx.bootstrap, "work_dir": str(work), "handover": handover,
+        cfg = {"bootstrap": ctx.bootstrap, "work_dir": str(work), "restart": handover,
                "grace_s": 3.0, "poll_s": 0.5, "application_args": [*app_args, *ttl],
                "name": f"fm-{uuid.uuid4().hex[:8]}"}  # fmt: skip
         if application:
             cfg["application"] = application
         self.spec = {"cfg": cfg, "dag_id": f"fault_{cfg['name'].replace('-', '_')}",
-                     "overrides": {**BOUNDED, **(overrides or {})}}  # fmt: skip
+                     "overrides": _merged(BOUNDED, overrides or {})}  # fmt: skip
         self.work = work
         work.mkdir(parents=True, exist_ok=True)
         self.s = Scenario(scenario_config(cfg), run_dag=None, task_states=None, xcom=None,
@@ -527,7 +535,7 @@ def job_committed(job: Job) -> int:
 
 def lease_case(ctx: Context, case: Case) -> Outcome:
     """A dies holding the lease; B takes over after the TTL; A cleared later ends skipped."""
-    job = job_for(ctx, case, overrides={"lease_ttl_s": LEASE_TTL_S}).start()
+    job = job_for(ctx, case, overrides={"ownership": {"lease_ttl_s": LEASE_TTL_S}}).start()
     try:
         a, b, a_again = job.run(), job.run(B_DATE, hold=True), job.run(hold=True)
         job.wait_step(a, "barrier-grace")

@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin
 from airflow_samza_expand._kafka.config import client_config
-from airflow_samza_expand._protocol.readers import find_readers
+from airflow_samza_expand._protocol.steps.plan.readers import find_readers
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_samza_expand._protocol import launch as detached
+from airflow_samza_expand._protocol.job import launch as detached
 from airflow_samza_expand.dags._job_args import stream_job_args
 
 if TYPE_CHECKING:

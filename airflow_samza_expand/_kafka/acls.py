@@ -7,9 +7,9 @@ Resource names are templates: `{inputs}` (each input topic of the job), `{output
 output topic), `{coordinator}` (the coordinator topic, default `__samza_coordinator_<job>`),
 `{job}` (the job's consumer group = the job name), `{lease_topic}` / `{lease_group}` (the job's
 active lease, `__samza_active_<job>` / `<job>.active`, rule 1.7). A name without braces is
-taken as it is: the plan's reader discovery (`_protocol.readers`) needs the coordinator topics of
-every managed job (the prefix `__samza_coordinator_`, a PREFIXED ACL) and DESCRIBE on every
-group (`*`), because Kafka lists only the topics and groups a principal may DESCRIBE: without
+taken as it is: the plan's reader discovery (`_protocol.steps.plan.readers`) needs the coordinator
+topics of every managed job (the prefix `__samza_coordinator_`, a PREFIXED ACL) and DESCRIBE on
+every group (`*`), because Kafka lists only the topics and groups a principal may DESCRIBE: without
 them the other readers of a topic are invisible and ``other_jobs="refuse"`` cannot refuse.
 
 Read-only clients that only `assign()` partitions (the coordinator store's reader, the

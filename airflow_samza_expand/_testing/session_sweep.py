@@ -1,6 +1,6 @@
 """Nothing a test run starts outlives it: processes and temporary Airflow homes.
 
-A detached launch (``_protocol.launch``: the DAG's restarted Spark job, the demo's jobs) must
+A detached launch (``_protocol.job.launch``: the DAG's restarted Spark job, the demo's jobs) must
 survive the Airflow task that started it, so it runs in a session of its own and nothing ties
 it to its launcher. In a test run, though, it must die with the run - also when the run is
 killed with SIGKILL. So the run marks what it starts, and a watchdog sweeps the marks:

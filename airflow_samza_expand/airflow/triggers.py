@@ -26,7 +26,7 @@ from airflow_samza_expand._protocol.barrier.wait import (
 from airflow_samza_expand._protocol.ownership import lease_poll, take
 from airflow_samza_expand._protocol.poll import Poll, Reconnect
 from airflow_samza_expand._protocol.steps import ack, standby, stop
-from airflow_samza_expand._protocol.steps.plan_wait import job_back_poll
+from airflow_samza_expand._protocol.steps.plan.wait import job_back_poll
 from airflow_samza_expand.airflow._waitlog import WaitLog
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR, SamzaExpandKafkaHook
 from airflow_samza_expand.core.errors import ConflictError, ExpansionError

@@ -2,15 +2,15 @@
 
 The job list is not known when the DAG is parsed, so the per-job chain is one *mapped* task
 group (Airflow dynamic task mapping): the ``jobs`` task (`DiscoverJobsOperator`) finds the
-managed jobs whose latest job model reads a topic (`_protocol.readers.find_readers`) and returns
-one row per job - its name, the run's other jobs (``co_jobs``), and the fields that differ per
-job (``application``, ``application_args``, ``spark_conf``, ``log_dir``, from ``per_job``
-applied at run time: a job whose arguments do not come from ``stream_job_args``, in a DAG that
-names no application, is launched by nothing);
-the ``job`` group (plan ... report, the chain of `factory._add_chain`) is expanded over the rows,
-one instance per job, with its own lease, record, coordinator store, group and Spark settings;
-its XCom pulls name the instance's own map index. Then `AllJobsReportOperator` lists each
-job's outcome as `JobsReportOperator` does for ``jobs=[...]``.
+managed jobs whose latest job model reads a topic
+(`_protocol.steps.plan.readers.find_readers`) and returns one row per job - its name, the run's
+other jobs (``co_jobs``), and the fields that differ per job (``application``, ``application_args``,
+``spark_conf``, ``log_dir``, from ``per_job`` applied at run time: a job whose arguments do not come
+from ``stream_job_args``, in a DAG that names no application, is launched by nothing); the ``job``
+group (plan ... report, the chain of `factory._add_chain`) is expanded over the rows, one instance
+per job, with its own lease, record, coordinator store, group and Spark settings; its XCom pulls
+name the instance's own map index. Then `AllJobsReportOperator` lists each job's outcome as
+`JobsReportOperator` does for ``jobs=[...]``.
 
 Why not task groups as for ``jobs=[...]``: a task group per job needs the names at parse
 time. Why this is enough: every reader found is in the run, and each plan refuses a job that
@@ -27,14 +27,14 @@ from typing import Any
 from airflow.sdk import BaseOperator, task_group
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_samza_expand._protocol.readers import find_readers
+from airflow_samza_expand._protocol.steps.plan.readers import find_readers
 from airflow_samza_expand.airflow._compat import is_mapped_argument
 from airflow_samza_expand.airflow._shell import KafkaClients, protocol_outcomes
 from airflow_samza_expand.airflow.operators._jobs_report import JobsReportOperator, job_outcome
 from airflow_samza_expand.dags._settings import ExpansionSettings, with_trigger
 
 ALL_JOBS = "all"
-PER_JOB_FIELDS = frozenset({"application_args", "spark_conf"})
+PER_JOB_FIELDS = {"job": frozenset({"application_args"}), "spark": frozenset({"conf"})}
 
 
 def is_mapped(value: Any) -> bool:
@@ -44,18 +44,25 @@ def is_mapped(value: Any) -> bool:
 
 def job_rows(s: ExpansionSettings, jobs: list[str]) -> list[dict[str, Any]]:
     """One row per job (`ROW_FIELDS`); ValueError/TypeError name a job whose fields are bad."""
-    every = dataclasses.replace(s, jobs=jobs)
+    every = dataclasses.replace(s, job=dataclasses.replace(s.job, jobs=jobs))
+    per_job = s.job.per_job
+    may_differ = sorted(f"{g}.{f}" for g, fields in PER_JOB_FIELDS.items() for f in fields)
     rows = []
     for name in jobs:
-        own = every.per_job(name) if callable(every.per_job) else (every.per_job or {}).get(name)
-        fixed = sorted(set(own or {}) - PER_JOB_FIELDS)
+        own = per_job(name) if callable(per_job) else (per_job or {}).get(name)
+        fixed = sorted(
+            f"{group}.{f}"
+            for group, values in (own or {}).items()
+            for f in (values if isinstance(values, dict) else [values])
+            if f not in PER_JOB_FIELDS.get(group, ())
+        )
         if fixed:
             raise ValueError(
                 f"per_job[{name!r}] sets {fixed}: with jobs='all' only "
-                f"{sorted(PER_JOB_FIELDS)} may differ per job - set the others for every job"
+                f"{may_differ} may differ per job - set the others for every job"
             )
         one = every.for_job(name)
-        args = [str(a) for a in one.application_args]
+        args = [str(a) for a in one.job.application_args]
         if one.mode == "available-now" and one.takes_runtime_flags:
             args = with_trigger(args, "available-now")
         rows.append(
@@ -65,9 +72,9 @@ def job_rows(s: ExpansionSettings, jobs: list[str]) -> list[dict[str, Any]]:
                 # stream_job_args, else None (that job's chain launches nothing)
                 "application": one.launch_application,
                 "application_args": args,
-                "spark_conf": dict(one.spark_conf or {}),
-                "co_jobs": list(one.co_jobs),
-                "log_dir": one.log_dir,
+                "spark_conf": dict(one.spark.conf or {}),
+                "co_jobs": list(one.ownership.co_jobs),
+                "log_dir": one.spark.log_dir,
             }
         )
     return rows
@@ -82,8 +89,8 @@ class DiscoverJobsOperator(KafkaClients, BaseOperator):
     def __init__(self, *, settings: ExpansionSettings, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.settings = settings
-        self.coordinator = settings.coordinator
-        self.kafka_config_id = settings.kafka_config_id
+        self.coordinator = settings.kafka.coordinator
+        self.kafka_config_id = settings.kafka.kafka_config_id
         self.request_timeout_s = 30.0
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
@@ -94,7 +101,7 @@ class DiscoverJobsOperator(KafkaClients, BaseOperator):
                     self.admin,
                     topics,
                     coordinator=self.coordinator,
-                    managed_jobs=self.settings.managed_jobs,
+                    managed_jobs=self.settings.ownership.managed_jobs,
                 )
         finally:
             self.close_clients()
@@ -150,17 +157,22 @@ def add_all_jobs(s: ExpansionSettings, prefix: str, add_chain: Any) -> None:
 
     @task_group(group_id="job")
     def one_job(job_name, application, application_args, spark_conf, co_jobs, log_dir):  # noqa: ANN001
-        own = dataclasses.replace(
-            s,
-            jobs=None,
-            per_job=None,
-            other_jobs="include",
-            job_name=job_name,
-            application=s.application or application,
-            application_args=application_args,
-            spark_conf=spark_conf,
-            co_jobs=co_jobs,
-            log_dir=log_dir,
+        own = s.with_fields(
+            {
+                "job": {
+                    "jobs": None,
+                    "per_job": None,
+                    "name": job_name,
+                    "application_args": application_args,
+                },
+                "spark": {
+                    "application": s.spark.application or application,
+                    "conf": spark_conf,
+                    "log_dir": log_dir,
+                },
+                "ownership": {"other_jobs": "include", "co_jobs": co_jobs},
+            },
+            "jobs='all'",
         )
         add_chain(own, f"{prefix}job.")
 

@@ -2,7 +2,7 @@
 source): a job that ran on Spark's own Kafka source (``subscribe``, its own checkpoint) moves
 onto the runtime by changing its source to ``job.read_kafka()`` and keeping the checkpoint -
 Spark restores every key's state and every partition's offset. Before the query processes
-anything, the checkpoint's offset log (`_protocol.spark_checkpoint`) is compared with the job
+anything, the checkpoint's offset log (`_protocol.job.spark_checkpoint`) is compared with the job
 model; a checkpoint Spark would fail on, or run on with records skipped, is refused (exit 2,
 nothing processed, the checkpoint untouched):
 
@@ -36,7 +36,7 @@ import dataclasses
 import logging
 from collections.abc import Iterator
 
-from airflow_samza_expand._protocol.spark_checkpoint import (
+from airflow_samza_expand._protocol.job.spark_checkpoint import (
     COMMITS,
     OFFSETS,
     SOURCE_EVOLUTION_CONF,

@@ -209,7 +209,7 @@ def test_report_fails_a_run_whose_record_never_got_past_planned(job) -> None:
     asked for, instead of ending green with nothing changed."""
     from airflow_samza_expand._kafka.admin import KafkaAdmin
     from airflow_samza_expand._protocol.ownership import airflow_holder
-    from airflow_samza_expand._protocol.steps.plan import PlanRequest, plan
+    from airflow_samza_expand._protocol.steps.plan.step import PlanRequest, plan
 
     j = job(2)
     with KafkaAdmin(j.config) as admin:  # planned by the run the report belongs to

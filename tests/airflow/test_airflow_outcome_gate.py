@@ -12,7 +12,7 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_samza_expand._protocol.ownership import airflow_holder
-from airflow_samza_expand._protocol.steps.plan import PlanRequest, plan
+from airflow_samza_expand._protocol.steps.plan.step import PlanRequest, plan
 from airflow_samza_expand.airflow.operators._report import ExpansionReportOperator
 from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core._record import ExpansionStatus as S

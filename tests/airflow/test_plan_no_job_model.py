@@ -8,7 +8,7 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException
 from airflow_env import task_context
 
-from airflow_samza_expand._protocol.job_models import close_first, no_job_model_message
+from airflow_samza_expand._protocol.steps.plan.job_models import close_first, no_job_model_message
 from airflow_samza_expand.airflow.operators import PlanExpansionOperator
 from airflow_samza_expand.store import coordinator_topic
 

@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin
 from airflow_samza_expand._protocol.barrier.reads import snapshot_barrier
-from airflow_samza_expand._protocol.init_job import init_job
+from airflow_samza_expand._protocol.cli.init_job import init_job
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 

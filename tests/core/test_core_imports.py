@@ -22,7 +22,7 @@ CORE_MODULES = (
     "airflow_samza_expand.core._validate",
     "airflow_samza_expand.core._render",
     "airflow_samza_expand.core._names",
-    "airflow_samza_expand.core._cli_plan",
+    "airflow_samza_expand._protocol.cli.plan",
     "airflow_samza_expand._kafka.partitioners",
 )
 

@@ -34,9 +34,9 @@ def test_a_plain_job_keeps_its_checkpoint_on_the_runtime_then_expands_in_app(sce
     from airflow_samza_expand._demo.jobs import StreamJob, committed_total, wait_for
     from airflow_samza_expand._demo.scenario_config import application_conf
     from airflow_samza_expand._demo.verify import read_output_history
-    from airflow_samza_expand._protocol.init_job import init_job
+    from airflow_samza_expand._protocol.cli.init_job import init_job
+    from airflow_samza_expand._protocol.job.spark_checkpoint import read_checkpoint
     from airflow_samza_expand._protocol.records import expansion_id_for
-    from airflow_samza_expand._protocol.spark_checkpoint import read_checkpoint
 
     s = scenario(application=USER_JOB, application_args=("--source", "kafka"), handover="auto")
     s.start_producer()
@@ -101,7 +101,7 @@ def _one_processor_and_one_application(s, first: dict) -> None:
 
 def _committed_batches(checkpoint: str) -> int:
     """How many micro-batches the checkpoint has committed (0 before the first)."""
-    from airflow_samza_expand._protocol.spark_checkpoint import CheckpointError, read_checkpoint
+    from airflow_samza_expand._protocol.job.spark_checkpoint import CheckpointError, read_checkpoint
 
     try:
         last = read_checkpoint(checkpoint).last_committed_batch

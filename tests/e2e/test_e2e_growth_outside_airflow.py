@@ -82,7 +82,7 @@ def test_growth_outside_airflow_waits_for_v2_then_the_event_driven_dag_finishes_
 
     from airflow_samza_expand._demo.jobs import caught_up, committed_total, wait_for
     from airflow_samza_expand._demo.verify import read_output_history
-    from airflow_samza_expand._protocol import launch as detached
+    from airflow_samza_expand._protocol.job import launch as detached
 
     s = scenario()
     s.start_producer()

@@ -1,8 +1,9 @@
-"""End to end, the switch in place (rule 1.9): the shipped job (the provider's reader, so it
-advertises ``in-place``) expanded 2 -> 4 -> 8 by the expansion DAG with the default restart
-(``auto`` chooses in-place) under live keyed traffic. Nothing stops, nothing restarts: the same
-job process runs before, between and after; exact per-key counts, no sequence violation, no
-count ever went back, partitions 2..7 consumed, job model history v1..v3."""
+"""End to end, the switch in place: the shipped job (the provider's reader, so it advertises
+``in-place``) killed during a switch and launched again on its checkpoint. The shipped job
+expanded 2 -> 4 -> 8 in place with the default restart under live keyed traffic (nothing stops,
+nothing restarts: the same job process runs before, between and after; the reader's read tasks
+per batch) is held by test_e2e_two_streams.py's ``shipped-in-place`` case, with a join of two
+streams sharing their keys: one run of that slow scenario checks both."""
 
 from __future__ import annotations
 
@@ -11,41 +12,6 @@ import os
 import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka, pytest.mark.timeout(900)]
-
-CHAIN_OK = {"plan", "expand", "barrier", "stop_job", "write_job_model", "submit", "ack", "report"}
-
-
-def test_shipped_job_expanded_twice_in_place_without_a_restart(scenario) -> None:
-    from airflow_samza_expand.core._liveness import statuses
-
-    s = scenario(run_mode="continuous", handover="auto", grace_s=3.0, poll_s=0.5)
-    s.start_producer()
-    s.start_job()
-    pid = int(s.job.handle["pid"])
-    (processor,) = statuses(s.store.processors())  # the one processor of v1
-    for version in (2, 3):
-        outcome = s.expand()
-        print(f"[e2e] in place {outcome.counts}: {outcome.state} {outcome.wall_s:.1f}s")
-        assert outcome.state == "success", outcome.tasks
-        assert {t for t, st in outcome.tasks.items() if st == "success"} >= CHAIN_OK
-        # rule 1.8: the running job can switch, so "auto" chose in-place
-        assert outcome.summary["restart"]["mode"] == "in-place", outcome.summary["restart"]
-        assert "pid" not in (outcome.summary["submit"] or {}), outcome.summary["submit"]
-        assert int(s.job.handle["pid"]) == pid  # no launch replaced the job
-        os.kill(pid, 0)  # the same process still runs
-        seen = statuses(s.store.processors())
-        assert list(seen) == [processor], seen  # no second processor ever heartbeated
-        assert (seen[processor].job_model_version, seen[processor].state) == (version, "running")
-    result = s.finish(expected_versions=[1, 2, 3])
-    print(f"[e2e] in place: {result.describe()}")
-    assert result.ok, result.describe()
-    assert result.records_produced > 0 and result.records_counted == result.records_produced
-    assert not result.count_resets and not result.order_violations
-    assert set(range(2, 8)) <= set(result.partitions_consumed)
-    assert s.models[-1].partition_counts() == {s.topic: 8}
-    # the reader plans at most a read task per core (local[2]): 2 a batch on v1, v2, v3, the
-    # grown partitions grouped by task (the job logs the reader's plan of each batch)
-    assert read_tasks_by_version(s.job.handle["log_path"]) == {1: 2, 2: 2, 3: 2}
 
 
 def read_tasks_by_version(log_path: str) -> dict[int, int]:
@@ -67,7 +33,7 @@ def test_job_killed_before_its_first_batch_on_vn1_restarts_from_its_checkpoint(s
     import signal
     import time
 
-    from airflow_samza_expand._protocol import launch as detached
+    from airflow_samza_expand._protocol.job import launch as detached
 
     # an 8 s liveness TTL (the job's --ttl): the killed processor's active lease and heartbeat
     # expire sooner, so the relaunch takes over without the default 30 s wait

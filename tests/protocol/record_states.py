@@ -16,7 +16,7 @@ from airflow_samza_expand._kafka.admin import KafkaAdmin
 from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand._protocol import records
 from airflow_samza_expand._protocol.ownership import cli_holder
-from airflow_samza_expand._protocol.steps.plan import PlanRequest, plan
+from airflow_samza_expand._protocol.steps.plan.step import PlanRequest, plan
 from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.model import JobModel

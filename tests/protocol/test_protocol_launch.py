@@ -14,8 +14,8 @@ from datetime import timedelta
 import pytest
 from record_states import walk
 
-from airflow_samza_expand._protocol import launch as detached
-from airflow_samza_expand._protocol import launches
+from airflow_samza_expand._protocol.job import launch as detached
+from airflow_samza_expand._protocol.job import launches
 from airflow_samza_expand._protocol.steps.submit import before_submit
 from airflow_samza_expand.core._clock import now_iso, to_iso, utc_now
 from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus

@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin
 from airflow_samza_expand._kafka.config import client_config
-from airflow_samza_expand._protocol.readers import (
+from airflow_samza_expand._protocol.steps.plan.readers import (
     OtherJobsReadTopicError,
     TopicReaders,
     check_other_jobs,

@@ -16,7 +16,7 @@ from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand._protocol import outcome, records
 from airflow_samza_expand._protocol.ownership import cli_holder
 from airflow_samza_expand._protocol.steps.expand import ExpandRequest, expand
-from airflow_samza_expand._protocol.steps.plan import PLANNED, PlanRequest, plan
+from airflow_samza_expand._protocol.steps.plan.step import PLANNED, PlanRequest, plan
 from airflow_samza_expand.core._clock import now_iso
 from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus, StepTimes
 from airflow_samza_expand.core.errors import InvalidTransitionError

@@ -15,7 +15,7 @@ from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand._protocol import records
 from airflow_samza_expand._protocol.ownership import cli_holder, give_up, lease_poll, take
 from airflow_samza_expand._protocol.steps.expand import ExpandRequest, expand
-from airflow_samza_expand._protocol.steps.plan import NOTHING, PlanRequest, plan
+from airflow_samza_expand._protocol.steps.plan.step import NOTHING, PlanRequest, plan
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
@@ -24,13 +24,13 @@ pytestmark = pytest.mark.kafka
 
 def test_protocol_imports_no_airflow():
     probe = (
-        "import sys, airflow_samza_expand._protocol.steps.plan, "
+        "import sys, airflow_samza_expand._protocol.steps.plan.step, "
         "airflow_samza_expand._protocol.steps.expand, airflow_samza_expand._protocol.barrier.step, "
         "airflow_samza_expand._protocol.steps.stop, airflow_samza_expand._protocol.steps.standby, "
         "airflow_samza_expand._protocol.steps.write_model, "
         "airflow_samza_expand._protocol.steps.submit, airflow_samza_expand._protocol.steps.ack, "
         "airflow_samza_expand._protocol.steps.report, airflow_samza_expand._protocol.secrets, "
-        "airflow_samza_expand._protocol.launch\n"
+        "airflow_samza_expand._protocol.job.launch\n"
         "print(sorted(m for m in sys.modules if m == 'airflow' or m.startswith('airflow.')))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -147,7 +147,7 @@ def test_plan_never_moves_an_existing_records_status(planned_job: PlannedJob, st
     status the record is in, leaves that status as it is (a failed record stays failed until
     a step resumes it)."""
     from airflow_samza_expand._protocol.ownership import give_up
-    from airflow_samza_expand._protocol.steps.plan import PlanRequest, plan
+    from airflow_samza_expand._protocol.steps.plan.step import PlanRequest, plan
 
     job = planned_job
     put_status(job, status)

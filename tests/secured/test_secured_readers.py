@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from airflow_samza_expand._kafka.acls import resolve
 from airflow_samza_expand._kafka.admin import KafkaAdmin
-from airflow_samza_expand._protocol.readers import (
+from airflow_samza_expand._protocol.steps.plan.readers import (
     OtherJobsReadTopicError,
     check_other_jobs,
     find_readers,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_samza_expand._protocol.spark_checkpoint import read_checkpoint
+from airflow_samza_expand._protocol.job.spark_checkpoint import read_checkpoint
 from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.spark._adoption import (

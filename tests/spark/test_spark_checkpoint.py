@@ -1,10 +1,9 @@
-"""A checkpoint written by real Spark: its position as `_protocol.spark_checkpoint` reads it, and
-`samza-expand init-job --from-checkpoint` moving the job (the last committed batch's offsets into
-the job's group, job model v1) or refusing it with nothing written (a batch in flight only, a
-source that is not Kafka, other topics or partitions, a query that still writes batches).
-
-One module fixture runs two small queries once: a stateful count on Spark's own Kafka source
-(three batches) and a union of that source with a file source; each test works on a copy."""
+"""A checkpoint written by real Spark: its position as `_protocol.job.spark_checkpoint` reads it,
+and `samza-expand init-job --from-checkpoint` moving the job (the last committed batch's offsets
+into the job's group, job model v1) or refusing it with nothing written (a batch in flight only, a
+source that is not Kafka, other topics or partitions, a query that still writes batches). One module
+fixture runs two small queries once: a stateful count on Spark's own Kafka source (three batches)
+and a union of that source with a file source; each test works on a copy."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from spark_helpers import create_topic, new_topic_name, produce_sequenced
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin
 from airflow_samza_expand._kafka.config import client_config
-from airflow_samza_expand._protocol.spark_checkpoint import (
+from airflow_samza_expand._protocol.job.spark_checkpoint import (
     SOURCE_EVOLUTION_CONF,
     CheckpointError,
     read_checkpoint,
@@ -243,7 +242,7 @@ def test_init_job_refuses_a_checkpoint_a_query_still_writes(
     refused, nothing written."""
     checkpoint = _copy(written.kafka_only, tmp_path)
     job = new_topic_name("running")
-    logger = logging.getLogger("airflow_samza_expand._protocol.init_adopt")
+    logger = logging.getLogger("airflow_samza_expand._protocol.cli.init_adopt")
     watching, level = _Watching(), logger.level
     logger.addHandler(watching)
     logger.setLevel(logging.INFO)

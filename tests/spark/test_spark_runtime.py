@@ -111,7 +111,7 @@ def test_an_existing_job_moved_onto_the_runtime_starts_where_its_group_stopped(
     kept with ``--consumer-group`` (the provider's reader)."""
     from airflow_samza_expand._kafka.admin import KafkaAdmin
     from airflow_samza_expand._kafka.config import client_config
-    from airflow_samza_expand._protocol.init_job import init_job
+    from airflow_samza_expand._protocol.cli.init_job import init_job
 
     if source == "kafka":
         _spark_kafka(spark)

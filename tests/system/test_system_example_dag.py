@@ -188,7 +188,7 @@ def load_example_dag(module_name: str) -> Any:
 
 def stop_job(store: Any, version: int, handle: Any | None) -> None:
     """Stop a continuous job through the coordinator (as the DAG does); kill as a last resort."""
-    from airflow_samza_expand._protocol import launch as detached
+    from airflow_samza_expand._protocol.job import launch as detached
 
     store.request_stop(version, "system test finished")
     try:
@@ -233,7 +233,7 @@ def test_example_dag_expands_live_job_on_real_cluster(
     from airflow_samza_expand._demo.jobs import spark_env
     from airflow_samza_expand._kafka.admin import KafkaAdmin
     from airflow_samza_expand._kafka.config import client_config
-    from airflow_samza_expand._protocol import launch as detached
+    from airflow_samza_expand._protocol.job import launch as detached
     from airflow_samza_expand.core.model import JobModel
     from airflow_samza_expand.dags._factory import DEFAULT_APPLICATION, stream_job_args
     from airflow_samza_expand.store._kafka import KafkaCoordinatorStore

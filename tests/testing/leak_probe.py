@@ -22,7 +22,7 @@ PROBE_DIR = os.environ.get("LEAK_PROBE_DIR")
 def test_probe() -> None:
     import airflow_env
 
-    from airflow_samza_expand._protocol import launch as detached
+    from airflow_samza_expand._protocol.job import launch as detached
 
     out = Path(str(PROBE_DIR))
     sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]

@@ -5,8 +5,8 @@ free port and stopped by its pid (process group) at the end of the session.
 The expansion is written by the public operators run as a DAG with ``dag.test()``
 (plan -> expand -> barrier -> stop -> write -> report), not by Spark: the job's part is played
 by the test (it commits the consumer group's offsets, heartbeats as processors, and a stand-in
-``python`` process launched with ``_protocol.launch.launch`` writes the restarted job's log, whose
-handle is recorded in the expansion record as the submit step records it).
+``python`` process launched with ``_protocol.job.launch.launch`` writes the restarted job's
+log, whose handle is recorded in the expansion record as the submit step records it).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def expanded_job(ui_kafka: dict[str, str], tmp_path_factory: pytest.TempPathFact
     from kafka_helpers import commit_offsets, produce_keyed
 
     from airflow_samza_expand._kafka.admin import KafkaAdmin
-    from airflow_samza_expand._protocol import launch as detached
+    from airflow_samza_expand._protocol.job import launch as detached
     from airflow_samza_expand.airflow.operators import (
         ExpandPartitionsOperator,
         PlanExpansionOperator,

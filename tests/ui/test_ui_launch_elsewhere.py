@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ui_helpers import planned_record
 
-from airflow_samza_expand._protocol import launch as detached
+from airflow_samza_expand._protocol.job import launch as detached
 from airflow_samza_expand.airflow._ui.data import read_job
 from airflow_samza_expand.airflow._ui.html import job_page
 from airflow_samza_expand.airflow._ui.running import running_view

@@ -1,7 +1,7 @@
-"""The operator's next action - one decision (`_protocol.next_action`), two views: the job page's
-top line and `samza-expand status`'s "next:" - and the page data for each case: job down, an
-expansion waiting (the grace of a second expansion), a barrier blocked by lag, a barrier passed,
-all well; the steps as Airflow ran them. Records written to a file store: no Kafka, no server."""
+"""The operator's next action - one decision (`_protocol.status.next_action`), two views: the job
+page's top line and `samza-expand status`'s "next:" - and the page data for each case: job down, an
+expansion waiting (the grace of a second expansion), a barrier blocked by lag, a barrier passed, all
+well; the steps as Airflow ran them. Records written to a file store: no Kafka, no server."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ui_helpers import planned_record
 
-from airflow_samza_expand._protocol.next_action import next_actions
-from airflow_samza_expand._protocol.status import draining, read_status, render
+from airflow_samza_expand._protocol.status.job_status import draining, read_status, render
+from airflow_samza_expand._protocol.status.next_action import next_actions
 from airflow_samza_expand.airflow._ui.airflow_tasks import dag_run_of
 from airflow_samza_expand.airflow._ui.data import read_job
 from airflow_samza_expand.airflow._ui.decode import expansion_of

@@ -18,7 +18,7 @@ from airflow_samza_expand._protocol.barrier import progress
 from airflow_samza_expand._protocol.barrier import step as barrier
 from airflow_samza_expand._protocol.ownership import cli_holder, take
 from airflow_samza_expand._protocol.steps.expand import ExpandRequest, expand
-from airflow_samza_expand._protocol.steps.plan import PlanRequest, plan
+from airflow_samza_expand._protocol.steps.plan.step import PlanRequest, plan
 from airflow_samza_expand.airflow._ui.data import read_job
 from airflow_samza_expand.airflow._ui.html import job_page
 from airflow_samza_expand.airflow._ui.settings import UiSettings

@@ -45,6 +45,7 @@ from airflow_samza_expand.store import CoordinatorStore
 log = logging.getLogger(__name__)
 
 DEFAULT_PRODUCER_REFRESH_GRACE_S = 300.0
+DEFAULT_BARRIER_TIMEOUT_S = 3600.0  # after the grace: how long the job may take to drain
 
 
 # -- typed results -------------------------------------------------------------------------------

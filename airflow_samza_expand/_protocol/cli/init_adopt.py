@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin
-from airflow_samza_expand._protocol.spark_checkpoint import (
+from airflow_samza_expand._protocol.job.spark_checkpoint import (
     CheckpointError,
     CheckpointPosition,
     read_checkpoint,

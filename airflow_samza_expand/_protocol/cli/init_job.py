@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin, KafkaUnavailableError
-from airflow_samza_expand._protocol import cli_args, init_adopt
-from airflow_samza_expand._protocol.init_adopt import (
+from airflow_samza_expand._protocol.cli import args as cli_args
+from airflow_samza_expand._protocol.cli import init_adopt
+from airflow_samza_expand._protocol.cli.init_adopt import (
     Adoption,
     InitJobRefused,
     from_group,

@@ -19,8 +19,8 @@ import time
 from typing import Any
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin, KafkaUnavailableError
-from airflow_samza_expand._protocol import cli_args
-from airflow_samza_expand._protocol.status import read_status, render
+from airflow_samza_expand._protocol.cli import args as cli_args
+from airflow_samza_expand._protocol.status.job_status import read_status, render
 from airflow_samza_expand.core.errors import ExpansionError, UnknownTopicError
 from airflow_samza_expand.store import CoordinatorStore, coordinator_topic, open_store
 

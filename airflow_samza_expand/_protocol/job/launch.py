@@ -9,10 +9,10 @@ file, host) and returns at once, so no Airflow worker slot is held while the str
 The pid and the state file mean something on the launch's host only (`this_host`): on any other
 host `is_running` decides from the launch time alone (a launch younger than its window may
 still be starting), and the submit step decides from the expansion record and the processors'
-heartbeats (`_protocol.launches`), never from a pid of another machine.
+heartbeats (`_protocol.job.launches`), never from a pid of another machine.
 
-``launch(cmd, log_path=...)`` runs ``python -m airflow_samza_expand._protocol.launch`` as a short
-*launcher*, which starts a *supervisor* in a new session and exits once the supervisor has
+``launch(cmd, log_path=...)`` runs ``python -m airflow_samza_expand._protocol.job.launch`` as a
+short *launcher*, which starts a *supervisor* in a new session and exits once the supervisor has
 started the command. The supervisor owns the command (its child, same process group), writes its
 pid to the state file, reaps it and records its exit code - so the caller can tell "still
 running" from "exited with 1" without being its parent, and no zombie is left behind.
@@ -38,7 +38,7 @@ HOST_ENV = "SAMZA_EXPAND_HOST"  # the name this worker gives its launches (defau
 # how long a launch may take to come up (Spark's start, the first heartbeat) before a task on
 # another host takes it for failed
 LAUNCH_WINDOW_S = 300.0
-_MODULE = "airflow_samza_expand._protocol.launch"  # run with -m as launcher and supervisor
+_MODULE = "airflow_samza_expand._protocol.job.launch"  # run with -m as launcher and supervisor
 
 
 def _now() -> str:

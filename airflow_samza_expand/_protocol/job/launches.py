@@ -1,30 +1,32 @@
 """A launch of job model vN+1 as the expansion record keeps it, and whether it came up, as any
-worker can tell: from the record and the processors' heartbeats, never from a pid.
+worker can tell: from the record and the processors' heartbeats, never from a pid or a file of
+one machine.
 
-The submit step notes a launch in the record *before* it starts anything
-(``results["launch"]``: launch id, time, host, application, window, attempt) and adds what it
-learns after (pid, log, the processor that came up). A later try - on this worker or another -
-then judges that launch (`judge`):
+The submit and standby steps note a launch in the record *before* they start anything
+(``results["launch"]``: launch id, time, host, application, window, attempt, the step, the
+processors of vN+1 already alive) and add what they learn after (pid, log, the processor that
+came up). A later try - on this worker or another - then judges that launch (`judge`):
 
-* **up**: a processor of vN+1 is alive (its heartbeat younger than its TTL): no second launch;
-* **starting**: no live processor yet, but the launch is younger than its window (Spark starts,
+* **up**: a processor of vN+1 is alive (its heartbeat younger than its TTL) that was not alive
+  before the launch: no second launch;
+* **starting**: no such processor yet, but the launch is younger than its window (Spark starts,
   the first heartbeat is not written yet): wait, then judge again;
-* **gone**: the window passed with no live processor of vN+1, a processor of vN+1 ended after
-  the launch, or (on the launch's own host only) its supervisor recorded an exit: launch again.
+* **gone**: the window passed with no new live processor of vN+1, or a processor of vN+1 ended
+  after the launch: launch again.
 
-The local pid (`_protocol.launch.is_running`) is only a shortcut on the launch's host.
+Every worker judges a launch alike: the launching host's pid and state file are not read.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from airflow_samza_expand._protocol import launch as detached
 from airflow_samza_expand._protocol import records
+from airflow_samza_expand._protocol.job import launch as detached
 from airflow_samza_expand.core._clock import now_iso, parse_iso, utc_now
 from airflow_samza_expand.core._lease import Lease
 from airflow_samza_expand.core._liveness import FINAL_STATES, ProcessorStatus, is_alive
@@ -48,9 +50,11 @@ def new_facts(
     application: str | None,
     window_s: float = detached.LAUNCH_WINDOW_S,
     step: str = "submit",
+    live: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The facts of a launch about to start: a new launch id, now, this host, the attempt
-    after the record's last one."""
+    after the record's last one, the step, the ``live`` processors of the launched version
+    (their heartbeats do not tell that this launch came up)."""
     earlier = facts_of(record) or {}
     return {
         "launch_id": uuid.uuid4().hex[:12],
@@ -60,6 +64,7 @@ def new_facts(
         "window_s": float(window_s),
         "attempt": int(earlier.get("attempt") or 0) + 1,
         "step": step,
+        "live_before": sorted(live),
     }
 
 
@@ -105,26 +110,19 @@ def judge(
     version: int | None,
     *,
     now: datetime | None = None,
-    local_running: Callable[[Mapping[str, Any]], bool] | None = None,
-    local_exit: Callable[[Mapping[str, Any]], int | None] = detached.exit_code,
 ) -> LaunchView:
-    """Whether the launch ``facts`` came up (module docstring). On the launch's own host its
-    supervisor answers first (``local_running``, ``local_exit``: a shortcut, not needed)."""
+    """Whether the launch ``facts`` came up (module docstring), from the record and the
+    heartbeats alone: the same answer on every worker."""
     now = now or utc_now()
-    live = live_of(processors, version)
+    before = set((facts or {}).get("live_before") or ())
+    live = [pid for pid in live_of(processors, version) if pid not in before]
     if live:
         return LaunchView(UP, f"processor(s) {', '.join(live)} of v{version} alive")
     if not facts:
         return LaunchView(NONE, "no launch recorded")
     where = f"launch {facts.get('launch_id', '?')} on host {facts.get('host') or '?'}"
-    if detached.on_this_host(facts) and facts.get("state_path"):
-        code = local_exit(facts)
-        if code is not None:
-            return LaunchView(GONE, f"{where} exited with {code}")
-        if local_running is not None and local_running(facts):
-            return LaunchView(UP, f"{where}: pid {facts.get('pid')} runs on this host")
     launched = _when(facts)
-    ended = _ended_after(processors, version, launched)
+    ended = [p for p in _ended_after(processors, version, launched) if p not in before]
     if ended:
         return LaunchView(GONE, f"{where}: processor(s) {', '.join(ended)} of v{version} ended")
     window = float(facts.get("window_s") or detached.LAUNCH_WINDOW_S)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from airflow_samza_expand._protocol.next_action import DONE, next_actions
 from airflow_samza_expand._protocol.restart import waits_for_drain
+from airflow_samza_expand._protocol.status.next_action import DONE, next_actions
 from airflow_samza_expand.core._clock import age_s, utc_now
 from airflow_samza_expand.core._lease import EXPANSION_LEASE, Lease
 from airflow_samza_expand.core._liveness import (

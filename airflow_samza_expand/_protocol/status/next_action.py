@@ -19,7 +19,7 @@ from airflow_samza_expand.core._lease import EXPANSION_LEASE
 from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 
 if TYPE_CHECKING:
-    from airflow_samza_expand._protocol.status import JobStatus
+    from airflow_samza_expand._protocol.status.job_status import JobStatus
 
 S = ExpansionStatus
 DONE = frozenset({S.COMPLETED, S.FAILED})
@@ -141,7 +141,7 @@ def _last_failure(record: ExpansionRecord) -> Mapping[str, Any] | None:
 
 
 def _expansion_action(r: ExpansionRecord, status: JobStatus, now: datetime) -> NextAction:
-    from airflow_samza_expand._protocol.status import current_step
+    from airflow_samza_expand._protocol.status.job_status import current_step
 
     lease = next((x for x in status.leases if x.name == EXPANSION_LEASE), None)
     held = lease is not None and not lease.expired(now) and not lease.released

@@ -17,6 +17,8 @@ from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.store import CoordinatorStore
 
+DEFAULT_ACK_TIMEOUT_S = 1800.0  # for the restarted job to acknowledge job model vN+1
+
 
 @dataclass(frozen=True)
 class AckResult:

@@ -15,8 +15,7 @@ from airflow_samza_expand._protocol import outcome, records
 from airflow_samza_expand._protocol.ownership import give_up, take
 from airflow_samza_expand._protocol.recovery import earlier_failures
 from airflow_samza_expand._protocol.steps import STEPS
-from airflow_samza_expand._protocol.steps.plan_types import PlanResult
-from airflow_samza_expand._protocol.steps.results import StopResult
+from airflow_samza_expand._protocol.steps.results import PlanResult, StopResult
 from airflow_samza_expand.core._clock import parse_iso
 from airflow_samza_expand.core._lease import Lease
 from airflow_samza_expand.core._order import OrderEvidence, order_report

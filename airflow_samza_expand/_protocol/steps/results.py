@@ -1,6 +1,7 @@
 """The typed results that one step keeps in the expansion record and another step reads (the
-stop step's `StopResult` read by the report, the standby step's `StandbyResult` read by the
-submit step): here, so that step modules never import each other (an import contract)."""
+plan step's `PlanResult` and the stop step's `StopResult` read by the report, the standby
+step's `StandbyResult` read by the submit step): here, so that step modules never import each
+other (an import contract)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,37 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_samza_expand.core._record import ExpansionRecord
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """``results["plan"]``: who planned, the lag and conformance measured, and (when there was
+    one) the growth policy's decisions, the other readers found and the restart chosen."""
+
+    holder: str | None = None
+    lag: Mapping[str, Any] | None = None
+    conformance: Mapping[str, Any] | None = None
+    policy: list[Any] | None = None
+    readers: Mapping[str, Any] | None = None
+    restart: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = {"holder": self.holder, "lag": self.lag, "conformance": self.conformance}
+        return doc | self.extra()
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any] | None) -> PlanResult:
+        doc = doc if isinstance(doc, Mapping) else {}
+        return cls(**{k: doc.get(k) for k in cls.__dataclass_fields__})
+
+    @classmethod
+    def of(cls, record: ExpansionRecord | None) -> PlanResult:
+        return cls.from_dict(record.results.get("plan") if record is not None else None)
+
+    def extra(self) -> dict[str, Any]:
+        """The policy, readers and restart that are present (a `PlanOutcome`'s ``extra``)."""
+        found = {"policy": self.policy, "readers": self.readers, "restart": self.restart}
+        return {k: v for k, v in found.items() if v}
 
 
 @dataclass(frozen=True)
@@ -69,4 +101,4 @@ class StopResult:
         return cls.from_dict(record.results.get("stop"))
 
 
-__all__ = ["StandbyResult", "StopResult"]
+__all__ = ["PlanResult", "StandbyResult", "StopResult"]

@@ -1,23 +1,29 @@
-"""The standby step of a warm handover (DESIGN rule 1.7): launch the vN+1 processor as a
-standby while vN still runs (`before_standby` says how many, `standby_args` how), note the
-launches (`StandbyResult`, under ``results["standby"]`` or ``["hot_standby"]``) and wait until
-one is warm (`standby_poll`: the stop step waits for it, so the switch is short). The restart
-choice itself (rule 1.8) is `_protocol.restart.choose_restart`."""
+"""The standby step of a warm handover: launch the vN+1 processor as a standby while vN still
+runs (`before_standby` says how many, from the record and the heartbeats; `standby_args` how),
+each launch noted in the record before it starts (`_protocol.job.launches`, as the submit step
+does), the handles after (`StandbyResult`, under ``results["standby"]`` or
+``["hot_standby"]``), and wait until one is warm (`standby_poll`: the stop step waits for it,
+so the switch is short). The restart choice itself is `_protocol.restart.choose_restart`."""
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_samza_expand._protocol import records
+from airflow_samza_expand._protocol.job import launches
 from airflow_samza_expand._protocol.poll import Poll
 from airflow_samza_expand._protocol.processors import describe_processors
-from airflow_samza_expand._protocol.restart import LAUNCH_STEPS, RestartChoice
+from airflow_samza_expand._protocol.restart import RestartChoice
 from airflow_samza_expand._protocol.steps.results import StandbyResult
 from airflow_samza_expand.core._lease import Lease
 from airflow_samza_expand.core._liveness import WORKING_STATES, statuses
 from airflow_samza_expand.store import CoordinatorStore
+
+log = logging.getLogger(__name__)
 
 
 def standby_args(application_args: Sequence[Any], version: int) -> list[str]:
@@ -49,12 +55,14 @@ def live_processors(processors: Mapping[str, Mapping[str, Any]], version: int) -
 
 @dataclass(frozen=True)
 class StandbyDecision:
-    """``launch``: how many processors of job model ``version`` to start now (0: enough run)."""
+    """``launch``: how many processors of job model ``version`` to start now (0: enough run);
+    ``wait_s`` > 0: an earlier try's launch may still come up - judge again after a while."""
 
     launch: int
     version: int
     live: list[str] = field(default_factory=list)
     message: str = ""
+    wait_s: float = 0.0
 
 
 def before_standby(
@@ -62,12 +70,28 @@ def before_standby(
     expansion_id: str,
     *,
     processors: int = 1,
-    is_running: Callable[[Mapping[str, Any]], bool] | None = None,
+    step: str = "standby",
+    sleep: Callable[[float], None] = time.sleep,
+    poll_s: float = 2.0,
 ) -> StandbyDecision:
     """How many standbys of the expansion's vN+1 to launch so that ``processors`` of it exist.
 
-    Counted: live processors of vN+1 (heartbeats) and, as they may not heartbeat yet (a JVM
-    start), the detached launches of earlier tries still running; the larger of the two."""
+    Counted from the record and the heartbeats, alike on every worker: the live processors of
+    vN+1 and the launch an earlier try of ``step`` noted in the record
+    (`_protocol.job.launches`), which may not heartbeat yet (a JVM start). While that launch
+    may still come up and would be one too many, this waits (``poll_s`` between looks); it is
+    launched again only once it is gone. Logs why it launches or not."""
+    while True:
+        decision = _decide(store, expansion_id, processors=processors, step=step)
+        log.info("%s", decision.message)
+        if decision.wait_s <= 0:
+            return decision
+        sleep(min(poll_s, decision.wait_s))
+
+
+def _decide(
+    store: CoordinatorStore, expansion_id: str, *, processors: int, step: str
+) -> StandbyDecision:
     record = records.require(store, expansion_id)
     version = record.target_version
     choice = RestartChoice.of_record(record)
@@ -75,35 +99,25 @@ def before_standby(
         return StandbyDecision(
             0, version, [], f"{choice.mode} restart ({choice.reason}): launching no standby"
         )
-    live = live_processors(store.processors(), version)
-    handles = [
-        handle
-        for step in LAUNCH_STEPS
-        for handle in launch_handles(record.results.get(step))
-        if is_running is not None and is_running(handle)
-    ]
-    have = max(len(live), len(handles))
-    missing = max(int(processors) - have, 0)
+    beats = store.processors()
+    live = live_processors(beats, version)
+    facts = launches.facts_of(record)
+    view = launches.judge(facts, beats, version) if facts and facts.get("step") == step else None
+    if view is not None and view.state == launches.STARTING:
+        message = f"not launching a standby of job {store.job_name} v{version} yet: "
+        return StandbyDecision(0, version, live, message + view.reason, view.wait_s)
+    missing = max(int(processors) - len(live), 0)
     who = ", ".join(live) or "none heartbeating"
     if not missing:
         message = (
-            f"{have} processor(s) of job {store.job_name} v{version} exist ({who}; "
-            f"{len(handles)} launch(es) running): launching no standby"
+            f"{len(live)} processor(s) of job {store.job_name} v{version} exist ({who}): "
+            "launching no standby"
         )
     else:
+        again = f" ({view.reason})" if view is not None and view.state == launches.GONE else ""
         message = f"launching {missing} standby processor(s) of job {store.job_name} v{version}"
+        message += again
     return StandbyDecision(missing, version, live, message)
-
-
-def launch_handles(result: Any) -> list[Mapping[str, Any]]:
-    """The detached launch handles in a step result (one, or a list under ``launches``)."""
-    if not isinstance(result, Mapping):
-        return []
-    found = [result] if result.get("detached") and "pid" in result else []
-    for item in result.get("launches") or ():
-        if isinstance(item, Mapping) and item.get("detached") and "pid" in item:
-            found.append(item)
-    return found
 
 
 def record_launches(
@@ -150,7 +164,6 @@ __all__ = [
     "WARM_STATES",
     "StandbyDecision",
     "before_standby",
-    "launch_handles",
     "live_processors",
     "record_launches",
     "standby_args",

@@ -23,6 +23,8 @@ from airflow_samza_expand.core._record import ExpansionStatus
 from airflow_samza_expand.store import CoordinatorStore
 
 S = ExpansionStatus
+DEFAULT_STOP_TIMEOUT_S = 600.0  # for the running processors to stop
+DEFAULT_STANDBY_WARM_TIMEOUT_S = 600.0  # warm restart: for the vN+1 standby to be warm
 
 
 @dataclass(frozen=True)

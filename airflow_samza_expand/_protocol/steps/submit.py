@@ -1,7 +1,7 @@
 """The submit step's expansion bookkeeping: launch vN+1 once (`before_submit`: not twice for a
 continuous job that already runs it, nor over a live standby of the warm handover), then note
 the launch (`record_submitted`: the redacted handle is the step's result). The launch itself is
-the runtime's (`_protocol.launch`, spark-submit)."""
+the runtime's (`_protocol.job.launch`, spark-submit)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_samza_expand._protocol import launches, records
+from airflow_samza_expand._protocol import records
+from airflow_samza_expand._protocol.job import launches
 from airflow_samza_expand._protocol.restart import RestartChoice
-from airflow_samza_expand._protocol.steps.results import StandbyResult
 from airflow_samza_expand.core._lease import Lease
 from airflow_samza_expand.core._liveness import is_alive, standbys
 from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
@@ -55,18 +55,17 @@ def before_submit(
     expansion_id: str | None,
     *,
     continuous: bool,
-    is_running: Any = None,
     sleep: Callable[[float], None] = time.sleep,
     poll_s: float = 2.0,
 ) -> SubmitDecision:
     """Whether to launch: a continuous job that already runs the newest model (a fresh
-    heartbeat, a live standby of it, the handover's standby launch still running per
-    ``is_running(handle)``) is not launched twice. The launch an earlier try noted in the
-    record (on any worker) is judged by `_protocol.launches.judge`: while it may still come up
+    heartbeat, a live standby of it) is not launched twice. The launch an earlier try (or the
+    handover's standby step) noted in the
+    record (on any worker) is judged by `_protocol.job.launches.judge`: while it may still come up
     this waits (``poll_s`` between looks); it launches again only once that launch is gone.
     Clears a stop request left for the version about to start. Logs why it launches or not."""
     while True:
-        decision = _decide(store, expansion_id, continuous=continuous, is_running=is_running)
+        decision = _decide(store, expansion_id, continuous=continuous)
         log.info("%s", decision.message)
         if decision.wait_s <= 0:
             return decision
@@ -78,7 +77,6 @@ def _decide(
     expansion_id: str | None,
     *,
     continuous: bool,
-    is_running: Any = None,
 ) -> SubmitDecision:
     latest = store.latest_job_model()
     version = latest.version if latest is not None else None
@@ -97,7 +95,6 @@ def _decide(
         if processors[pid].get("job_model_version") == version
     ]
     earlier: dict[str, Any] = {}
-    launched: list[Any] = []
     facts: dict[str, Any] | None = None
     if expansion_id:
         record = records.require(store, expansion_id)
@@ -110,13 +107,7 @@ def _decide(
             message = switch.nothing_to_do(version, "launching nothing")
             return SubmitDecision(False, version, running, {}, message)
         earlier = submit_handle(record)
-        launched = StandbyResult.of(record).launches
         facts = launches.facts_of(record) or ({**earlier} if earlier.get("detached") else None)
-    running += [
-        f"pid {h['pid']} (standby launched by the handover)"
-        for h in launched
-        if is_running is not None and isinstance(h, dict) and "pid" in h and is_running(h)
-    ]
     if running and continuous:
         return SubmitDecision(
             False,
@@ -128,8 +119,8 @@ def _decide(
             "it twice",
         )
     if continuous and facts:
-        view = launches.judge(facts, processors, version, local_running=is_running)
-        if view.state == launches.UP:  # on its own host: the supervisor still runs it
+        view = launches.judge(facts, processors, version)
+        if view.state == launches.UP:
             message = f"job {store.job_name} already runs job model v{version} ({view.reason})"
             return SubmitDecision(False, version, [view.reason], earlier, message)
         if view.state == launches.STARTING:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from airflow_samza_expand._protocol.status import JobStatus, draining
+from airflow_samza_expand._protocol.status.job_status import JobStatus, draining
 from airflow_samza_expand.airflow._ui.airflow_tasks import with_tasks
 from airflow_samza_expand.airflow._ui.decode import expansion_of
 from airflow_samza_expand.airflow._ui.parts import (
@@ -188,7 +188,7 @@ def list_jobs(settings: UiSettings) -> tuple[list[JobRef], list[str]]:
 def discovered_jobs(settings: UiSettings, *, near: str | None = None) -> list[str]:
     """The jobs whose coordinator topic holds a job model (none unless discovering on Kafka);
     `near`: those close to that name first. UiProblem when Kafka cannot be listed."""
-    from airflow_samza_expand._protocol.job_models import jobs_with_models
+    from airflow_samza_expand._protocol.steps.plan.job_models import jobs_with_models
 
     if not (settings.discover and settings.coordinator == "kafka"):
         return []
@@ -273,9 +273,9 @@ def read_job(settings: UiSettings, job: str) -> JobSnapshot:
 
 
 def _unknown_job(settings: UiSettings, job: str, where: str) -> str:
-    """The plan step's words for a job without a job model (`_protocol.job_models`), naming
-    the jobs that have one, close names first."""
-    from airflow_samza_expand._protocol.job_models import no_job_model_message
+    """The plan step's words for a job without a job model
+    (`_protocol.steps.plan.job_models`), naming the jobs that have one, close names first."""
+    from airflow_samza_expand._protocol.steps.plan.job_models import no_job_model_message
 
     try:
         jobs: list[str] | None = discovered_jobs(settings, near=job) if settings.discover else None

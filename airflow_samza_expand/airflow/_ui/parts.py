@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_samza_expand._protocol.launch import on_this_host, this_host
+from airflow_samza_expand._protocol.job.launch import on_this_host, this_host
 from airflow_samza_expand.airflow._ui.decode import age_s
 from airflow_samza_expand.airflow._ui.records import JobSnapshot, LeaseInfo, LogTail, Processor
 from airflow_samza_expand.airflow._ui.settings import UiSettings
@@ -116,7 +116,7 @@ def elsewhere(handle: Mapping[str, Any], snapshot: JobSnapshot) -> str:
 def log_tail(snapshot: JobSnapshot, settings: UiSettings) -> LogTail | None:
     """Tail of the log the newest detached launch wrote, if it is under an allowed directory
     on this host; else where it is (`elsewhere`)."""
-    from airflow_samza_expand._protocol.launch import tail
+    from airflow_samza_expand._protocol.job.launch import tail
 
     path = next((e.log_path for e in snapshot.expansions if e.log_path), None)
     if not path:

@@ -10,7 +10,7 @@ from airflow_samza_expand.core._liveness import advertised_group
 from airflow_samza_expand.core.model import JobModel
 
 if TYPE_CHECKING:
-    from airflow_samza_expand._protocol.status import JobStatus
+    from airflow_samza_expand._protocol.status.job_status import JobStatus
 
 
 class UiProblem(Exception):

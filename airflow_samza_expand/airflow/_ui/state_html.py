@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from airflow_samza_expand._protocol.next_action import NextAction, next_actions
 from airflow_samza_expand._protocol.restart.registry import STRATEGIES
+from airflow_samza_expand._protocol.status.next_action import NextAction, next_actions
 from airflow_samza_expand._protocol.steps import STEPS
 from airflow_samza_expand.airflow._ui.markup import _e, seconds, table
 from airflow_samza_expand.airflow._ui.markup import when as _when

@@ -12,17 +12,21 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_samza_expand._kafka.admin import KafkaUnavailableError
 from airflow_samza_expand._protocol.handover import normalise_handover
-from airflow_samza_expand._protocol.job_models import jobs_with_models
 from airflow_samza_expand._protocol.ownership import DEFAULT_LEASE_TTL_S
 from airflow_samza_expand._protocol.poll import Poll, Reconnect
-from airflow_samza_expand._protocol.readers import (
+from airflow_samza_expand._protocol.steps.plan import step as protocol_plan
+from airflow_samza_expand._protocol.steps.plan.job_models import jobs_with_models
+from airflow_samza_expand._protocol.steps.plan.readers import (
     TopicReaders,
     find_readers,
     managed_job_names,
     normalise_other_jobs,
 )
-from airflow_samza_expand._protocol.steps import plan as protocol_plan
-from airflow_samza_expand._protocol.steps.plan_wait import JobDownError, job_down_refusal
+from airflow_samza_expand._protocol.steps.plan.wait import (
+    DEFAULT_JOB_DOWN_TIMEOUT_S,
+    JobDownError,
+    job_down_refusal,
+)
 from airflow_samza_expand.airflow._shell import (
     DEFAULT_CONN_ID,
     KafkaClients,
@@ -130,7 +134,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         poll_interval_s: float = 10.0,
         restart: str | None = None,
         owns_launch: Any = True,
-        job_down_timeout_s: float = 600.0,
+        job_down_timeout_s: float = DEFAULT_JOB_DOWN_TIMEOUT_S,
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = DEFAULT_CONN_ID,
         request_timeout_s: float = 30.0,

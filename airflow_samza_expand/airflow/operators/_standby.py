@@ -7,19 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_samza_expand._protocol import handover, records
-from airflow_samza_expand._protocol import launch as detached
 from airflow_samza_expand._protocol.ownership import take
 from airflow_samza_expand._protocol.steps import standby as standby_step
 from airflow_samza_expand.airflow import _lineage
-from airflow_samza_expand.airflow._shell import KafkaClients, holder_of, protocol_outcomes
+from airflow_samza_expand.airflow._shell import holder_of, protocol_outcomes
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.operators._submit import SubmitStreamJobOperator
+from airflow_samza_expand.airflow.operators._submit_books import SubmitBooks
 
 
 class LaunchStandbyOperator(SubmitStreamJobOperator):
     """`SubmitStreamJobOperator` (continuous, detached) that launches the job with ``--standby
     --job-model-version <vN+1>`` until ``processors`` processors of vN+1 exist (live ones and
-    running launches of earlier tries count: a rerun launches nothing twice).
+    the launch an earlier try on any worker noted in the record, while it may still come up,
+    count: a retry launches nothing twice).
 
     A standby warms Spark up, waits for the job's active lease and, holding it, for job model
     vN+1 to be written; it never processes an older one. ``step`` names its entry in the
@@ -27,7 +28,6 @@ class LaunchStandbyOperator(SubmitStreamJobOperator):
     launched, live, launches: [handles]}``. OpenLineage: the job's input topics as inputs.
     """
 
-    keeps_books = False  # its own books below, not the submit step's
     ui_color = "#fff2cc"
 
     def __init__(
@@ -56,16 +56,18 @@ class LaunchStandbyOperator(SubmitStreamJobOperator):
         self.step = step
 
     def execute(self, context: Any) -> dict[str, Any]:
-        books = _StandbyBooks(self.job_name, self.coordinator, self.kafka_config_id)
+        books = self._books = _StandbyBooks(
+            self.job_name, self.expansion_id, self.coordinator, self.kafka_config_id
+        )
+        books.step = self.step
         try:
             with protocol_outcomes():
                 decision = standby_step.before_standby(
-                    books.store,
-                    str(self.expansion_id),
-                    processors=int(self.processors),
-                    is_running=detached.is_running,
-                )
+                    books.store, str(self.expansion_id), processors=int(self.processors),
+                    step=self.step,
+                )  # fmt: skip
             self.log.info("%s.", decision.message)
+            books.decided(decision.version, decision.live)
             if decision.launch:  # the step's start: its launches take the startup check's time
                 with protocol_outcomes():
                     records.begin(books.store, str(self.expansion_id), self.step)
@@ -73,7 +75,7 @@ class LaunchStandbyOperator(SubmitStreamJobOperator):
             launches: list[dict[str, Any]] = []
             for _ in range(decision.launch):
                 self.application_args = standby_step.standby_args(base_args, decision.version)
-                launches.append(super().execute(context))
+                launches.append(super().execute(context))  # noted in the record before it starts
                 self.log.info(
                     "Standby of job model v%d launched: it warms up and waits for the active "
                     "lease.",
@@ -96,14 +98,34 @@ class LaunchStandbyOperator(SubmitStreamJobOperator):
             "launches": launches,
         }
 
+    def expansion_books(self) -> _StandbyBooks:
+        """This try's books (made by `execute`): each launch noted with its step."""
+        return self._books
 
-class _StandbyBooks(KafkaClients):
-    request_timeout_s = 30.0
 
-    def __init__(self, job_name: str | None, coordinator: str, conn_id: str) -> None:
-        self.job_name = job_name
-        self.coordinator = coordinator
-        self.kafka_config_id = conn_id
+class _StandbyBooks(SubmitBooks):
+    """The standby step's books: it decides itself (`before_standby`) and keeps its own
+    result; each launch is noted in the record before it starts, as the submit's is, with
+    its step and the processors of vN+1 already alive (`_protocol.job.launches`)."""
+
+    step = "standby"
+    live: tuple[str, ...] = ()
+
+    def decided(self, version: int, live: list[str]) -> None:
+        self.version, self.live = version, tuple(live)
+
+    def before(self, context: Any, mode: str) -> None:
+        return None  # decided by the standby step
+
+    def after(self, context: Any, result: dict[str, Any]) -> None:
+        return None  # the standby step records its launches itself
+
+    def new_launch(
+        self, context: Any, application: str | None, window_s: float, **known: Any
+    ) -> dict:
+        return super().new_launch(
+            context, application, window_s, **known, step=self.step, live_before=list(self.live)
+        )
 
 
 __all__ = ["LaunchStandbyOperator"]

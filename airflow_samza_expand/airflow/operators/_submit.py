@@ -5,7 +5,7 @@ built on the provider's public API (``SparkSubmitHook(...)`` and ``hook.submit(.
 * ``continuous`` on a cluster deploy mode: ``spark.{yarn,kubernetes,standalone}.submit.
   waitAppCompletion=false``, so spark-submit returns once the application is accepted.
 * ``continuous`` on a local master (or client deploy mode): ``hook.submit`` runs spark-submit
-  through the detached launcher (``_protocol.launch``, as the ``executable`` of the Popen the
+  through the detached launcher (``_protocol.job.launch``, as the ``executable`` of the Popen the
   hook starts), which returns once the job runs; the task returns its handle.
 
 With ``job_name`` and ``expansion_id`` it keeps the expansion's books: no second launch of a
@@ -37,7 +37,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseHook, BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
-from airflow_samza_expand._protocol import launch as detached
+from airflow_samza_expand._protocol.job import launch as detached
 from airflow_samza_expand._protocol.secrets import redact_conf, redact_doc, secret_values
 from airflow_samza_expand.airflow import _lineage
 from airflow_samza_expand.airflow._compat import airflow_hides_key, openlineage_injection
@@ -146,8 +146,6 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
         "on_stale_placement",
     )
     ui_color = "#ffe5b4"
-    # the submit step's books (`_protocol.steps.submit`); a standby keeps its own
-    keeps_books = True
 
     def __init__(
         self,
@@ -235,12 +233,7 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
             "deploy_mode": deploy_mode,
             "conf": redact_conf(conf, is_secret_conf_key),
         }
-        books = SubmitBooks(
-            self.job_name if self.keeps_books else None,
-            self.expansion_id,
-            self.coordinator,
-            self.kafka_config_id,
-        )
+        books = self.expansion_books()
         skip = books.before(context, mode)
         self.record_lineage(books.lineage)
         if skip is not None:  # the job runs vN+1 already, or takes it itself: the step ends here
@@ -285,6 +278,11 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
         result = redact_doc(result, secrets)
         books.after(context, result)
         return result
+
+    def expansion_books(self) -> SubmitBooks:
+        """The submit step's books (`_protocol.steps.submit`); a standby keeps its own."""
+        return SubmitBooks(self.job_name, self.expansion_id, self.coordinator,
+                           self.kafka_config_id)  # fmt: skip
 
     def _connection(self) -> tuple[str, str, str]:
         """master, deploy mode and spark-submit binary, from the connection and the arguments."""

@@ -1,6 +1,6 @@
 """The submit step's expansion bookkeeping (``_protocol.steps.submit``) for the submit operator
 and the restart gate: decide from the record and the heartbeats whether to launch, note the
-launch in the record before anything starts (``_protocol.launches``: a retry on any worker reads
+launch in the record before anything starts (``_protocol.job.launches``: a retry on any worker reads
 it), record the redacted handle. Each access rides out a short coordinator-store outage."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from airflow_samza_expand._kafka.errors import KafkaUnavailableError
-from airflow_samza_expand._protocol import launch as detached
-from airflow_samza_expand._protocol import launches
+from airflow_samza_expand._protocol.job import launches
 from airflow_samza_expand._protocol.ownership import take
 from airflow_samza_expand._protocol.steps import submit as submit_step
 from airflow_samza_expand.airflow import _lineage
@@ -49,7 +48,6 @@ class SubmitBooks(KafkaClients):
                 self.store,
                 self.expansion_id or None,
                 continuous=mode == "continuous",
-                is_running=detached.is_running,
             )
             self.lineage = _lineage.submit_step(self.store, self.kafka_config)
             return decision

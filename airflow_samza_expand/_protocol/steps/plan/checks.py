@@ -1,7 +1,7 @@
 """The plan step's look-ups and measurements before it records anything: the targets asked
 for, the unfinished expansion to resume, the restart chosen (rule 1.8), the partitioner
 conformance of each grown topic (a refusal when keys are misplaced) and the job's lag on the
-old partitions. The decisions are in `_protocol.steps.plan`."""
+old partitions. The decisions are in `_protocol.steps.plan.step`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from airflow_samza_expand.core.policy import GrowthDecision
 from airflow_samza_expand.store import CoordinatorStore
 
 if TYPE_CHECKING:
-    from airflow_samza_expand._protocol.steps.plan import PlanRequest
+    from airflow_samza_expand._protocol.steps.plan.request import PlanRequest
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
-"""What the plan step is asked (`PlanRequest`), what it records (`PlanResult`, the record's
-``results["plan"]``) and what it decides (`PlanOutcome`, one of the kinds below)."""
+"""What the plan step is asked (`PlanRequest`) and what it decides (`PlanOutcome`, one of the
+kinds below); what it records (`PlanResult`, the record's ``results["plan"]``) is in
+`_protocol.steps.results`, which the report step reads too."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_samza_expand._protocol.steps.results import PlanResult
 from airflow_samza_expand.core._plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core._record import ExpansionRecord
 from airflow_samza_expand.core.policy import GrowthPolicy
@@ -40,37 +42,6 @@ class PlanRequest:
     # plan chooses only a restart that launches nothing, and a job with no live processor is
     # `plan_wait.JobDownError` (nothing changed) - the plan task waits for it to come back
     launches: bool = True
-
-
-@dataclass(frozen=True)
-class PlanResult:
-    """``results["plan"]``: who planned, the lag and conformance measured, and (when there was
-    one) the growth policy's decisions, the other readers found and the restart chosen."""
-
-    holder: str | None = None
-    lag: Mapping[str, Any] | None = None
-    conformance: Mapping[str, Any] | None = None
-    policy: list[Any] | None = None
-    readers: Mapping[str, Any] | None = None
-    restart: Mapping[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        doc = {"holder": self.holder, "lag": self.lag, "conformance": self.conformance}
-        return doc | self.extra()
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any] | None) -> PlanResult:
-        doc = doc if isinstance(doc, Mapping) else {}
-        return cls(**{k: doc.get(k) for k in cls.__dataclass_fields__})
-
-    @classmethod
-    def of(cls, record: ExpansionRecord | None) -> PlanResult:
-        return cls.from_dict(record.results.get("plan") if record is not None else None)
-
-    def extra(self) -> dict[str, Any]:
-        """The policy, readers and restart that are present (a `PlanOutcome`'s ``extra``)."""
-        found = {"policy": self.policy, "readers": self.readers, "restart": self.restart}
-        return {k: v for k, v in found.items() if v}
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin
-from airflow_samza_expand._protocol import plan_checks
-from airflow_samza_expand._protocol.job_models import (
-    NoJobModelError,
-    no_job_model_message,
-    require_job_model,
-    store_where,
-)
 from airflow_samza_expand._protocol.outcome import close_finished
 from airflow_samza_expand._protocol.ownership import (
     DEFAULT_LEASE_TTL_S,
@@ -31,11 +24,18 @@ from airflow_samza_expand._protocol.ownership import (
     take,
     taken_over,
 )
-from airflow_samza_expand._protocol.policy import policy_targets
-from airflow_samza_expand._protocol.readers import TopicReaders, readers_doc
 from airflow_samza_expand._protocol.records import expansion_id_for, require, update
 from airflow_samza_expand._protocol.restart import STRATEGIES
-from airflow_samza_expand._protocol.steps.plan_types import (
+from airflow_samza_expand._protocol.steps.plan import checks
+from airflow_samza_expand._protocol.steps.plan.job_models import (
+    NoJobModelError,
+    no_job_model_message,
+    require_job_model,
+    store_where,
+)
+from airflow_samza_expand._protocol.steps.plan.policy import policy_targets
+from airflow_samza_expand._protocol.steps.plan.readers import TopicReaders, readers_doc
+from airflow_samza_expand._protocol.steps.plan.request import (
     DRY_RUN,
     NOTHING,
     PLANNED,
@@ -46,7 +46,7 @@ from airflow_samza_expand._protocol.steps.plan_types import (
     PlanResult,
     outcome_from_record,
 )
-from airflow_samza_expand._protocol.steps.plan_wait import require_live
+from airflow_samza_expand._protocol.steps.plan.wait import require_live
 from airflow_samza_expand.core._clock import now_iso
 from airflow_samza_expand.core._lease import Lease
 from airflow_samza_expand.core._liveness import job_consumer_group
@@ -189,7 +189,7 @@ def _decide(run: _Run, joined_holder: str | None) -> PlanOutcome:
         run = dataclasses.replace(
             run, request=dataclasses.replace(run.request, targets=wanted, topics=())
         )
-    targets = plan_checks.wanted_targets(run.request, model.partition_counts(), run.admin)
+    targets = checks.wanted_targets(run.request, model.partition_counts(), run.admin)
     check_max_partitions(run.request.job_name, targets, int(run.request.max_partitions))
     settled = _resume_or_nothing(run, model, targets, finished)
     if settled is not None:
@@ -245,7 +245,7 @@ def _by_policy(
 ) -> tuple[PlanOutcome | None, list[GrowthDecision], dict[str, int]]:
     """The growth policy: resume an interrupted expansion first; else measure, and settle
     with nothing to do when no threshold is crossed; else the targets it wants."""
-    interrupted = plan_checks.interrupted(run.store, model, finished)
+    interrupted = checks.interrupted(run.store, model, finished)
     if interrupted is not None:
         message = (
             f"job model v{model.version} was written by expansion {interrupted.expansion_id}, "
@@ -274,7 +274,7 @@ def _resume_or_nothing(
 ) -> PlanOutcome | None:
     """An unfinished expansion that wrote the model and grew what is asked (resume it), or a
     model that already matches the live counts (nothing to expand)."""
-    resumed = plan_checks.unfinished(run.store, model, run.request, targets, finished)
+    resumed = checks.unfinished(run.store, model, run.request, targets, finished)
     if resumed is not None:
         return outcome_from_record(
             RESUMED,
@@ -332,14 +332,14 @@ def _record_new(
     started = now_iso()
     if request.restart is not None and not request.launches:
         require_live(run.store, request.job_name)  # JobDownError: the DAG never launches it
-    restart = plan_checks.restart_doc(run.store, request, the_plan.old_version)
-    conformance = plan_checks.conformance(
+    restart = checks.restart_doc(run.store, request, the_plan.old_version)
+    conformance = checks.conformance(
         run.kafka_config, the_plan, live, check_partitioner=request.check_partitioner,
         sample_per_partition=request.sample_per_partition,
         request_timeout_s=request.request_timeout_s,
     )  # fmt: skip
-    lag = plan_checks.group_lag(run.admin, the_plan, run.consumer_group)
-    policy = plan_checks.policy_doc(decisions)
+    lag = checks.group_lag(run.admin, the_plan, run.consumer_group)
+    policy = checks.policy_doc(decisions)
     if request.dry_run:
         message = f"dry run: expansion {expansion_id} validated, nothing recorded"
         return PlanOutcome(

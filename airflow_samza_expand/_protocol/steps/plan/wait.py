@@ -15,6 +15,8 @@ from airflow_samza_expand.core._liveness import statuses
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.store import CoordinatorStore
 
+DEFAULT_JOB_DOWN_TIMEOUT_S = 600.0  # a DAG owning no launch: for a job that is down
+
 WHAT_TO_DO = (
     "this DAG names no application and no restart task, so it never launches the job - start "
     "the job (it picks its newest job model up), then trigger the DAG again; or name how the "
