@@ -1,4 +1,4 @@
-"""Fault matrix (issue 27): faults in the middle of an expansion, on one Apache Kafka, under
+"""Fault matrix: faults in the middle of an expansion, on one Apache Kafka, under
 live keyed traffic, with the REAL shipped job (Spark local[2]) and real Airflow task processes.
 
 Every expansion case: a fresh job (its own topics, coordinator, checkpoint) runs on job model

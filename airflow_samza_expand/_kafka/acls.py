@@ -6,7 +6,7 @@ Actors: `airflow` (every step of the expansion DAG and the watcher: the union of
 Resource names are templates: `{inputs}` (each input topic of the job), `{output}` (the job's
 output topic), `{coordinator}` (the coordinator topic, default `__samza_coordinator_<job>`),
 `{job}` (the job's consumer group = the job name), `{lease_topic}` / `{lease_group}` (the job's
-active lease, `__samza_active_<job>` / `<job>.active`, rule 1.7). A name without braces is
+active lease, `__samza_active_<job>` / `<job>.active`). A name without braces is
 taken as it is: the plan's reader discovery (`_protocol.steps.plan.readers`) needs the coordinator
 topics of every managed job (the prefix `__samza_coordinator_`, a PREFIXED ACL) and DESCRIBE on
 every group (`*`), because Kafka lists only the topics and groups a principal may DESCRIBE: without
@@ -49,7 +49,7 @@ _DISCOVER = (
     AclRule("GROUP", "*", "DESCRIBE", "list the groups reading a grown topic (warning)"),
 )
 
-# The Airflow side, step by step (DESIGN: plan -> expand -> barrier -> stop -> write -> submit
+# The Airflow side, step by step (plan -> expand -> barrier -> stop -> write -> submit
 # -> ack; the watcher DAG watches partition counts).
 STEP_RULES: Mapping[str, tuple[AclRule, ...]] = {
     "plan": (

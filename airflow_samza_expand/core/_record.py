@@ -1,4 +1,6 @@
-"""The expansion record (DESIGN section 5): a typed, versioned document and its state machine.
+"""The expansion record: a typed, versioned document and its state machine.
+
+Why: docs/design.md 'The record state machine'.
 
 One record per expansion id, stored in the coordinator under key type ``expansion``. Every
 update goes through the store's conditional ``put_expansion(record, expected_revision=...)``:

@@ -1,4 +1,4 @@
-"""A plan for a job without a job model (a mistyped name) changes nothing in Kafka (issue 41):
+"""A plan for a job without a job model (a mistyped name) changes nothing in Kafka:
 no coordinator topic created, no lease taken, and one refusal naming ``samza-expand init-job``
 and the job that does exist."""
 

@@ -229,7 +229,7 @@ def test_a_completed_expansion_has_a_start_and_an_end_for_every_step(job, tmp_pa
 
 
 def test_the_report_formats_offsets_for_people():
-    """Issue 41 item 8: offsets as ``topic pN offset``, partitions in number order, no dict."""
+    """Offsets as ``topic pN offset``, partitions in number order, no dict."""
     from airflow_samza_expand._protocol.steps.report import offsets_text
 
     offsets = {"orders": {"10": 5, "2": 4723, "0": 1}, "a": {"0": 9}}

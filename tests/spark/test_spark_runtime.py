@@ -93,7 +93,7 @@ def test_user_job_keeps_counts_across_growth_and_reads_new_partitions_from_start
     assert sum(ends.values()) == 1200 and all(ends[p] > 0 for p in (2, 3)), ends
     proc = job.store.processors()["user-1"]
     assert (proc["job_model_version"], proc["state"]) == (2, "stopped")
-    # rule 1.8: only the provider's reader can switch in place (Spark's cannot change assign)
+    # only the provider's reader can switch in place (Spark's cannot change assign)
     # and count stale placements before a snapshot in its own batches; on Spark's source the
     # job hands job.run the function starting its query, so it can restart it in-app (1.10)
     in_place = [CAPABILITY_IN_PLACE, CAPABILITY_COUNTS_STALE] if source == "python" else []

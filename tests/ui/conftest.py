@@ -225,7 +225,7 @@ def waiting_job(ui_kafka: dict[str, str]):
 
 def _record_submit(store, expansion_id: str, handle: dict) -> None:
     """Record the launch handle as the submit step does: a typed record's ``submit`` result, or
-    the ``submit`` field of a legacy dict document (operators before issue 11)."""
+    the ``submit`` field of a legacy dict document (operators before the typed record)."""
     from airflow_samza_expand.core.errors import CorruptCoordinatorRecordError
 
     try:

@@ -1,4 +1,4 @@
-"""What the barrier step records for the running view (issue 28): the grace's length and end,
+"""What the barrier step records for the running view: the grace's length and end,
 the barrier lag per old partition over time - driven through the protocol's barrier step against the
 test Kafka, then shown by the job page and its JSON (a file store holding the same record)."""
 

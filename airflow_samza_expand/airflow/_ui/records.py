@@ -83,8 +83,8 @@ class Expansion:
     lag_history: tuple[Mapping[str, Any], ...] = ()
     # detached launches of the new version (submit, standby): {started_at, log_path, pid, ...}
     launches: tuple[Mapping[str, Any], ...] = ()
-    # rule 1.5's verdict so far: "order: proven ..." / "order: at risk ..." (stale placements
-    # before and after the snapshot), and whether it is at risk
+    # the proof of order's verdict so far: "order: proven ..." / "order: at risk ..." (stale
+    # placements before and after the snapshot), and whether it is at risk
     order: str | None = None
     order_at_risk: bool = False
     restart: str | None = None  # the restart mode the plan chose (`_protocol.restart`)
