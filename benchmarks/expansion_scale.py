@@ -23,6 +23,7 @@ the same job, the moved keys' latency over the grace, exact counts. Without it
 ``ratio_in_place_max`` and ``ratio_in_app_max`` are ``n/a``.
 
     .venv/bin/python benchmarks/expansion_scale.py [--sizes 8,64,256,512] [--jobs 8,64] [--smoke]
+    .venv/bin/python benchmarks/expansion_scale.py --sizes '' --jobs 256 --job-kinds in-app
 
 Progress lines per step while it runs, one line per size, and the last line:
 ``sizes=<...> barrier_over_floor_max=<x> plan_s_max=<s> ratio_in_place_max=<x>
@@ -230,7 +231,7 @@ def page(job: str) -> tuple[float, int]:
     for _ in range(3):
         started = time.perf_counter()
         snap = data.read_job(UiSettings(discover=False), job)
-        svg = render_svg(snap.latest) if snap.latest is not None else ""
+        svg = render_svg(snap.latest) if html.inline_details(snap.latest) else ""
         text = html.job_page(snap, "", svg)
         best = min(best, time.perf_counter() - started)
         size = len(text.encode())
@@ -260,10 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--rate", type=float, default=500.0, help="records per second")
     parser.add_argument("--jobs", default="", help="sizes run with the jobs too (Spark)")
+    parser.add_argument(
+        "--job-kinds", default="in-place,in-app", help="in-place (shipped job), in-app (user job)"
+    )
     parser.add_argument("--job-rate", type=float, default=100.0, help="records/s with a job")
     parser.add_argument("--smoke", action="store_true", help="CI size: 4 -> 8, 400 keys")
     args = parser.parse_args(argv)
-    sizes = [4] if args.smoke else [int(s) for s in args.sizes.split(",")]
+    sizes = [4] if args.smoke else [int(s) for s in args.sizes.split(",") if s]
     keys = 400 if args.smoke else args.keys
     work = Path(tempfile.mkdtemp(prefix="expansion-scale-"))
     # the UI's data function reads the Kafka connection and Airflow's metadata (a fresh home)
@@ -301,9 +305,11 @@ def main(argv: list[str] | None = None) -> int:
         return f"{max(found):.3f}" if found else "n/a"
 
     say(
-        f"sizes={','.join(str(r.size) for r in results)} barrier_over_floor_max={max(over):.2f} "
-        f"plan_s_max={max(plan_s):.2f} ratio_in_place_max={ratio('in-place')} "
-        f"ratio_in_app_max={ratio('in-app')} page_ms_max={max(pages):.0f}"
+        f"sizes={','.join(str(r.size) for r in results)} "
+        f"barrier_over_floor_max={max(over, default=float('nan')):.2f} "
+        f"plan_s_max={max(plan_s, default=float('nan')):.2f} "
+        f"ratio_in_place_max={ratio('in-place')} ratio_in_app_max={ratio('in-app')} "
+        f"page_ms_max={max(pages, default=float('nan')):.0f}"
     )
     return 0 if all(j["exact"] and j["state"] == "success" for j in jobs) else 1
 
@@ -315,7 +321,7 @@ def run_jobs(bootstrap: str, work: Path, sizes: list[int], keys: int, args: Any)
 
     jobs = []
     for size in sizes:
-        for kind in ("in-place", "in-app"):
+        for kind in args.job_kinds.split(","):
             say(f"[{kind} {size}] {size} -> {2 * size} partitions, {keys} keys, a job running")
             try:
                 jobs.append(run_job(bootstrap, work, size, kind, keys, args.job_rate, say))

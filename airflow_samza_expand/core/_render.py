@@ -222,6 +222,8 @@ def render_svg(model: JobModel) -> str:
                           for p in range(s.current)})  # fmt: skip
         tasks = sorted({model.ssp_to_task[SystemStreamPartition(s.system, s.stream, p)]
                         for p in range(s.current)}, key=natural_key)  # fmt: skip
+        at_bucket = {q: i for i, q in enumerate(buckets)}  # positions: no list search per row
+        at_task = {t: i for i, t in enumerate(tasks)}
         parts.append(f'<text x="20" y="{y0 + 14}" font-weight="bold">{escape(s.stream)} '
                      f"({s.current} partitions, initial {s.initial})</text>")  # fmt: skip
         y0 += 26
@@ -233,7 +235,7 @@ def render_svg(model: JobModel) -> str:
         for q_index, q in enumerate(buckets):
             yq = ycenter(q_index, len(buckets))
             task = model.ssp_to_task[SystemStreamPartition(s.system, s.stream, q)]
-            yt = ycenter(tasks.index(task), len(tasks))
+            yt = ycenter(at_task[task], len(tasks))
             color = _COLORS[q_index % len(_COLORS)]
             parts.append(f'<line x1="395" y1="{yq:.1f}" x2="580" y2="{yt:.1f}" '
                          f'stroke="{color}" stroke-width="2.5"/>')  # fmt: skip
@@ -243,8 +245,8 @@ def render_svg(model: JobModel) -> str:
         for p in range(s.current):
             yp = ycenter(p, s.current)
             q = algorithm.partition_before_expansion(p, s.current, s.initial)
-            yq = ycenter(buckets.index(q), len(buckets))
-            color = _COLORS[buckets.index(q) % len(_COLORS)]
+            yq = ycenter(at_bucket[q], len(buckets))
+            color = _COLORS[at_bucket[q] % len(_COLORS)]
             dash = ' stroke-dasharray="6,4"' if p >= s.initial else ""
             parts.append(f'<line x1="135" y1="{yp:.1f}" x2="366" y2="{yq:.1f}" stroke="{color}" '
                          f'stroke-width="1.8"{dash}/>')  # fmt: skip

@@ -188,7 +188,7 @@ def create_app() -> FastAPI:
     @app.get("/jobs/{job}", response_class=HTMLResponse, include_in_schema=False)
     def job_page(request: Request, job: str) -> str:
         snap = _snapshot(job)
-        svg = _svg(snap.latest) if snap.latest is not None else ""
+        svg = _svg(snap.latest) if html.inline_details(snap.latest) else ""  # else on demand
         return html.job_page(snap, _root(request), svg, _now())
 
     @app.get("/jobs/{job}/live", response_class=HTMLResponse, include_in_schema=False)
@@ -196,7 +196,7 @@ def create_app() -> FastAPI:
         """The job page's content alone, which the open page fetches again (`live`), with
         the server's time (the page counts ages and expiries on it)."""
         snap = _snapshot(job)
-        svg = _svg(snap.latest) if snap.latest is not None else ""
+        svg = _svg(snap.latest) if html.inline_details(snap.latest) else ""  # else on demand
         content = html.job_content(snap, _root(request), svg)
         return HTMLResponse(content, headers={live.NOW_HEADER: _now(), "Cache-Control": "no-store"})
 

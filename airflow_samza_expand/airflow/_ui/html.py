@@ -17,6 +17,7 @@ from airflow_samza_expand.airflow._ui.markup import (
     iso_ms,
     job_href,
     left,
+    most_lagging,
     page,
     table,
 )
@@ -35,6 +36,7 @@ from airflow_samza_expand.airflow._ui.views import (
     stop_request_view,
     tasks_summary,
 )
+from airflow_samza_expand.core.model import JobModel
 
 
 def jobs_page(jobs: Sequence[JobRef], root: str, note: str = "") -> str:
@@ -54,7 +56,17 @@ def jobs_page(jobs: Sequence[JobRef], root: str, note: str = "") -> str:
     return page("Jobs", body, root)
 
 
-def _model_section(snap: JobSnapshot, svg: str) -> str:
+DETAIL_MAX_SSPS = 64  # a larger job model's diagram and SSP table are fetched on demand
+
+
+def inline_details(model: JobModel | None) -> bool:
+    """Whether the page shows `model`'s diagram and every SSP inline (a model of at most
+    `DETAIL_MAX_SSPS` partitions); a larger one shows a row per task with partition ranges and
+    links to the diagram and the mapping, so the page grows with the tasks, not the SSPs."""
+    return model is not None and len(model.ssp_to_task) <= DETAIL_MAX_SSPS
+
+
+def _model_section(snap: JobSnapshot, root: str, svg: str) -> str:
     model = snap.latest
     if model is None:
         return "<h2>Job model</h2><p class='muted'>No job model yet.</p>"
@@ -72,26 +84,38 @@ def _model_section(snap: JobSnapshot, svg: str) -> str:
         + (f"; live in Kafka: {live}" if live else "")
         + "</p>",
         "<h2>Partitions &rarr; buckets &rarr; tasks</h2>",
-        f"<div>{svg}</div>",
-        "<h2>SSP &rarr; task mapping</h2>",
     ]
-    rows = mapping_rows(model)
+    api = job_href(root, snap.job, f"/models/{model.version}").replace("/jobs/", "/api/jobs/", 1)
+    if inline_details(model):
+        out += [f"<div>{svg}</div>", "<h2>SSP &rarr; task mapping</h2>"]
+        rows = mapping_rows(model)
+        out.append(
+            table(
+                ["SSP", "task", "bucket", "added by an expansion"],
+                (
+                    [
+                        f"[{_e(r.system)}, {_e(r.stream)}, {r.partition}]",
+                        _e(r.task),
+                        str(r.bucket),
+                        "yes" if r.new else "",
+                    ]
+                    for r in rows
+                ),
+                ["new" if r.new else "" for r in rows],
+            )
+        )
+    else:  # a row per task here; the diagram and every SSP on demand
+        out.append(
+            f"<p class='details'>{len(model.ssp_to_task)} partitions: the "
+            f"<a href='{_e(job_href(root, snap.job, '/buckets.svg'))}'>diagram</a> and every "
+            f"SSP with its task and bucket (<a href='{_e(api)}'>JSON</a>) open on demand.</p>"
+        )
     out.append(
         table(
-            ["SSP", "task", "bucket", "added by an expansion"],
-            (
-                [
-                    f"[{_e(r.system)}, {_e(r.stream)}, {r.partition}]",
-                    _e(r.task),
-                    str(r.bucket),
-                    "yes" if r.new else "",
-                ]
-                for r in rows
-            ),
-            ["new" if r.new else "" for r in rows],
+            ["task", "reads", "added by an expansion"],
+            ([_e(c) for c in r] for r in tasks_summary(model)),
         )
     )
-    out.append(table(["task", "reads"], ([_e(t), _e(s)] for t, s in tasks_summary(model))))
     return "".join(out)
 
 
@@ -164,6 +188,7 @@ def _barrier_section(snap: JobSnapshot) -> str:
         if total == 0
         else f"<span class='bad'>waiting: lag {total}</span>"
     )
+    shown, rest = most_lagging(snap.barrier_rows, lambda r: r.lag)
     rows = (
         [
             _e(r.topic),
@@ -172,13 +197,14 @@ def _barrier_section(snap: JobSnapshot) -> str:
             "none" if r.committed is None else str(r.committed),
             str(r.lag),
         ]
-        for r in snap.barrier_rows
+        for r in shown
     )
     return (
         f"<h2>Ordering barrier of <code>{_e(snap.barrier_of)}</code>: {state}</h2>"
         f"<p class='muted'>Consumer group <code>{_e(snap.consumer_group)}</code> against the "
         "high watermarks snapshot after the producer refresh grace.</p>"
         + table(["topic", "partition", "barrier offset", "committed", "lag"], rows)
+        + rest
     )
 
 
@@ -246,7 +272,7 @@ def job_content(snap: JobSnapshot, root: str, svg: str) -> str:
         problems
         + next_section(snap)
         + running_section(snap, root)
-        + _model_section(snap, svg)
+        + _model_section(snap, root, svg)
         + _history_section(snap, root)
         + _expansions_section(snap, root)
         + _barrier_section(snap)

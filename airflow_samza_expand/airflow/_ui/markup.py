@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC
 from html import escape
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 REFRESH_S = 5  # a job page reloads this often while an expansion runs
@@ -64,6 +64,32 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: Sequence[s
     if not body:
         return "<p class='muted'>(none)</p>"
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+T = TypeVar("T")
+ROWS_MAX = 16  # a per-partition table longer than this lists its most lagging rows
+
+
+def most_lagging(rows: Sequence[T], lag: Callable[[T], int | None]) -> tuple[list[T], str]:
+    """The rows a per-partition lag table lists, and a line on the rest: every row up to
+    `ROWS_MAX`, else the `ROWS_MAX` most lagging (then those whose lag is not read yet; in their
+    order) and a
+    count of the others, so the table stays readable and small however many partitions."""
+    if len(rows) <= ROWS_MAX:
+        return list(rows), ""
+    ranked = sorted(
+        range(len(rows)), key=lambda i: (-(lag(rows[i]) or 0), lag(rows[i]) is not None, i)
+    )
+    pick = sorted(ranked[:ROWS_MAX])
+    shown = [rows[i] for i in pick]
+    others = [lag(rows[i]) for i in ranked[ROWS_MAX:]]
+    behind = [x for x in others if x]
+    done = sum(1 for x in others if x == 0)
+    return shown, (
+        f"<p class='muted'>{len(others)} more partitions not listed: {done} committed up to "
+        f"their barrier offset, {len(behind)} behind (lag {sum(behind)} in all), "
+        f"{len(others) - done - len(behind)} not read yet.</p>"
+    )
 
 
 def seconds(value: float | None) -> str:

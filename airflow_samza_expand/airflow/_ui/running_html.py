@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_samza_expand.airflow._ui.decode import parse_time
-from airflow_samza_expand.airflow._ui.markup import _e, age, left, seconds, table
+from airflow_samza_expand.airflow._ui.markup import _e, age, left, most_lagging, seconds, table
 from airflow_samza_expand.airflow._ui.markup import when as _when
 from airflow_samza_expand.airflow._ui.records import JobSnapshot
 from airflow_samza_expand.airflow._ui.running import PROCESSOR_DOING, running_view
@@ -60,6 +60,7 @@ def running_fragment(snap: JobSnapshot, now: datetime | None = None) -> str:
         )
     if run["barrier"]:
         out.append(_barrier_wait(run["barrier"], run.get("next_poll_in_s")))
+        shown, rest = most_lagging(run["barrier"], lambda r: r["lag"])
         out.append(
             table(
                 ["old partition", "barrier offset", "committed", "lag"],
@@ -70,9 +71,10 @@ def running_fragment(snap: JobSnapshot, now: datetime | None = None) -> str:
                         "-" if r["committed"] is None else str(r["committed"]),
                         "-" if r["lag"] is None else str(r["lag"]),
                     ]
-                    for r in run["barrier"]
+                    for r in shown
                 ),
             )
+            + rest
         )
     if run["lag_history"]:  # the barrier's state from the record: waiting, or passed
         said = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -62,15 +63,35 @@ def mapping_rows(model: JobModel) -> list[MappingRow]:
     return rows
 
 
-def tasks_summary(model: JobModel) -> list[tuple[str, str]]:
-    """(task, its SSPs as text) for each task, in natural task order."""
-    grouped: dict[str, list[SystemStreamPartition]] = {}
+def ranges_text(partitions: Iterable[int]) -> str:
+    """Partitions as ranges: ``0-3, 8, 10-11`` (sorted, runs of consecutive ones joined)."""
+    runs: list[list[int]] = []
+    for p in sorted(partitions):
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def tasks_summary(model: JobModel) -> list[tuple[str, str, str]]:
+    """(task, the partitions it reads, those of them added by an expansion) for each task, in
+    natural task order, as ranges per stream (``orders 0-1, 4-5``): a row per task, whatever the
+    partition count."""
+    reads: dict[str, dict[str, list[int]]] = {}
     for ssp, task in model.ssp_to_task.items():
-        grouped.setdefault(task, []).append(ssp)
-    return [
-        (task, ", ".join(ssp_text(s) for s in sorted(grouped[task])))
-        for task in sorted(grouped, key=natural_key)
-    ]
+        reads.setdefault(task, {}).setdefault(ssp.stream, []).append(ssp.partition)
+    initial = {s.stream: s.initial for s in model.streams}
+
+    def text(streams: dict[str, list[int]], only_new: bool = False) -> str:
+        return "; ".join(
+            f"{stream} {ranges_text(parts)}"
+            for stream, parts in sorted(streams.items())
+            for parts in [[p for p in parts if p >= initial[stream] or not only_new]]
+            if parts
+        )
+
+    return [(t, text(reads[t]), text(reads[t], True)) for t in sorted(reads, key=natural_key)]
 
 
 def diff_models(a: JobModel, b: JobModel) -> dict[str, Any]:
