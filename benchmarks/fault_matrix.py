@@ -72,10 +72,29 @@ HERE = Path(__file__).resolve()
 ROOT = HERE.parents[1]
 KILL_STEPS = {
     "in-place": ("plan", "expand", "barrier-grace", "barrier-drain", "write", "ack", "report"),
-    "warm": ("plan", "expand", "standby", "barrier-grace", "barrier-drain", "stop", "write",
-             "submit", "ack", "report"),  # fmt: skip
-    "cold": ("plan", "expand", "barrier-grace", "barrier-drain", "stop", "write", "submit",
-             "ack", "report"),  # fmt: skip
+    "warm": (
+        "plan",
+        "expand",
+        "standby",
+        "barrier-grace",
+        "barrier-drain",
+        "stop",
+        "write",
+        "submit",
+        "ack",
+        "report",
+    ),  # fmt: skip
+    "cold": (
+        "plan",
+        "expand",
+        "barrier-grace",
+        "barrier-drain",
+        "stop",
+        "write",
+        "submit",
+        "ack",
+        "report",
+    ),  # fmt: skip
 }
 KILL_STEPS["in-app"] = KILL_STEPS["in-place"]  # the user job's query restarted in its driver
 # --smoke: one kill of the default strategy (a Spark job, a DAG run killed and cleared)

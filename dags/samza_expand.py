@@ -25,6 +25,7 @@ from airflow.sdk import Param
 
 from airflow_samza_expand.dags import (
     BarrierSettings,
+    GrowthSettings,
     JobSettings,
     OwnershipSettings,
     build_expansion_dag,
@@ -44,11 +45,11 @@ dag = build_expansion_dag(
     ),
     barrier=BarrierSettings(
         producer_refresh_grace_s="{{ params.grace_seconds }}",
-        timeout_s="{{ params.barrier_timeout_seconds }}",
+        barrier_timeout_s="{{ params.barrier_timeout_seconds }}",
         on_stale_placement="{{ params.on_stale_placement }}",
     ),
     ownership=OwnershipSettings(other_jobs="{{ params.other_jobs }}"),
-    factor="{{ params.factor }}",
+    growth=GrowthSettings(factor="{{ params.factor }}"),
     dry_run="{{ params.dry_run }}",
     params={
         "topic": Param("orders", type="string", minLength=1, title="Input topic to expand"),

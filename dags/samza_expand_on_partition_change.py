@@ -18,6 +18,7 @@ from airflow.sdk import Asset, AssetWatcher
 from airflow_samza_expand.airflow.triggers import PartitionCountChangeTrigger
 from airflow_samza_expand.dags import (
     BarrierSettings,
+    GrowthSettings,
     JobSettings,
     build_expansion_dag,
     stream_job_args_from_env,
@@ -49,6 +50,6 @@ dag = build_expansion_dag(
     barrier=BarrierSettings(
         producer_refresh_grace_s=float(os.environ.get("SAMZA_EXPAND_GRACE_SECONDS", "300")),
     ),
-    follow_live_counts=True,
+    growth=GrowthSettings(follow_live_counts=True),
     doc_md=__doc__,
 )

@@ -26,6 +26,7 @@ import os
 from airflow_samza_expand.core.policy import GrowthPolicy
 from airflow_samza_expand.dags import (
     BarrierSettings,
+    GrowthSettings,
     JobSettings,
     build_expansion_dag,
     stream_job_args_from_env,
@@ -56,6 +57,6 @@ dag = build_expansion_dag(
     barrier=BarrierSettings(
         producer_refresh_grace_s=float(os.environ.get("SAMZA_EXPAND_GRACE_SECONDS", "300")),
     ),
-    policy=POLICY,
+    growth=GrowthSettings(policy=POLICY),
     doc_md=__doc__,
 )

@@ -5,8 +5,8 @@ through ``spark.runtime`` (three lines), per-key state in ``applyInPandasWithSta
 to a Kafka topic. Because it runs on the runtime it takes the DAG's flags
 (``SparkSettings(application_on_runtime=True)``: the available-now trigger, the order check
 of rule 1.5) and advertises the standby capability, so the default restart
-(``RestartSettings(handover="auto")``) is the warm
-handover. Spark's Kafka connector comes from Maven Central through ``spark.jars.packages``
+(``RestartSettings(restart="auto")``) is the warm
+restart. Spark's Kafka connector comes from Maven Central through ``spark.jars.packages``
 (``spark-submit --packages``) for ``SAMZA_EXPAND_SPARK_VERSION`` (default: the installed
 pyspark's version). Settings come from the
 environment of the Airflow workers, as in ``samza_expand.py``: ``SAMZA_EXPAND_BOOTSTRAP_SERVERS``,
@@ -22,6 +22,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import airflow_samza_expand
 from airflow_samza_expand.dags import (
+    GrowthSettings,
     JobSettings,
     SparkSettings,
     build_expansion_dag,
@@ -49,5 +50,5 @@ dag = build_expansion_dag(
         application_on_runtime=True,
         conf={"spark.jars.packages": SPARK_KAFKA},
     ),
-    factor=2,
+    growth=GrowthSettings(factor=2),
 )

@@ -102,8 +102,8 @@ def test_dag_file_import_time_is_measured(path: Path, import_times) -> None:
 def test_dags_are_the_expansion_chain(dagbag, dag_id: str) -> None:
     dag = dagbag.dags[dag_id]
     assert _downstream_chain(dag) == EXPECTED[dag_id]
-    # the default restart is the handover: the vN+1 standby starts during the grace, before
-    # the stop (protocol.handover)
+    # the default restart may be warm: the vN+1 standby starts during the grace, before
+    # the stop (_protocol.restart.warm)
     standby = dag.task_dict["submit_standby"]
     assert standby.upstream_task_ids == {"expand"}
     assert standby.downstream_task_ids == {"stop_job"}
@@ -206,13 +206,14 @@ def test_dags_serialize_round_trip(dagbag, dag_id: str) -> None:
             assert getattr(back, field) == getattr(task, field), f"{task.task_id}.{field}"
 
 
-def _factory_dag(**kwargs):
-    from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+def _factory_dag(topics, run_mode="continuous", **kwargs):
+    from airflow_samza_expand.dags import JobSettings, build_expansion_dag, stream_job_args
 
     args = stream_job_args(
         job_name="j", bootstrap_servers="b:9092", checkpoint_dir="/c", output_topic="out"
     )
-    return build_expansion_dag("f", job_name="j", application_args=args, **kwargs)
+    job = JobSettings(name="j", topics=topics, run_mode=run_mode, application_args=args)
+    return build_expansion_dag("f", job=job, **kwargs)
 
 
 def test_available_now_mode_drains_between_snapshot_and_barrier() -> None:
@@ -241,18 +242,25 @@ def test_available_now_mode_drains_between_snapshot_and_barrier() -> None:
 def test_multi_topic_expand_and_task_group() -> None:
     from airflow.sdk import DAG
 
-    from airflow_samza_expand.dags import expansion_task_group, stream_job_args
+    from airflow_samza_expand.dags import (
+        GrowthSettings,
+        JobSettings,
+        expansion_task_group,
+        stream_job_args,
+    )
 
-    dag = _factory_dag(topics=["a", "b"], targets={"a": 4, "b": 8})
+    dag = _factory_dag(["a", "b"], growth=GrowthSettings(targets={"a": 4, "b": 8}))
     assert {"expand_a", "expand_b"} <= set(dag.task_ids)
     assert dag.task_dict["expand_b"].target_partitions == 8
     with DAG("embedding", schedule=None) as outer:
         group = expansion_task_group(
             group_id="grow",
-            job_name="j",
-            topics="orders",
-            application_args=stream_job_args(
-                job_name="j", checkpoint_dir="/c", output_topic="o", bootstrap_servers="b:1"
+            job=JobSettings(
+                name="j",
+                topics="orders",
+                application_args=stream_job_args(
+                    job_name="j", checkpoint_dir="/c", output_topic="o", bootstrap_servers="b:1"
+                ),
             ),
         )
     assert group.group_id == "grow"

@@ -88,6 +88,7 @@ def _task_group() -> Any:
 def _every_group() -> Any:
     from airflow_samza_expand.dags import (
         BarrierSettings,
+        GrowthSettings,
         JobSettings,
         KafkaSettings,
         OwnershipSettings,
@@ -100,20 +101,20 @@ def _every_group() -> Any:
         "every_group",
         job=JobSettings(name="orders-counter", topics=["orders", "returns"],
                         application_args=_args(), consumer_group="orders-app"),
-        kafka=KafkaSettings(config_id="kafka_prod", coordinator="kafka://coord",
+        kafka=KafkaSettings(kafka_config_id="kafka_prod", coordinator="kafka://coord",
                             check_partitioner=False),
         spark=SparkSettings(conn_id="spark_prod", application="/jobs/job.py",
                             application_on_runtime=True, conf={"spark.x": "1"},
                             env_vars={"A": "1"}, submit_kwargs={"verbose": True},
                             log_dir="/logs"),
-        barrier=BarrierSettings(producer_refresh_grace_s=30.0, timeout_s=60.0,
+        barrier=BarrierSettings(producer_refresh_grace_s=30.0, barrier_timeout_s=60.0,
                                 stale_quiet_s=5.0, on_stale_placement="fail"),
         restart=RestartSettings(task=_deploy, hot_standby=True, stop_timeout_s=11.0,
                                 standby_warm_timeout_s=12.0, ack_timeout_s=13.0),
         ownership=OwnershipSettings(lease_ttl_s=99.0, other_jobs="ignore",
                                     managed_jobs=["orders-counter"]),
-        factor=4, dry_run=True, poll_interval_s=2.0, retries=1,
-        retry_delay=timedelta(seconds=3), max_partitions=64,
+        growth=GrowthSettings(factor=4, max_partitions=64),
+        dry_run=True, poll_interval_s=2.0, retries=1, retry_delay=timedelta(seconds=3),
     )  # fmt: skip
 
 
@@ -122,10 +123,12 @@ BUILDERS: dict[str, Callable[[], Any]] = {
     "factory_available_now": _factory(job=_job(topics=["orders"], run_mode="available-now")),
     "factory_available_now_drain_cold": _factory(
         job=_job(topics="orders", run_mode="available-now", drain_application_args=["--drain"]),
-        restart=("RestartSettings", {"handover": "cold"}),
-        targets={"orders": 8},
+        restart=("RestartSettings", {"restart": "cold"}),
+        growth=("GrowthSettings", {"targets": {"orders": 8}}),
     ),
-    "factory_multi_topic": _factory(job=_job(topics=["a", "b"]), targets={"a": 4, "b": 8}),
+    "factory_multi_topic": _factory(
+        job=_job(topics=["a", "b"]), growth=("GrowthSettings", {"targets": {"a": 4, "b": 8}})
+    ),
     "factory_task_group": _task_group,
     "factory_every_group": _every_group,
     "factory_several_jobs": _factory(
@@ -135,13 +138,16 @@ BUILDERS: dict[str, Callable[[], Any]] = {
                 "jobs": ["a", "b"],
                 "topics": "orders",
                 "per_job": {
-                    "a": {"application_args": ["--job-name", "a"]},
-                    "b": {"application_args": ["--job-name", "b"], "spark_conf": {"x": "2"}},
+                    "a": {"job": {"application_args": ["--job-name", "a"]}},
+                    "b": {
+                        "job": {"application_args": ["--job-name", "b"]},
+                        "spark": {"conf": {"x": "2"}},
+                    },
                 },
             },
         ),
         spark=("SparkSettings", {"application": "/jobs/job.py"}),
-        kafka=("KafkaSettings", {"config_id": "kafka_other"}),
+        kafka=("KafkaSettings", {"kafka_config_id": "kafka_other"}),
     ),
     "factory_all_jobs": _factory(
         job=("JobSettings", {"jobs": "all", "topics": "orders", "application_args": _args()}),

@@ -192,16 +192,19 @@ def test_openlineage_facets_name_a_schema_url_in_the_repository():
 
 
 def _factory_dag(**kwargs):
-    from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+    from airflow_samza_expand.dags import JobSettings, build_expansion_dag, stream_job_args
 
     args = stream_job_args(job_name="orders-counter", checkpoint_dir="/tmp/c", output_topic="o")
-    return build_expansion_dag(
-        "form_test", job_name="orders-counter", topics="orders", application_args=args, **kwargs
-    )
+    job = JobSettings(name="orders-counter", topics="orders", application_args=args)
+    return build_expansion_dag("form_test", job=job, **kwargs)
 
 
 def test_the_factory_gives_a_trigger_form_whose_defaults_are_the_dags_values():
-    dag = _factory_dag(factor=4, producer_refresh_grace_s=30.0)
+    from airflow_samza_expand.dags import BarrierSettings, GrowthSettings
+
+    dag = _factory_dag(
+        growth=GrowthSettings(factor=4), barrier=BarrierSettings(producer_refresh_grace_s=30.0)
+    )
     params = dag.params
     assert set(params.keys()) == {"factor", "dry_run", "producer_refresh_grace_s",
                                   "barrier_timeout_s"}  # fmt: skip
@@ -220,20 +223,19 @@ def test_the_factory_gives_a_trigger_form_whose_defaults_are_the_dags_values():
 
 
 def test_the_users_params_replace_the_form_and_templates_stay():
+    from airflow_samza_expand.dags import GrowthSettings
+
     assert dict(_factory_dag(params={}).params) == {}
-    dag = _factory_dag(factor="{{ params.f }}", params={"f": 2})
+    dag = _factory_dag(growth=GrowthSettings(factor="{{ params.f }}"), params={"f": 2})
     assert dict(dag.params) == {"f": 2} and dag.get_task("plan").factor == "{{ params.f }}"
-    targets = _factory_dag(targets={"orders": 8})
+    targets = _factory_dag(growth=GrowthSettings(targets={"orders": 8}))
     assert "factor" not in targets.params  # the targets decide the counts
 
 
-def test_one_name_for_the_kafka_connection_and_the_old_one_still_works():
-    dag = _factory_dag(kafka_config_id="kafka_prod")
-    assert {t.kafka_config_id for t in dag.tasks if hasattr(t, "kafka_config_id")} == {
-        "kafka_prod"
-    }
-    with pytest.warns(DeprecationWarning, match=r"kafka_conn_id=\S+ is deprecated: pass kafka="):
-        old = _factory_dag(kafka_conn_id="kafka_old")
-    assert {t.kafka_config_id for t in old.tasks if hasattr(t, "kafka_config_id")} == {
-        "kafka_old"
-    }
+def test_one_name_for_the_kafka_connection():
+    from airflow_samza_expand.dags import KafkaSettings
+
+    dag = _factory_dag(kafka=KafkaSettings(kafka_config_id="kafka_prod"))
+    assert {t.kafka_config_id for t in dag.tasks if hasattr(t, "kafka_config_id")} == {"kafka_prod"}
+    with pytest.raises(TypeError, match="kafka_conn_id"):
+        _factory_dag(kafka_conn_id="kafka_old")

@@ -52,11 +52,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--rate", type=float, default=60.0, help="records per second (default 60)")
     p.add_argument("--grace", type=float, default=4.0,
                    help="producer refresh grace in s (producers refresh every 1 s)")  # fmt: skip
-    p.add_argument("--handover", choices=["auto", "in-place", "warm", "cold"], default=None,
+    p.add_argument("--restart", choices=restart_modes(), default=None,
                    help="the DAG's restart of the job: in-place (default in continuous mode: the "
-                   "running job switches at a batch boundary), warm (a standby takes over), cold "
-                   "(stop, then start) or auto (the best the job advertises); the default is "
-                   "warm for --naive and available-now")  # fmt: skip
+                   "running job switches at a batch boundary), in-app (the job restarts its own "
+                   "query), task (stop, then the restart task starts the job), warm (a standby "
+                   "takes over), cold (stop, then start) or auto (the best the job advertises); "
+                   "the default is warm for --naive and available-now")  # fmt: skip
     p.add_argument("--naive", action="store_true",
                    help="write plain GroupByPartition job models: the check must FAIL")  # fmt: skip
     p.add_argument("--stale-producer-refresh-ms", type=int, default=None, metavar="MS",
@@ -65,9 +66,24 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def default_handover(run_mode: str, naive: bool) -> str:
+def restart_modes() -> list[str]:
+    """``--restart``'s choices: ``auto`` and every restart strategy, by name."""
+    from airflow_samza_expand._protocol.restart import modes
+
+    return list(modes())
+
+
+def restart_task(scenario: Any) -> Any:
+    """``--restart task``: the user's "start vN+1" task of the demo, a ``PythonOperator``
+    launching the job (as a ``KubernetesPodOperator`` or a deploy script would)."""
+    from airflow.providers.standard.operators.python import PythonOperator
+
+    return PythonOperator(task_id="start_job", python_callable=scenario.job.launch)
+
+
+def default_restart(run_mode: str, naive: bool) -> str:
     """The demo's restart: the switch in place for the shipped job running continuously; the
-    warm handover for an available-now job (nothing runs to switch) and the naive models (they
+    warm restart for an available-now job (nothing runs to switch) and the naive models (they
     move SSPs between tasks, which a running query cannot take)."""
     return "in-place" if run_mode == "continuous" and not naive else "warm"
 
@@ -202,8 +218,10 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
             grace_s=args.grace,
             naive=args.naive,
             master=master,
-            handover=args.handover or default_handover(args.run_mode, args.naive),
+            restart=args.restart or default_restart(args.run_mode, args.naive),
         )
+        if cfg.restart == "task":  # the user's "start vN+1": here, a task launching the job
+            cfg.restart_task = lambda job_name: restart_task(scenario)
 
         def task_progress(task_id: str, event: str) -> None:
             if event != "start":

@@ -27,7 +27,7 @@ from airflow_samza_expand._demo.jobs import (
     wait_for,
 )
 from airflow_samza_expand._demo.producer import KeyedProducer, start_scenario_producer
-from airflow_samza_expand._demo.scenario_config import ScenarioConfig, dag_fields
+from airflow_samza_expand._demo.scenario_config import ScenarioConfig, dag_settings
 from airflow_samza_expand._demo.verify import Verification, verify
 
 if TYPE_CHECKING:
@@ -129,17 +129,16 @@ class MultiJobScenario:
         self.log(f"jobs running on v1: {', '.join(s.name for s in self.sides)}")
 
     def build_dag(self, dag_id: str) -> Any:
-        from airflow_samza_expand.dags import ExpansionSettings, build_expansion_dag
+        from airflow_samza_expand.dags import build_expansion_dag
 
-        return build_expansion_dag(dag_id, ExpansionSettings(  # the resolved record, flat
-            jobs=[s.name for s in self.sides],
-            per_job={s.name: {"application_args": self.args(s)} for s in self.sides},
-            topics=[self.topic],
-            factor=2,
-            run_mode="continuous",
-            log_dir=str(self.cfg.work_dir / "dag-logs"),
-            **dag_fields(self.cfg),
-        ))  # fmt: skip
+        job = {
+            "jobs": [s.name for s in self.sides],
+            "per_job": {s.name: {"job": {"application_args": self.args(s)}} for s in self.sides},
+            "topics": [self.topic],
+            "run_mode": "continuous",
+        }
+        log_dir = str(self.cfg.work_dir / "dag-logs")
+        return build_expansion_dag(dag_id, dag_settings(self.cfg, job, log_dir))
 
     def expand(self) -> MultiOutcome:
         """One run of the multi-job DAG; the jobs are then the ones its submit steps launched."""

@@ -19,17 +19,19 @@ if TYPE_CHECKING:
 BARRIER_GRACE, BARRIER_DRAIN = step_title("barrier_snapshot"), step_title("barrier")
 
 DOWNTIME_TARGET_RATIO = 1.5  # a cold restart (stop, then start)
-HANDOVER_TARGET_RATIO = 0.3  # the handover to a warm standby
+WARM_TARGET_RATIO = 0.3  # the warm restart: a standby takes over
 IN_PLACE_TARGET_RATIO = 0.05  # the switch in place
-TARGETS = {"in-place": IN_PLACE_TARGET_RATIO, "handover": HANDOVER_TARGET_RATIO}
+TARGETS = {"in-place": IN_PLACE_TARGET_RATIO, "warm": WARM_TARGET_RATIO}
 
 
 def restart_of(outcome: Any) -> str:
-    """How an expansion restarted the job: ``in-place``, ``handover`` (warm) or ``cold``."""
+    """How an expansion restarted the job, by the strategy's name: the one its record names
+    (``in-place``, ``in-app``, ``task``, ``warm``, ``cold``); without one, ``warm`` when the
+    vN+1 standby took over, else ``cold``."""
     mode = getattr(outcome, "restart", None)
-    if mode == "in-place":
-        return mode
-    return "handover" if getattr(outcome, "handover", False) else "cold"
+    if mode:
+        return str(mode)
+    return "warm" if getattr(outcome, "standby_took_over", False) else "cold"
 
 
 def _max(values: Sequence[float | None]) -> float | None:
@@ -111,7 +113,7 @@ def build_report(
     plain = scenario.plain_restart_s
     ratio = round(downtime / plain, 3) if downtime is not None and plain else None
     modes = {e["restart"] for e in expansions}
-    restart = modes.pop() if len(modes) == 1 else "cold"
+    restart = "/".join(sorted(modes)) or "cold"  # one name, or each one of a mixed run
     moved = {e["restart"]: e["moved_key_latency"] for e in expansions if e["moved_key_latency"]}
     v = verification
     return {

@@ -37,9 +37,9 @@ class ScenarioConfig:
     # your own must be on spark.runtime (examples/user_job.py); it gets Spark's Kafka connector
     application: str | None = None
     application_args: tuple[str, ...] = ()
-    # the DAG's restart (protocol.handover); "auto" picks in-place for the shipped job
-    handover: str = "warm"
-    # the user's "start vN+1" task (the factory's restart_task=: an operator, or a callable
+    # the DAG's restart (RestartSettings.restart); "auto" picks in-place for the shipped job
+    restart: str = "warm"
+    # the user's "start vN+1" task (RestartSettings.task: an operator, or a callable
     # job name -> operator) in place of spark-submit
     restart_task: Any = None
     name: str = field(default_factory=lambda: f"demo-{uuid.uuid4().hex[:8]}")
@@ -54,34 +54,47 @@ class ExpansionOutcome:
     tasks: dict[str, str]
     probe: dict[str, float | None]
     wall_s: float
-    handover: bool = False  # the vN+1 standby took over (the submit step launched nothing)
-    restart: str | None = None  # the DAG's restart mode: "in-place", "warm" or "cold"
+    standby_took_over: bool = False  # the vN+1 standby took over (the submit launched nothing)
+    restart: str | None = None  # the chosen restart: "in-place", "in-app", "task", "warm", "cold"
 
 
-def dag_fields(cfg: ScenarioConfig) -> dict[str, Any]:
-    """The expansion DAG's settings of a local scenario: Spark on this interpreter, the
-    scenario's grace, poll interval and rule-1.5 settings, generous timeouts, one quick
-    retry."""
-    return {
-        "spark_conf": {**LOCAL_SPARK_CONF, **application_conf(cfg)},
-        "spark_env_vars": {"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
-        "producer_refresh_grace_s": cfg.grace_s,
-        "barrier_timeout_s": 600,
-        "poll_interval_s": cfg.poll_s,
-        "stop_timeout_s": 300,
-        "ack_timeout_s": 600,
-        "retries": 1,
-        "retry_delay": timedelta(seconds=2),
-        "on_stale_placement": cfg.on_stale_placement,
-        "stale_quiet_s": cfg.stale_quiet_s,
-        "handover": cfg.handover,
-        **({"restart_task": cfg.restart_task} if cfg.restart_task is not None else {}),
-        **(
-            {"application": cfg.application, "application_on_runtime": True}
-            if cfg.application
-            else {}
-        ),  # fmt: skip
-    }
+def dag_settings(
+    cfg: ScenarioConfig,
+    job: dict[str, Any],
+    log_dir: str | None,
+    overrides: dict[str, Any] | None = None,
+) -> Any:
+    """The expansion DAG's settings of a local scenario: the ``job`` group's fields, Spark on
+    this interpreter (launch logs in ``log_dir``), the scenario's grace, poll interval and
+    order settings, generous timeouts, one quick retry; then ``overrides`` (a group's fields as
+    ``{group: {field: value}}``, or a setting of the steps such as ``retries``)."""
+    from airflow_samza_expand.dags import ExpansionSettings
+    from airflow_samza_expand.dags._groups import GROUPS
+
+    spark = {
+        "conf": {**LOCAL_SPARK_CONF, **application_conf(cfg)},
+        "env_vars": {"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
+        "log_dir": log_dir,
+        **({"application": cfg.application, "application_on_runtime": True}
+           if cfg.application else {}),
+    }  # fmt: skip
+    groups = {
+        "job": job,
+        "spark": spark,
+        "barrier": {"producer_refresh_grace_s": cfg.grace_s, "barrier_timeout_s": 600,
+                    "on_stale_placement": cfg.on_stale_placement,
+                    "stale_quiet_s": cfg.stale_quiet_s},
+        "restart": {"restart": cfg.restart, "stop_timeout_s": 300, "ack_timeout_s": 600,
+                    **({"task": cfg.restart_task} if cfg.restart_task is not None else {})},
+    }  # fmt: skip
+    for group, fields in (overrides or {}).items():
+        if isinstance(fields, dict):
+            groups[group] = {**groups.get(group, {}), **fields}
+    steps = {k: v for k, v in (overrides or {}).items() if not isinstance(v, dict)}
+    built = {name: GROUPS[name](**fields) for name, fields in groups.items()}
+    steps = {"poll_interval_s": cfg.poll_s, "retries": 1, "retry_delay": timedelta(seconds=2),
+             **steps}  # fmt: skip
+    return ExpansionSettings(**built, **steps)
 
 
 def application_conf(cfg: ScenarioConfig) -> dict[str, str]:
@@ -119,6 +132,6 @@ __all__ = [
     "ExpansionOutcome",
     "ScenarioConfig",
     "application_conf",
-    "dag_fields",
+    "dag_settings",
     "env_problems",
 ]

@@ -17,6 +17,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_samza_expand._kafka.admin import KafkaUnavailableError
 from airflow_samza_expand._protocol.barrier.wait import (
+    DEFAULT_BARRIER_TIMEOUT_S,
     DEFAULT_PRODUCER_REFRESH_GRACE_S,
     BarrierWait,
     start_barrier,
@@ -149,7 +150,7 @@ class OrderingBarrierSensor(_WaitSensor):
         expansion_id: str,
         consumer_group: str | None = None,
         producer_refresh_grace_s: float | str = DEFAULT_PRODUCER_REFRESH_GRACE_S,
-        barrier_timeout_s: float | str = 3600.0,
+        barrier_timeout_s: float | str = DEFAULT_BARRIER_TIMEOUT_S,
         snapshot_only: bool = False,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         coordinator: str = DEFAULT_COORDINATOR,

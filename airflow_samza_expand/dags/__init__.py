@@ -1,6 +1,6 @@
 """The expansion DAG factory: ``build_expansion_dag`` and ``expansion_task_group``, and the
 groups of their settings (``JobSettings``, ``KafkaSettings``, ``SparkSettings``,
-``BarrierSettings``, ``RestartSettings``, ``OwnershipSettings``).
+``BarrierSettings``, ``RestartSettings``, ``OwnershipSettings``, ``GrowthSettings``).
 
 Imported lazily: importing the package does not load Airflow (nor do the settings groups).
 """
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     )
     from airflow_samza_expand.dags._groups import (
         BarrierSettings,
+        GrowthSettings,
         JobSettings,
         KafkaSettings,
         OwnershipSettings,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BarrierSettings",
+    "GrowthSettings",
     "JobSettings",
     "KafkaSettings",
     "OwnershipSettings",

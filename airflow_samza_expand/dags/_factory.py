@@ -6,7 +6,7 @@ TaskGroup for a DAG of your own::
     plan -> expand -> ordering barrier -> stop job -> write job model vN+1
          -> submit restarted job (SparkSubmitOperator) -> wait for acknowledgement -> report
 
-Restart (``RestartSettings.handover``, rule 1.8): ``"auto"`` (default, continuous mode) is
+Restart (``RestartSettings.restart``): ``"auto"`` (default, continuous mode) is
 ``"in-place"`` when the running processors advertise the ``in-place`` capability (rule 1.9: the
 running job switches at a batch boundary; the barrier holds at its snapshot and stop, standby
 and submit do nothing), else ``"in-app"`` when they advertise ``in-app`` (rule 1.10: a job on
@@ -41,10 +41,10 @@ Run modes of the stateful job (``JobSettings.run_mode``):
   accepts a clean ``stopped`` on vN+1.
 
 Every numeric/boolean argument that users may want in a trigger form (factor, grace, barrier
-timeout, dry run) may be a Jinja template such as ``"{{ params.factor }}"``. The arguments come
-in groups (`dags._groups`: ``job=JobSettings(...)``, ``kafka=``, ``spark=``, ``barrier=``,
-``restart=``, ``ownership=``) beside the DAG's own keywords (``factor``, ``dry_run``, ...); the
-factory resolves them into one `ExpansionSettings` (which may also be passed whole).
+timeout, dry run) may be a Jinja template such as ``"{{ params.factor }}"``. The arguments are
+`ExpansionSettings`' fields: the groups (`dags._groups`: ``job=JobSettings(...)``, ``kafka=``,
+``spark=``, ``barrier=``, ``restart=``, ``ownership=``, ``growth=``) and the steps' own
+(``dry_run``, ``retries``, ...); an `ExpansionSettings` may also be passed whole.
 
 Ownership: the plan step takes the job's expansion lease for the DAG run; a second run (of
 this DAG or another) waits deferred and, once the expansion it joined has completed, ends with
@@ -73,12 +73,12 @@ from airflow_samza_expand.dags._all_jobs import ALL_JOBS, add_all_jobs, is_mappe
 from airflow_samza_expand.dags._form import trigger_form
 from airflow_samza_expand.dags._groups import (
     BarrierSettings,
+    GrowthSettings,
     JobSettings,
     KafkaSettings,
     OwnershipSettings,
     RestartSettings,
     SparkSettings,
-    flatten,
 )
 from airflow_samza_expand.dags._job_args import stream_job_args, stream_job_args_from_env
 from airflow_samza_expand.dags._settings import DEFAULT_APPLICATION, ExpansionSettings, with_trigger
@@ -103,66 +103,66 @@ def _add_chain(
     s: ExpansionSettings, prefix: str
 ) -> tuple[BaseOperator, list[BaseOperator], BaseOperator]:
     """The chain's tasks (ids as created; a TaskGroup adds ``prefix`` itself, XComs name it)."""
-    mode = s.mode
-    mapped = is_mapped(s.job_name)  # jobs="all": fields resolved per job at run time
-    application_args = s.application_args if mapped else list(s.application_args)
-    drain_args = s.drain_application_args
+    mode, growth = s.mode, s.growth
+    mapped = is_mapped(s.job.name)  # jobs="all": fields resolved per job at run time
+    application_args = s.job.application_args if mapped else list(s.job.application_args)
+    drain_args = s.job.drain_application_args
     if mode == "available-now" and s.takes_runtime_flags and not mapped:
         application_args = with_trigger(application_args, "available-now")
         if drain_args is not None:
             drain_args = with_trigger(drain_args, "available-now")
     ids = {step: f"{prefix}{step}" for step in (*STEP_TASK_IDS, "barrier_snapshot", "report")}
     expansion_id = _pull(ids["plan"], "['expansion_id']", mapped)
-    common = {"coordinator": s.coordinator, "kafka_config_id": s.kafka_config_id}
+    common = {"coordinator": s.kafka.coordinator, "kafka_config_id": s.kafka.kafka_config_id}
     # a step failed for good: its log says where the expansion stands and what to do
     retrying = {
         "retries": s.retries,
         "retry_delay": s.retry_delay,
         "on_failure_callback": on_step_failure,
     }
-    owned = {"job_name": s.job_name, "expansion_id": expansion_id, **common}
+    owned = {"job_name": s.job.name, "expansion_id": expansion_id, **common}
     spark = {
-        "conn_id": s.spark_conn_id,
+        "conn_id": s.spark.conn_id,
         # none: the DAG never launches the job (the plan chooses no launching restart)
         "application": s.launch_application or "",
-        "conf": s.spark_conf if mapped else dict(s.spark_conf or {}),
-        "env_vars": dict(s.spark_env_vars or {}),
-        "name": f"samza-expand-{s.job_name}"
-        if not (_is_template(s.job_name) or mapped)
+        "conf": s.spark.conf if mapped else dict(s.spark.conf or {}),
+        "env_vars": dict(s.spark.env_vars or {}),
+        "name": f"samza-expand-{s.job.name}"
+        if not (_is_template(s.job.name) or mapped)
         else "samza-expand-job",
-        **dict(s.spark_submit_kwargs or {}),
+        **dict(s.spark.submit_kwargs or {}),
     }
     topics = s.topic_list()
     plan = PlanExpansionOperator(
         task_id="plan",
-        job_name=s.job_name,
-        **({"targets": dict(s.targets)} if s.targets else {"topics": s.topics}),
-        factor=s.factor,
-        follow_live_counts=s.follow_live_counts,
-        check_partitioner=s.check_partitioner,
-        consumer_group=s.consumer_group,
+        job_name=s.job.name,
+        **({"targets": dict(growth.targets)} if growth.targets else {"topics": s.job.topics}),
+        factor=growth.factor,
+        follow_live_counts=growth.follow_live_counts,
+        check_partitioner=s.kafka.check_partitioner,
+        consumer_group=s.job.consumer_group,
         dry_run=s.dry_run,
-        policy=s.policy,
-        max_partitions=s.max_partitions,
-        other_jobs=s.other_jobs,
-        co_jobs=s.co_jobs,
-        managed_jobs=s.managed_jobs,
-        lease_ttl_s=s.lease_ttl_s,
+        policy=growth.policy,
+        max_partitions=growth.max_partitions,
+        other_jobs=s.ownership.other_jobs,
+        co_jobs=s.ownership.co_jobs,
+        managed_jobs=s.ownership.managed_jobs,
+        lease_ttl_s=s.ownership.lease_ttl_s,
         poll_interval_s=s.poll_interval_s,
         # rule 1.8: the plan chooses the restart from the running processors' capabilities
         restart=s.restart_requested,
         # a DAG that names no application and no restart task never launches the job
         owns_launch=s.launch_application
-        if is_mapped(s.launch_application) and s.restart_task is None
+        if is_mapped(s.launch_application) and s.restart.task is None
         else s.owns_launch,
-        job_down_timeout_s=s.job_down_timeout_s,
+        job_down_timeout_s=s.restart.job_down_timeout_s,
         **common,
         **retrying,
     )
     expand_tasks: list[BaseOperator] = []
     for topic in topics:
-        if s.targets and topic in s.targets:
-            size: dict[str, Any] = {"target_partitions": s.targets[topic]}
+        if growth.targets and topic in growth.targets:
+            size: dict[str, Any] = {"target_partitions": growth.targets[topic]}
         elif not _is_template(topic):
             size = {
                 "target_partitions": _pull(
@@ -170,7 +170,7 @@ def _add_chain(
                 )
             }
         else:
-            size = {"factor": s.factor}
+            size = {"factor": growth.factor}
         expand_tasks.append(
             ExpandPartitionsOperator(
                 task_id="expand" if len(topics) == 1 else f"expand_{topic}",
@@ -183,11 +183,11 @@ def _add_chain(
             )
         )
     barrier_kwargs = {
-        "consumer_group": s.consumer_group,
-        "producer_refresh_grace_s": s.producer_refresh_grace_s,
-        "barrier_timeout_s": s.barrier_timeout_s,
+        "consumer_group": s.job.consumer_group,
+        "producer_refresh_grace_s": s.barrier.producer_refresh_grace_s,
+        "barrier_timeout_s": s.barrier.barrier_timeout_s,
         "poke_interval": s.poll_interval_s,
-        "stale_quiet_s": s.stale_quiet_s,
+        "stale_quiet_s": s.barrier.stale_quiet_s,
         **owned,
     }
     pre_barrier: list[BaseOperator] = []
@@ -215,10 +215,10 @@ def _add_chain(
     stop = StopStatefulJobOperator(
         task_id="stop_job",
         reason="partition expansion " + expansion_id,
-        # a handover: vN's stopped heartbeat is the standby's cue, so look often
-        poll_interval_s=min(s.poll_interval_s, 0.5 if s.warm_handover else 5.0),
-        stop_timeout_s=s.stop_timeout_s,
-        standby_warm_timeout_s=s.standby_warm_timeout_s if s.warm_handover else None,
+        # a warm restart: vN's stopped heartbeat is the standby's cue, so look often
+        poll_interval_s=min(s.poll_interval_s, 0.5 if s.launches_standby else 5.0),
+        stop_timeout_s=s.restart.stop_timeout_s,
+        standby_warm_timeout_s=s.restart.standby_warm_timeout_s if s.launches_standby else None,
         **owned,
         **retrying,
     )
@@ -228,10 +228,10 @@ def _add_chain(
         task_id="submit",
         run_mode=mode,
         application_args=application_args,
-        log_dir=s.log_dir,
+        log_dir=s.spark.log_dir,
         # rule 1.5: a job on the runtime checks what it reads beyond the barrier (another job
         # gets the flags in its application_args if it supports them)
-        on_stale_placement=s.on_stale_placement if s.takes_runtime_flags else None,
+        on_stale_placement=s.barrier.on_stale_placement if s.takes_runtime_flags else None,
         # a retry (on any worker) launches again only once the record's launch is gone
         retries=s.retries,
         retry_delay=s.retry_delay,
@@ -245,7 +245,7 @@ def _add_chain(
         accept_stopped=mode == "available-now",
         deferrable=True,  # not [operators]' default
         poke_interval=min(s.poll_interval_s, 5.0),
-        timeout=s.ack_timeout_s,
+        timeout=s.restart.ack_timeout_s,
         # the user's restart task is skipped when the job takes vN+1 itself (in place, in-app)
         **({"trigger_rule": "none_failed"} if restart_task is not None else {}),
         **owned,
@@ -253,14 +253,14 @@ def _add_chain(
     )
     report = ExpansionReportOperator(
         task_id="report",
-        job_name=s.job_name,
+        job_name=s.job.name,
         expansion_id="{{ (ti.xcom_pull(task_ids='"
         + ids["plan"]
         + ("', map_indexes=ti.map_index" if mapped else "'")
         + ") or {}).get('expansion_id') }}",
         **common,
         run_mode=mode,
-        on_stale_placement=s.on_stale_placement,
+        on_stale_placement=s.barrier.on_stale_placement,
         task_ids={
             "plan": ids["plan"],
             "barrier": ids["barrier"],
@@ -285,17 +285,17 @@ def _add_jobs(s: ExpansionSettings, prefix: str) -> None:
     planned before any topic grows (each plan also feeds the others' expand steps: a refusal
     grows nothing); the first expand step grows the topic, the others find it grown. Then
     `JobsReportOperator` ("report") shows each job's outcome."""
-    if s.jobs == ALL_JOBS:
+    if s.job.jobs == ALL_JOBS:
         add_all_jobs(s, prefix, _add_chain)
         return
-    if not s.jobs:
+    if not s.job.jobs:
         _add_chain(s, prefix)
         return
     plans: list[BaseOperator] = []
     expands: list[BaseOperator] = []
     reports: list[BaseOperator] = []
     groups: dict[str, str] = {}
-    for name in s.jobs:
+    for name in s.job.jobs:
         group_id = name.replace(".", "_")
         with TaskGroup(group_id=group_id):
             plan, expand_tasks, report = _add_chain(s.for_job(name), f"{prefix}{group_id}.")
@@ -309,22 +309,11 @@ def _add_jobs(s: ExpansionSettings, prefix: str) -> None:
 
 
 def expansion_task_group(
-    settings: ExpansionSettings | None = None,
-    *,
-    group_id: str = "samza_expand",
-    job: JobSettings | None = None,
-    kafka: KafkaSettings | None = None,
-    spark: SparkSettings | None = None,
-    barrier: BarrierSettings | None = None,
-    restart: RestartSettings | None = None,
-    ownership: OwnershipSettings | None = None,
-    **fields: Any,
+    settings: ExpansionSettings | None = None, *, group_id: str = "samza_expand", **fields: Any
 ) -> TaskGroup:
     """The expansion chain as a TaskGroup (task ids ``<group_id>.plan`` ...), for use inside a
     ``with DAG(...)`` block. The settings as `build_expansion_dag` takes them."""
-    groups = dict(job=job, kafka=kafka, spark=spark, barrier=barrier, restart=restart,
-                  ownership=ownership)  # fmt: skip
-    resolved = ExpansionSettings.of(settings, flatten("expansion_task_group", groups, fields))
+    resolved = ExpansionSettings.of(settings, fields)
     with TaskGroup(group_id=group_id) as group:
         _add_jobs(resolved, f"{group_id}.")
     return group
@@ -334,12 +323,6 @@ def build_expansion_dag(
     dag_id: str,
     settings: ExpansionSettings | None = None,
     *,
-    job: JobSettings | None = None,
-    kafka: KafkaSettings | None = None,
-    spark: SparkSettings | None = None,
-    barrier: BarrierSettings | None = None,
-    restart: RestartSettings | None = None,
-    ownership: OwnershipSettings | None = None,
     schedule: Any = None,
     params: Mapping[str, Any] | None = None,
     start_date: datetime | None = None,
@@ -350,17 +333,15 @@ def build_expansion_dag(
     default_args: Mapping[str, Any] | None = None,
     **fields: Any,
 ) -> DAG:
-    """A DAG expanding the topics of a stateful job (see the module docstring): the groups
-    ``job``, ``kafka``, ``spark``, ``barrier``, ``restart``, ``ownership`` and the keywords
-    about the growth and the steps (``factor``, ``targets``, ``policy``, ``dry_run``,
-    ``retries``, ...; the flat keywords of a group: deprecated), or ``settings`` (an
-    `ExpansionSettings`); ``schedule`` ... ``default_args`` are the DAG's own
+    """A DAG expanding the topics of a stateful job (see the module docstring). ``fields``
+    are `ExpansionSettings`' own: the groups ``job=JobSettings(...)``, ``kafka``, ``spark``,
+    ``barrier``, ``restart``, ``ownership``, ``growth`` and ``dry_run``, ``poll_interval_s``,
+    ``retries``, ``retry_delay``, ``write_job_model_operator`` (over ``settings`` when both
+    are given); ``schedule`` ... ``default_args`` are the DAG's own
     (``default_args={"deferrable": False}`` reaches the plan and stop steps, which the factory
     leaves to Airflow's defaults: ``[operators] default_deferrable`` unless given).
     """
-    groups = dict(job=job, kafka=kafka, spark=spark, barrier=barrier, restart=restart,
-                  ownership=ownership)  # fmt: skip
-    resolved = ExpansionSettings.of(settings, flatten("build_expansion_dag", groups, fields))
+    resolved = ExpansionSettings.of(settings, fields)
     resolved, form = trigger_form(resolved, params)
     dag = DAG(
         dag_id,
@@ -384,6 +365,7 @@ __all__ = [
     "DEFAULT_APPLICATION",
     "BarrierSettings",
     "ExpansionSettings",
+    "GrowthSettings",
     "JobSettings",
     "KafkaSettings",
     "OwnershipSettings",

@@ -28,11 +28,12 @@ def _number(value: Any) -> bool:
 
 def _fields(s: ExpansionSettings) -> dict[str, Param]:
     form: dict[str, Param] = {}
-    if s.targets is None and s.policy is None and isinstance(s.factor, int):
+    growth, barrier = s.growth, s.barrier
+    if growth.targets is None and growth.policy is None and isinstance(growth.factor, int):
         form["factor"] = Param(
-            s.factor,
+            growth.factor,
             type="integer",
-            enum=sorted({*FACTORS, s.factor}),
+            enum=sorted({*FACTORS, growth.factor}),
             title="Growth factor",
             description="Each input topic grows to its current partition count x this factor "
             "(a power of two keeps every key's state in its task).",
@@ -45,9 +46,9 @@ def _fields(s: ExpansionSettings) -> dict[str, Param]:
             description="Plan and validate the growth (partitioner, limits, other jobs) and "
             "change nothing: no topic grows, no record or job model is written.",
         )
-    if _number(s.producer_refresh_grace_s):
+    if _number(barrier.producer_refresh_grace_s):
         form["producer_refresh_grace_s"] = Param(
-            s.producer_refresh_grace_s,
+            barrier.producer_refresh_grace_s,
             type="number",
             minimum=0,
             title="Producer refresh grace (s)",
@@ -55,9 +56,9 @@ def _fields(s: ExpansionSettings) -> dict[str, Param]:
             "growth: at least how often they refresh the topic's metadata, in seconds (a Kafka "
             "producer refreshes every 300 s by default).",
         )
-    if _number(s.barrier_timeout_s):
+    if _number(barrier.barrier_timeout_s):
         form["barrier_timeout_s"] = Param(
-            s.barrier_timeout_s,
+            barrier.barrier_timeout_s,
             type="number",
             minimum=0,
             title="Barrier timeout (s)",
@@ -73,11 +74,18 @@ def trigger_form(
 ) -> tuple[ExpansionSettings, dict[str, Any]]:
     """The settings (each form field's setting now reads ``{{ params.<field> }}``) and the DAG's
     ``params``: the default form, or `params` as given (module docstring)."""
-    if params is not None or settings.jobs == ALL_JOBS:
+    if params is not None or settings.job.jobs == ALL_JOBS:
         return settings, dict(params or {})
     form = _fields(settings)
     templated = {name: "{{ params." + name + " }}" for name in form}
-    return dataclasses.replace(settings, **templated), dict(form)
+    groups = {"factor": "growth", "dry_run": None}  # the others: the barrier group's
+    top = {n: v for n, v in templated.items() if groups.get(n, "barrier") is None}
+    own = {
+        group: {n: v for n, v in templated.items() if groups.get(n, "barrier") == group}
+        for group in ("growth", "barrier")
+    }
+    form_settings = settings.with_fields({g: f for g, f in own.items() if f}, "trigger form")
+    return dataclasses.replace(form_settings, **top), dict(form)
 
 
 __all__ = ["trigger_form"]

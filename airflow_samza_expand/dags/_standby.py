@@ -1,7 +1,8 @@
 """The restart tasks of the expansion chain beside the spark-submit launch: the standby tasks
-(`_protocol.restart.warm`): ``submit_standby`` (the handover's vN+1 standby, launched right after
-the expansion, before the stop) and ``hot_standby`` (a second vN+1 processor kept for failover,
-after the submit step); and the user's ``restart_task`` with the ``submit`` gate before it."""
+(`_protocol.restart.warm`): ``submit_standby`` (the warm restart's vN+1 standby, launched right
+after the expansion, before the stop) and ``hot_standby`` (a second vN+1 processor kept for
+failover, after the submit step); and the user's restart task (``RestartSettings.task``) with
+the ``submit`` gate before it."""
 
 from __future__ import annotations
 
@@ -32,22 +33,22 @@ def standby_tasks(
     """
     common = {
         "application_args": application_args,
-        "log_dir": s.log_dir,
+        "log_dir": s.spark.log_dir,
         # the standby becomes the restarted job: the same order check as the submit step's
-        "on_stale_placement": (s.on_stale_placement if s.takes_runtime_flags else None),
+        "on_stale_placement": (s.barrier.on_stale_placement if s.takes_runtime_flags else None),
         "retries": s.retries,
         "retry_delay": s.retry_delay,
         **spark,
         **owned,
     }
     added: list[BaseOperator] = []
-    if s.warm_handover:  # a strategy the plan may choose launches a standby early
+    if s.launches_standby:  # a strategy the plan may choose launches a standby early
         standby = LaunchStandbyOperator(task_id="submit_standby", step="standby", **common)
         for task in expand_tasks:
             task >> standby
         standby >> stop  # the standby exists before vN stops: vN hands the lease over to it
         added.append(standby)
-    if s.hot_standby:
+    if s.restart.hot_standby:
         hot = LaunchStandbyOperator(
             task_id="hot_standby", step="hot_standby", processors=2, **common
         )
@@ -57,15 +58,15 @@ def standby_tasks(
 
 
 def user_restart_task(s: ExpansionSettings, plan: BaseOperator) -> BaseOperator | None:
-    """The user's "start vN+1" task (``restart_task``), in this DAG; None without one."""
-    given = s.restart_task
+    """The user's "start vN+1" task (``RestartSettings.task``), in this DAG; None without one."""
+    given = s.restart.task
     if given is None:
         return None
-    task = given if isinstance(given, BaseOperator) else given(s.job_name)
+    task = given if isinstance(given, BaseOperator) else given(s.job.name)
     if not isinstance(task, BaseOperator):
         raise TypeError(
-            f"restart_task({s.job_name!r}) returned {task!r} - return the operator that starts "
-            "the job on its newest job model"
+            f"RestartSettings(task=...)({s.job.name!r}) returned {task!r} - return the "
+            "operator that starts the job on its newest job model"
         )
     if not task.has_dag():
         task.dag = plan.dag  # an operator made outside the DAG joins it

@@ -60,13 +60,17 @@ def test_jobs_all_without_a_managed_reader_fails_naming_the_fix(
 
 
 def test_jobs_all_rows_apply_per_job_at_run_time_and_refuse_fields_that_cannot_differ():
+    from airflow_samza_expand.dags import JobSettings, SparkSettings
     from airflow_samza_expand.dags._all_jobs import job_rows
     from airflow_samza_expand.dags._settings import ExpansionSettings
 
+    per_job = {"a": {"job": {"application_args": ["--job-name", "a"]},
+                     "spark": {"conf": {"k": "v"}}}}  # fmt: skip
     s = ExpansionSettings(
-        jobs="all", topics=["t"], application_args=["--base"], run_mode="available-now",
-        per_job={"a": {"application_args": ["--job-name", "a"], "spark_conf": {"k": "v"}}},
-        application="/opt/job.py", application_on_runtime=True,  # the DAG runs the jobs
+        job=JobSettings(jobs="all", topics=["t"], application_args=["--base"],
+                        run_mode="available-now", per_job=per_job),
+        # the DAG runs the jobs
+        spark=SparkSettings(application="/opt/job.py", application_on_runtime=True),
     )  # fmt: skip
     a, c = job_rows(s, ["a", "c"])
     assert a == {
@@ -79,14 +83,15 @@ def test_jobs_all_rows_apply_per_job_at_run_time_and_refuse_fields_that_cannot_d
     }
     assert c["application_args"] == ["--base", "--trigger", "available-now"]
     assert c["co_jobs"] == ["a"] and c["spark_conf"] == {}
-    fixed = dataclasses.replace(s, per_job={"a": {"application_args": ["--x"], "factor": 4}})
-    with pytest.raises(ValueError, match=r"per_job\['a'\] sets \['factor'\]"):
+    own = {"a": {"job": {"application_args": ["--x"]}, "growth": {"factor": 4}}}
+    fixed = dataclasses.replace(s, job=dataclasses.replace(s.job, per_job=own))
+    with pytest.raises(ValueError, match=r"per_job\['a'\] sets \['growth.factor'\]"):
         job_rows(fixed, ["a"])
     with pytest.raises(ValueError, match="has no application_args"):
-        job_rows(dataclasses.replace(s, application_args=()), ["b"])
+        job_rows(dataclasses.replace(s, job=dataclasses.replace(s.job, application_args=())), ["b"])
     # a DAG naming no application runs no job of its own: an available-now job is refused
-    unowned = dataclasses.replace(s, application=None, application_on_runtime=False)
+    unowned = dataclasses.replace(s, spark=SparkSettings())
     with pytest.raises(ValueError, match="job 'c': run_mode='available-now' runs the job from"):
         job_rows(unowned, ["c"])
     with pytest.raises(ValueError, match="or jobs='all'"):
-        ExpansionSettings(jobs="everything", topics=["t"])
+        ExpansionSettings(job=JobSettings(jobs="everything", topics=["t"]))

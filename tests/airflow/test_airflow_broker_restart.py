@@ -45,7 +45,12 @@ def test_a_broker_restart_during_the_barrier_is_ridden_out(
     # a step that meets the broker still electing leaders fails transiently: Airflow's retry
     # takes it (the expansion's steps are idempotent), as a deployment's retries would
     spec = ownership._spec(
-        j, tmp_path, bootstrap, f"restart_{name}", producer_refresh_grace_s=6.0, retries=3
+        j,
+        tmp_path,
+        bootstrap,
+        f"restart_{name}",
+        barrier={"producer_refresh_grace_s": 6.0},
+        retries=3,
     )
     airflow_env.serialize_dag_to_db(build(**spec))
     v1 = handover._start_v1(j, tmp_path, bootstrap)

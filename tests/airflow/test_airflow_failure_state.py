@@ -61,6 +61,9 @@ def test_a_failed_barrier_after_the_growth_logs_and_keeps_the_state_and_the_fix(
 
 
 def test_the_factory_puts_the_failure_callback_on_every_step() -> None:
-    dag = build_expansion_dag("d", job_name="j", topics="t", application_args=["--job-name", "j"])
+    from airflow_samza_expand.dags import JobSettings
+
+    job = JobSettings(name="j", topics="t", application_args=["--job-name", "j"])
+    dag = build_expansion_dag("d", job=job)
     for task_id in ("plan", "expand", "barrier", "stop_job", "write_job_model", "submit", "ack"):
         assert on_step_failure in list(dag.task_dict[task_id].on_failure_callback or []), task_id

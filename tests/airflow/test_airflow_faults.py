@@ -103,7 +103,7 @@ def test_a_run_killed_once_a_step_began_completes_exactly_once_when_cleared(
 ):
     j = job(2)
     spec = ownership._spec(
-        j, tmp_path, kafka_bootstrap, f"fault_{j.name}", producer_refresh_grace_s=2.0
+        j, tmp_path, kafka_bootstrap, f"fault_{j.name}", barrier={"producer_refresh_grace_s": 2.0}
     )
     airflow_env.serialize_dag_to_db(build(**spec))
     v1 = handover._start_v1(j, tmp_path, kafka_bootstrap)
@@ -129,7 +129,7 @@ def test_a_run_that_died_holding_the_lease_is_taken_over_and_ends_skipped_when_c
     j = job(2)
     spec = ownership._spec(
         j, tmp_path, kafka_bootstrap, f"takeover_{j.name}",
-        producer_refresh_grace_s=2.0, lease_ttl_s=12.0,
+        barrier={"producer_refresh_grace_s": 2.0}, ownership={"lease_ttl_s": 12.0},
     )  # fmt: skip
     airflow_env.serialize_dag_to_db(build(**spec))
     v1 = handover._start_v1(j, tmp_path, kafka_bootstrap)
@@ -181,7 +181,7 @@ def test_a_deferred_barrier_longer_than_the_lease_ttl_keeps_the_lease(
     j = job(2)
     spec = ownership._spec(
         j, tmp_path, kafka_bootstrap, f"renew_{j.name}",
-        producer_refresh_grace_s=3 * ttl, lease_ttl_s=ttl,
+        barrier={"producer_refresh_grace_s": 3 * ttl}, ownership={"lease_ttl_s": ttl},
     )  # fmt: skip
     airflow_env.serialize_dag_to_db(build(**spec))
     v1 = handover._start_v1(j, tmp_path, kafka_bootstrap)

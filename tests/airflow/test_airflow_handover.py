@@ -1,5 +1,5 @@
-"""The handover restart through real Airflow (``dag.test()``) on real Kafka: with
-``handover="warm"`` (the default) the factory launches the vN+1 processor as a standby right
+"""The warm restart through real Airflow (``dag.test()``) on real Kafka: with
+``RestartSettings(restart="warm")`` the factory launches the vN+1 processor as a standby right
 after the expansion, before vN is stopped, and the submit step launches nothing; ``"cold"``
 launches after the write; ``hot_standby=True`` adds a second vN+1 processor. The job is
 `fake_spark_submit.py` (it plays ``--standby --job-model-version N``); tests/e2e run the real one.
@@ -20,7 +20,12 @@ from race_dags import build
 
 from airflow_samza_expand.core._clock import parse_iso
 from airflow_samza_expand.core._liveness import acknowledging
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+from airflow_samza_expand.dags import (
+    JobSettings,
+    RestartSettings,
+    build_expansion_dag,
+    stream_job_args,
+)
 
 pytestmark = pytest.mark.kafka
 HERE, _launches, _spec, _wait_for = (
@@ -47,7 +52,9 @@ def test_warm_handover_starts_the_standby_before_the_stop_and_submit_launches_no
     j = job(2)
     v1 = _start_v1(j, tmp_path, kafka_bootstrap)
     try:
-        dag = build(**_spec(j, tmp_path, kafka_bootstrap, f"warm_{j.name}", hot_standby=True))
+        dag = build(
+            **_spec(j, tmp_path, kafka_bootstrap, f"warm_{j.name}", restart={"hot_standby": True})
+        )
         run = run_dag(dag)
     finally:
         v1.wait(60)
@@ -102,7 +109,9 @@ def test_warm_handover_stops_vn_only_once_the_standby_is_warm(
 
 def test_cold_restart_launches_after_the_write(job, fake_spark, tmp_path, kafka_bootstrap, run_dag):
     j = job(2)
-    run = run_dag(build(**_spec(j, tmp_path, kafka_bootstrap, f"cold_{j.name}", handover="cold")))
+    run = run_dag(
+        build(**_spec(j, tmp_path, kafka_bootstrap, f"cold_{j.name}", restart={"restart": "cold"}))
+    )
     assert str(run.state) == "success", task_states(run)
     assert "submit_standby" not in task_states(run)
     (argv,) = _launches(fake_spark)
@@ -113,20 +122,22 @@ def test_cold_restart_launches_after_the_write(job, fake_spark, tmp_path, kafka_
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"handover": "hot"}, "handover='hot' is not known - use 'in-place'"),
-        ({"hot_standby": True, "run_mode": "available-now"}, "hot_standby=True needs"),
+        ({"restart": {"restart": "hot"}}, "restart='hot' is not known - use 'in-place'"),
+        ({"restart": {"hot_standby": True}, "job": {"run_mode": "available-now"}},
+         "hot_standby=True needs"),
     ],
-)
+)  # fmt: skip
 def test_bad_restart_settings_are_refused_at_parse_time(fields, message):
+    job = {"name": "j", "topics": "t", "application_args": ["-x"], **fields.pop("job", {})}
+    groups = {"job": JobSettings(**job), "restart": RestartSettings(**fields["restart"])}
     with pytest.raises(ValueError, match=message):
-        build_expansion_dag("bad", job_name="j", topics="t", application_args=["-x"], **fields)
+        build_expansion_dag("bad", **groups)
 
 
 def test_available_now_restart_is_cold():
     args = stream_job_args(job_name="j", checkpoint_dir="/c", output_topic="o")  # the shipped
-    dag = build_expansion_dag(
-        "an", job_name="j", topics="t", run_mode="available-now", application_args=args
-    )
+    job = JobSettings(name="j", topics="t", run_mode="available-now", application_args=args)
+    dag = build_expansion_dag("an", job=job)
     assert "submit_standby" not in dag.task_ids
 
 
@@ -172,7 +183,9 @@ def test_a_job_that_cannot_be_a_standby_is_never_run_twice_and_nothing_waits(
     v1 = _start_v1(j, tmp_path, kafka_bootstrap)
     watch = _RunningWatch(j.config, j.name)
     try:
-        spec = _spec(j, tmp_path, kafka_bootstrap, f"five_{j.name}", standby_warm_timeout_s=60)
+        spec = _spec(
+            j, tmp_path, kafka_bootstrap, f"five_{j.name}", restart={"standby_warm_timeout_s": 60}
+        )
         run = run_dag(build(**spec))
     finally:
         v1.wait(60)
@@ -196,7 +209,9 @@ def test_an_explicit_warm_handover_of_such_a_job_is_refused_before_anything_chan
     j = job(2)
     v1 = _start_v1(j, tmp_path, kafka_bootstrap)
     try:
-        spec = _spec(j, tmp_path, kafka_bootstrap, f"fivewarm_{j.name}", handover="warm")
+        spec = _spec(
+            j, tmp_path, kafka_bootstrap, f"fivewarm_{j.name}", restart={"restart": "warm"}
+        )
         run = run_dag(build(**spec))
     finally:
         j.store.request_stop(1, "test")

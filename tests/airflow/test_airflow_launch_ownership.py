@@ -215,7 +215,7 @@ def test_auto_never_picks_a_launching_restart_unless_the_dag_owns_launching():
         choose_restart(mixed, 1, "auto", launches=False)
     assert "can neither switch in place nor restart in-app" in str(refused.value)
     assert "RestartSettings(task=...)" in str(refused.value)
-    with pytest.raises(ExpansionError, match="handover='cold' launches the job"):
+    with pytest.raises(ExpansionError, match="restart='cold' launches the job"):
         choose_restart(mixed, 1, "cold", launches=False)
     every = {"p1": _record("p1", ["in-app", "standby"]), "p2": _record("p2", ["in-app"])}
     assert choose_restart(every, 1, "auto", launches=False).mode == "in-app"
@@ -242,8 +242,8 @@ def test_the_factory_gives_the_shipped_job_only_to_a_dag_built_for_it():
     available_now = JobSettings(name="j", topics="t", application_args=USER_ARGS,
                                 run_mode="available-now")  # fmt: skip
     for fields, what in [
-        ({"restart": RestartSettings(handover="cold")}, "handover='cold' launches the job"),
-        ({"restart": RestartSettings(handover="warm")}, "handover='warm' launches the job"),
+        ({"restart": RestartSettings(restart="cold")}, "restart='cold' launches the job"),
+        ({"restart": RestartSettings(restart="warm")}, "restart='warm' launches the job"),
         ({"restart": RestartSettings(hot_standby=True)}, "hot_standby=True launches a"),
         ({"job": available_now}, "runs the job from the DAG"),
     ]:
@@ -251,7 +251,8 @@ def test_the_factory_gives_the_shipped_job_only_to_a_dag_built_for_it():
             _dag("x", **fields)
         assert "SparkSettings(application=...)" in str(refused.value)
     # each job of a multi-job DAG by its own arguments
-    per_job = {"a": {"application_args": SHIPPED}, "b": {"application_args": USER_ARGS}}
+    per_job = {"a": {"job": {"application_args": SHIPPED}},
+               "b": {"job": {"application_args": USER_ARGS}}}  # fmt: skip
     multi = _dag("m", job=JobSettings(jobs=["a", "b"], topics="t", per_job=per_job))
     assert multi.get_task("a.submit").application == DEFAULT_APPLICATION
     assert multi.get_task("b.submit").application == ""

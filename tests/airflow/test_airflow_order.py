@@ -28,11 +28,19 @@ from airflow_samza_expand.airflow.operators._report import ExpansionReportOperat
 from airflow_samza_expand.airflow.operators._submit import SubmitStreamJobOperator
 from airflow_samza_expand.airflow.sensors import OrderingBarrierSensor
 from airflow_samza_expand.airflow.triggers import OrderingBarrierTrigger
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+from airflow_samza_expand.dags import (
+    BarrierSettings,
+    JobSettings,
+    RestartSettings,
+    SparkSettings,
+    build_expansion_dag,
+    stream_job_args,
+)
 from airflow_samza_expand.dags._settings import DEFAULT_APPLICATION
 
 # the shipped job's (a DAG built with stream_job_args launches the shipped job)
 ARGS = stream_job_args(job_name="j", checkpoint_dir="/c", output_topic="out")
+JOB = JobSettings(name="j", topics="t", application_args=ARGS)
 
 
 def _moved_key(old: int, new: int, prefix: str = "late") -> tuple[str, int]:
@@ -78,30 +86,26 @@ def test_order_check_flags_are_added_once_and_the_users_own_win() -> None:
 )
 def test_bad_order_settings_fail_when_the_dag_is_parsed(field, value, match) -> None:
     with pytest.raises(AirflowFailException, match=match):
-        build_expansion_dag("d", job_name="j", topics="t", application_args=ARGS, **{field: value})
+        build_expansion_dag("d", job=JOB, barrier=BarrierSettings(**{field: value}))
 
 
 def test_the_factory_wires_the_order_check_into_submit_barrier_and_report() -> None:
     dag = build_expansion_dag(
-        "d", job_name="j", topics="t", application_args=ARGS, on_stale_placement="fail",
-        stale_quiet_s="{{ params.quiet }}",
+        "d", job=JOB,
+        barrier=BarrierSettings(on_stale_placement="fail", stale_quiet_s="{{ params.quiet }}"),
     )  # fmt: skip
     assert dag.task_dict["submit"].on_stale_placement == "fail"
     assert dag.task_dict["submit"].application_args == ARGS  # the user's args untouched
-    # in the (default) warm handover the standby becomes the restarted job: same check
+    # in a warm restart (auto may choose it) the standby becomes the restarted job: same check
     assert dag.task_dict["submit_standby"].on_stale_placement == "fail"
-    hot = build_expansion_dag(
-        "d4", job_name="j", topics="t", application_args=ARGS, hot_standby=True
-    )
+    hot = build_expansion_dag("d4", job=JOB, restart=RestartSettings(hot_standby=True))
     assert hot.task_dict["hot_standby"].on_stale_placement == "warn"
     assert dag.task_dict["barrier"].stale_quiet_s == "{{ params.quiet }}"
     assert dag.task_dict["report"].on_stale_placement == "fail"
-    default = build_expansion_dag("d2", job_name="j", topics="t", application_args=ARGS)
+    default = build_expansion_dag("d2", job=JOB)
     assert default.task_dict["submit"].on_stale_placement == "warn"
     assert default.task_dict["barrier"].stale_quiet_s is None
-    own_app = build_expansion_dag(
-        "d3", job_name="j", topics="t", application_args=ARGS, application="/opt/my_job.py"
-    )
+    own_app = build_expansion_dag("d3", job=JOB, spark=SparkSettings(application="/opt/my_job.py"))
     assert own_app.task_dict["submit"].on_stale_placement is None  # its flags are its own
     assert DEFAULT_APPLICATION.endswith("job.py")
 

@@ -265,7 +265,9 @@ def test_event_driven_dag_ends_green_on_a_spurious_event_and_after_a_manual_expa
 ):
     j = job(2)
     watcher = build(
-        **_spec(j, tmp_path, kafka_bootstrap, f"watch_{j.name}", follow_live_counts=True)
+        **_spec(
+            j, tmp_path, kafka_bootstrap, f"watch_{j.name}", growth={"follow_live_counts": True}
+        )
     )
     spurious = run_dag(watcher, logical_date=datetime.fromisoformat("2026-01-01T00:00:00+00:00"))
     assert str(spurious.state) == "success", task_states(spurious)
@@ -286,7 +288,8 @@ def test_watcher_overlapping_a_manual_expansion_waits_and_ends_skipped(
 ):
     j = job(2)
     manual = _spec(j, tmp_path, kafka_bootstrap, f"manual_{j.name}")
-    watcher = _spec(j, tmp_path, kafka_bootstrap, f"watch_{j.name}", follow_live_counts=True)
+    watcher = _spec(j, tmp_path, kafka_bootstrap, f"watch_{j.name}",
+                    growth={"follow_live_counts": True})  # fmt: skip
     airflow_env.serialize_dag_to_db(build(**manual))
     airflow_env.serialize_dag_to_db(build(**watcher))
     go = tmp_path / "go"

@@ -21,7 +21,12 @@ from airflow_samza_expand.airflow.operators import (
     PlanExpansionOperator,
 )
 from airflow_samza_expand.core.policy import GrowthPolicy, InvalidPolicyError
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+from airflow_samza_expand.dags import (
+    GrowthSettings,
+    JobSettings,
+    build_expansion_dag,
+    stream_job_args,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -73,18 +78,17 @@ def _expansion_records(j) -> list:
 
 def test_bad_policies_are_refused_at_parse_time(job):
     j = job(2, write_model=False)
-    args = dict(
-        job_name=j.name, topics=[j.topic],
-        application_args=stream_job_args(
-            job_name=j.name, bootstrap_servers="x:1", checkpoint_dir="/tmp/c", output_topic="o"
-        ),
+    args = stream_job_args(
+        job_name=j.name, bootstrap_servers="x:1", checkpoint_dir="/tmp/c", output_topic="o"
     )
-    with pytest.raises(InvalidPolicyError, match="no threshold"):
-        build_expansion_dag("p1", policy={}, **args)
-    with pytest.raises(InvalidPolicyError, match="max_partition_bytes=-5 must be a positive"):
-        build_expansion_dag("p2", policy={"max_partition_bytes": -5}, **args)
-    with pytest.raises(InvalidPolicyError, match="max_factor=6 must be a power of two"):
-        build_expansion_dag("p3", policy={"max_partition_bytes": 5, "max_factor": 6}, **args)
+    job = JobSettings(name=j.name, topics=[j.topic], application_args=args)
+    for policy, refusal in [
+        ({}, "no threshold"),
+        ({"max_partition_bytes": -5}, "max_partition_bytes=-5 must be a positive"),
+        ({"max_partition_bytes": 5, "max_factor": 6}, "max_factor=6 must be a power of two"),
+    ]:
+        with pytest.raises(InvalidPolicyError, match=refusal):
+            build_expansion_dag("p", job=job, growth=GrowthSettings(policy=policy))
     with pytest.raises(ValueError, match="growth policy decides the factor itself"):
         PlanExpansionOperator(
             task_id="plan", job_name=j.name, targets={j.topic: 4},
@@ -172,7 +176,7 @@ def test_scheduled_chain_run_twice_in_a_row_grows_once(
     _fill(kconfig, j.topic, 0, 40, 98)
     _commit_all(kconfig, j.name, j.topic, admin)  # caught up: the barrier passes at once
     policy = GrowthPolicy(max_partition_bytes=1_500, max_factor=2, rate_window_s=1)
-    dag = build(**_spec(j, tmp_path, kafka_bootstrap, f"sched_{j.name}", policy=policy))
+    dag = build(**_spec(j, tmp_path, kafka_bootstrap, f"sched_{j.name}", growth={"policy": policy}))
 
     first = run_dag(dag, logical_date=datetime.fromisoformat("2026-01-01T00:00:00+00:00"))
     assert str(first.state) == "success", task_states(first)

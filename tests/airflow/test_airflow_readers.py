@@ -18,7 +18,15 @@ from test_airflow_ownership import _launches
 
 from airflow_samza_expand.airflow.operators import PlanExpansionOperator
 from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+from airflow_samza_expand.dags import (
+    BarrierSettings,
+    JobSettings,
+    KafkaSettings,
+    RestartSettings,
+    SparkSettings,
+    build_expansion_dag,
+    stream_job_args,
+)
 from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 pytestmark = pytest.mark.kafka
@@ -112,31 +120,24 @@ def multi_job_dag(
     dag_id: str, jobs: list[str] | str, topic: str, bootstrap: str, log_dir: str, **settings
 ):
     def own(name: str) -> dict:  # per_job as a function: also for jobs="all" (run time)
-        return {
-            "application_args": stream_job_args(
-                job_name=name,
-                bootstrap_servers=bootstrap,
-                checkpoint_dir=f"{log_dir}/{name}/checkpoint",
-                output_topic=f"{topic}-{name}-out",
-            ),
-            "spark_conf": {"spark.app.owner": name},
-        }
+        args = stream_job_args(
+            job_name=name,
+            bootstrap_servers=bootstrap,
+            checkpoint_dir=f"{log_dir}/{name}/checkpoint",
+            output_topic=f"{topic}-{name}-out",
+        )
+        return {"job": {"application_args": args}, "spark": {"conf": {"spark.app.owner": name}}}
 
     return build_expansion_dag(
         dag_id,
-        jobs=jobs,
-        per_job=own,
-        topics=[topic],
-        producer_refresh_grace_s=0.0,
-        barrier_timeout_s=120.0,
+        job=JobSettings(jobs=jobs, per_job=own, topics=[topic]),
+        barrier=BarrierSettings(producer_refresh_grace_s=0.0, barrier_timeout_s=120.0),
+        restart=RestartSettings(stop_timeout_s=60.0, ack_timeout_s=120.0, **settings),
+        kafka=KafkaSettings(check_partitioner=False),
+        spark=SparkSettings(log_dir=log_dir),
         poll_interval_s=0.5,
-        stop_timeout_s=60.0,
-        ack_timeout_s=120.0,
-        check_partitioner=False,
         retries=0,
         retry_delay=timedelta(seconds=1),
-        log_dir=log_dir,
-        **settings,
     )
 
 
@@ -186,18 +187,18 @@ def test_two_jobs_one_run_grow_the_topic_once_and_restart_each_job(
     assert report[other]["job_model_version"] == {"before": 1, "after": 2}
 
 
-@pytest.mark.parametrize(("handover", "launcher"), [("cold", "submit"), ("warm", "submit_standby")])
+@pytest.mark.parametrize(("restart", "launcher"), [("cold", "submit"), ("warm", "submit_standby")])
 def test_one_job_failing_does_not_undo_the_other(
-    job, admin, fake_spark, tmp_path, kafka_bootstrap, run_dag, handover, launcher
+    job, admin, fake_spark, tmp_path, kafka_bootstrap, run_dag, restart, launcher
 ):
     j = job(2)
     other = second_job(j, f"{j.name}-b")
     dag = multi_job_dag(
         f"one_fails_{j.name}", [j.name, other], j.topic, kafka_bootstrap, str(tmp_path / "logs"),
-        handover=handover,
+        restart=restart,
     )  # fmt: skip
     # the second job's restarted job exits at once (no bootstrap servers): the step that
-    # launches it (the submit, or in a warm handover the standby launch) fails
+    # launches it (the submit, or in a warm restart the standby launch) fails
     launch = dag.get_task(f"{other}.{launcher}")
     launch.application_args = [a for a in launch.application_args if a != kafka_bootstrap]
     launch.application_args.remove("--bootstrap-servers")
@@ -218,15 +219,16 @@ def test_multi_job_settings_fail_at_parse_time_naming_the_fix(tmp_path):
     with pytest.raises(ValueError, match="or jobs='all'"):  # jobs="all": test_airflow_all_jobs
         multi_job_dag("all_jobs", "al", "orders", "b:9092", str(tmp_path))
     with pytest.raises(ValueError, match="has no application_args"):
-        build_expansion_dag("no_args", jobs=["a", "b"], per_job={"a": {}}, topics=["orders"])
-    with pytest.raises(TypeError, match=r"per_job\['a'\]: unknown setting\(s\) \['sprak_conf'\]"):
-        build_expansion_dag(
-            "typo",
+        job = JobSettings(jobs=["a", "b"], per_job={"a": {}}, topics=["orders"])
+        build_expansion_dag("no_args", job=job)
+    with pytest.raises(TypeError, match=r"per_job\['a'\]: unknown setting\(s\) \['cnf'\]"):
+        job = JobSettings(
             jobs=["a"],
             application_args=["--x"],
-            per_job=lambda name: {"sprak_conf": {}},
+            per_job=lambda name: {"spark": {"cnf": {}}},
             topics=["orders"],
         )
+        build_expansion_dag("typo", job=job)
     dag = multi_job_dag("two", ["a.b", "c"], "orders", "b:9092", str(tmp_path))
     assert dag.get_task("a_b.plan").co_jobs == ["c"]
     assert dag.get_task("c.plan").other_jobs == "include"

@@ -43,26 +43,29 @@ DAG_FILE = """\
 import json
 from datetime import timedelta
 
-from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+from airflow_samza_expand.dags import (
+    BarrierSettings, JobSettings, KafkaSettings, RestartSettings, SparkSettings,
+    build_expansion_dag, stream_job_args,
+)
 
 SPEC = json.loads({spec!r})
 dag = build_expansion_dag(
     SPEC["dag_id"],
-    job_name=SPEC["job_name"],
-    topics=[SPEC["topic"]],
-    log_dir=SPEC["log_dir"],
-    application_args=stream_job_args(
-        job_name=SPEC["job_name"],
-        bootstrap_servers=SPEC["bootstrap"],
-        checkpoint_dir=SPEC["log_dir"] + "/checkpoint",
-        output_topic=SPEC["topic"] + "-out",
+    job=JobSettings(
+        name=SPEC["job_name"],
+        topics=[SPEC["topic"]],
+        application_args=stream_job_args(
+            job_name=SPEC["job_name"],
+            bootstrap_servers=SPEC["bootstrap"],
+            checkpoint_dir=SPEC["log_dir"] + "/checkpoint",
+            output_topic=SPEC["topic"] + "-out",
+        ),
     ),
-    producer_refresh_grace_s=1.0,
-    barrier_timeout_s=300.0,
+    spark=SparkSettings(log_dir=SPEC["log_dir"]),
+    barrier=BarrierSettings(producer_refresh_grace_s=1.0, barrier_timeout_s=300.0),
+    restart=RestartSettings(stop_timeout_s=60.0, ack_timeout_s=300.0),
+    kafka=KafkaSettings(check_partitioner=False),
     poll_interval_s=0.5,
-    stop_timeout_s=60.0,
-    ack_timeout_s=300.0,
-    check_partitioner=False,
     retries=0,
     retry_delay=timedelta(seconds=1),
 )

@@ -18,26 +18,28 @@ def point_kafka_default(bootstrap: str) -> None:
     os.environ["AIRFLOW_CONN_KAFKA_DEFAULT"] = airflow_env.kafka_connection_env(bootstrap)
 
 
-def expansion_dag(job: SimpleNamespace, dag_id: str | None = None, **overrides: Any) -> Any:
-    """The factory's DAG for ``job`` (x2), with Airflow retries (2, 1 s apart) and short waits."""
-    from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+def expansion_dag(
+    job: SimpleNamespace,
+    dag_id: str | None = None,
+    topics: str | None = None,
+    **overrides: Mapping[str, Any],
+) -> Any:
+    """The factory's DAG for ``job`` (x2, on ``topics``: default its topic), with Airflow
+    retries (2, 1 s apart) and short waits; ``overrides``: a group's fields as
+    ``group={field: value}``."""
+    from airflow_samza_expand import dags
 
-    kwargs: dict[str, Any] = {
-        "topics": job.topic,
-        "factor": 2,
-        "application_args": stream_job_args(
-            job_name=job.name, checkpoint_dir="/nonexistent", output_topic="unused"
-        ),
-        "producer_refresh_grace_s": 0.5,
-        "barrier_timeout_s": 60.0,
-        "poll_interval_s": 0.5,
-        "retries": 2,
-        "retry_delay": timedelta(seconds=1),
-        **overrides,
-    }
-    return build_expansion_dag(
-        dag_id or f"claims_{job.name.replace('-', '_')}", job_name=job.name, **kwargs
+    args = dags.stream_job_args(
+        job_name=job.name, checkpoint_dir="/nonexistent", output_topic="unused"
     )
+    settings = dags.ExpansionSettings(
+        job=dags.JobSettings(name=job.name, topics=topics or job.topic, application_args=args),
+        barrier=dags.BarrierSettings(producer_refresh_grace_s=0.5, barrier_timeout_s=60.0),
+        poll_interval_s=0.5,
+        retries=2,
+        retry_delay=timedelta(seconds=1),
+    ).with_fields(overrides, "expansion_dag")
+    return dags.build_expansion_dag(dag_id or f"claims_{job.name.replace('-', '_')}", settings)
 
 
 def run_until(dag: Any, task_id: str, *, rerun_of: Any = None) -> Any:

@@ -27,7 +27,7 @@ def test_barrier_timeout_changes_nothing_and_a_cleared_barrier_reuses_its_snapsh
     assert all(highs[p] > 0 for p in (0, 1))  # the job (nobody) has records to drain
 
     # 1. the barrier snapshots after its 0.5 s grace, then gives up at once: nobody committed
-    first = run_until(expansion_dag(job, barrier_timeout_s=0.0), "stop_job")
+    first = run_until(expansion_dag(job, barrier={"barrier_timeout_s": 0.0}), "stop_job")
     states = tries(first)
     assert states["expand"] == ("success", 1), states
     assert states["barrier"] == ("failed", 1), states  # a refusal: not retried
@@ -43,7 +43,7 @@ def test_barrier_timeout_changes_nothing_and_a_cleared_barrier_reuses_its_snapsh
     # A barrier that waited the grace again would hit the test's timeout.
     commit_offsets(job.config, job.name, job.topic, highs)
     again = run_until(
-        expansion_dag(job, producer_refresh_grace_s=3600.0), "barrier", rerun_of=first
+        expansion_dag(job, barrier={"producer_refresh_grace_s": 3600.0}), "barrier", rerun_of=first
     )
     assert again.run_id == first.run_id
     states = tries(again)

@@ -66,7 +66,7 @@ def test_growing_a_broadcast_stream_is_refused_and_changes_nothing(job) -> None:
 def test_a_broadcast_stream_grown_outside_airflow_is_refused(job) -> None:
     with KafkaAdmin(job.config, timeout_s=15) as admin:
         admin.create_partitions(job.config_topic, 2)
-    dag = expansion_dag(job, topics=job.config_topic, follow_live_counts=True)
+    dag = expansion_dag(job, topics=job.config_topic, growth={"follow_live_counts": True})
     run = run_until(dag, "write_job_model")
     assert tries(run)["plan"] == ("failed", 1)
     assert [m.version for m in job.store.job_model_history()] == [1]

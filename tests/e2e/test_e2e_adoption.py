@@ -38,7 +38,7 @@ def test_a_plain_job_keeps_its_checkpoint_on_the_runtime_then_expands_in_app(sce
     from airflow_samza_expand._protocol.job.spark_checkpoint import read_checkpoint
     from airflow_samza_expand._protocol.records import expansion_id_for
 
-    s = scenario(application=USER_JOB, application_args=("--source", "kafka"), handover="auto")
+    s = scenario(application=USER_JOB, application_args=("--source", "kafka"), restart="auto")
     s.start_producer()
     plain = StreamJob(f"{s.job_name}-plain", [
         "--bootstrap-servers", s.cfg.bootstrap, "--topic", s.topic, "--checkpoint-dir",

@@ -58,7 +58,8 @@ def test_expansion_keeps_exact_counts_and_order_under_live_traffic(
     assert report["job_model_history"] == versions
     # continuous: the default restart is the handover to the vN+1 standby launched during the
     # grace (the submit step launched nothing); available-now restarts cold
-    assert [o.handover for o in outcomes] == [run_mode == "continuous"] * expansions, outcomes
+    took_over = [o.standby_took_over for o in outcomes]
+    assert took_over == [run_mode == "continuous"] * expansions, outcomes
 
 
 def test_naive_group_by_partition_writer_fails_the_check(scenario) -> None:

@@ -38,7 +38,7 @@ def test_job_killed_before_its_first_batch_on_vn1_restarts_from_its_checkpoint(s
     # an 8 s liveness TTL (the job's --ttl): the killed processor's active lease and heartbeat
     # expire sooner, so the relaunch takes over without the default 30 s wait
     s = scenario(
-        run_mode="continuous", handover="auto", grace_s=3.0, poll_s=0.5,
+        run_mode="continuous", restart="auto", grace_s=3.0, poll_s=0.5,
         application_args=("--ttl", "8"),
     )  # fmt: skip
     s.start_producer()

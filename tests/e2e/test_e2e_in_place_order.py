@@ -1,5 +1,5 @@
 """The proof of order after a switch in place: the shipped job, expanded 2 -> 4 by the DAG with
-``handover="auto"`` (in place: nothing restarts), counts the stale placements beyond v2's
+``restart="auto"`` (in place: nothing restarts), counts the stale placements beyond v2's
 barrier snapshot in its own micro-batches, exactly like a restarted job given
 ``--barrier-offsets auto`` would, and publishes them (expansion record, heartbeat).
 
@@ -34,7 +34,7 @@ def test_running_job_counts_stale_placements_beyond_vn1_snapshot_in_place(
     from airflow_samza_expand.core._order import JOB_SOURCE, SCAN_SOURCE
 
     s = scenario(
-        run_mode="continuous", handover="auto", grace_s=3.0, poll_s=0.5, stale_quiet_s=0.0
+        run_mode="continuous", restart="auto", grace_s=3.0, poll_s=0.5, stale_quiet_s=0.0
     )
     s.start_producer()
     s.start_job()

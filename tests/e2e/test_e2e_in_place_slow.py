@@ -93,7 +93,7 @@ def test_child_of_another_parent_is_read_before_the_slow_partition_drained(scena
     from airflow_samza_expand._protocol.records import expansion_id_for
 
     s = scenario(
-        run_mode="continuous", handover="auto", grace_s=3.0, poll_s=0.5,
+        run_mode="continuous", restart="auto", grace_s=3.0, poll_s=0.5,
         trigger="processing-time=500ms",  # the drain it measures is in batches of 100
         application_args=("--max-records-per-batch", "100"),
         # live traffic well below the capped drain even at 4 s a batch under load: at the

@@ -28,7 +28,7 @@ def multi(e2e_airflow, kafka_bootstrap, tmp_path):
 
     m = MultiJobScenario(
         ScenarioConfig(
-            bootstrap=kafka_bootstrap, work_dir=tmp_path, keys=24, rate=40.0, handover="auto"
+            bootstrap=kafka_bootstrap, work_dir=tmp_path, keys=24, rate=40.0, restart="auto"
         ),
         [DEFAULT_PROCESSOR, keyed.PATH],
         run_dag=airflow_env.run_dag_test,

@@ -207,7 +207,8 @@ def test_demo_reports_the_in_place_switch_against_its_target_with_moved_key_late
 
     outcome = SimpleNamespace(
         factor=2, counts=(2, 4), state="success", summary=None, tasks={}, wall_s=1.0,
-        probe={"downtime_s": 0.13, "barrier_reached_at": None}, handover=False, restart="in-place",
+        probe={"downtime_s": 0.13, "barrier_reached_at": None}, standby_took_over=False,
+        restart="in-place",
     )  # fmt: skip
     scenario = SimpleNamespace(
         cfg=SimpleNamespace(

@@ -1,17 +1,20 @@
-"""The demo's downtime line under the handover restart: it names the restart and
-judges it against ratio <= 0.3 (a cold restart keeps the 1.5x target)."""
+"""The demo's downtime line names the restart by its strategy: a warm restart is judged against
+ratio <= 0.3, an in-app or task restart is called by its own name (a cold restart keeps the
+1.5x target)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 
-def test_demo_downtime_line_names_the_handover_and_its_target() -> None:
-    from types import SimpleNamespace
+import pytest
 
-    from airflow_samza_expand._demo.report import HANDOVER_TARGET_RATIO, build_report, figure_lines
+
+def _report(**outcome_fields):
+    from airflow_samza_expand._demo.report import build_report
 
     outcome = SimpleNamespace(
         factor=2, counts=(2, 4), state="success", summary=None, tasks={}, wall_s=1.0,
-        probe={"downtime_s": 2.0, "barrier_reached_at": None}, handover=True,
+        probe={"downtime_s": 2.0, "barrier_reached_at": None}, **outcome_fields,
     )  # fmt: skip
     scenario = SimpleNamespace(
         cfg=SimpleNamespace(
@@ -24,11 +27,27 @@ def test_demo_downtime_line_names_the_handover_and_its_target() -> None:
         order_violations=[], count_resets=[], partitions_consumed=[0], problems=[],
         job_model_versions=[1, 2],
     )  # fmt: skip
-    report = build_report(  # records: no expansion record, so no stale placement
+    return build_report(  # records: no expansion record, so no stale placement
         scenario=scenario, verification=verification, total_s=1.0, step_seconds={}, records=[None]
     )
-    assert report["timings"]["restart"] == "handover"
-    assert report["timings"]["downtime_target_ratio"] == HANDOVER_TARGET_RATIO
+
+
+def test_demo_downtime_line_names_the_warm_restart_and_its_target() -> None:
+    from airflow_samza_expand._demo.report import WARM_TARGET_RATIO, figure_lines
+
+    report = _report(standby_took_over=True, restart=None)
+    assert report["timings"]["restart"] == "warm"
+    assert report["timings"]["downtime_target_ratio"] == WARM_TARGET_RATIO
     line = figure_lines(report)[0]
-    assert line.startswith("Downtime (handover restart): expansion 2.00s vs plain restart 20.00s")
+    assert line.startswith("Downtime (warm restart): expansion 2.00s vs plain restart 20.00s")
     assert "0.10x (target <= 0.3x: OK)" in line
+
+
+@pytest.mark.parametrize("mode", ["in-app", "task", "cold"])
+def test_an_in_app_or_task_restart_is_named_as_itself(mode: str) -> None:
+    from airflow_samza_expand._demo.report import DOWNTIME_TARGET_RATIO, figure_lines
+
+    report = _report(standby_took_over=False, restart=mode)
+    assert report["timings"]["restart"] == mode
+    assert report["timings"]["downtime_target_ratio"] == DOWNTIME_TARGET_RATIO
+    assert figure_lines(report)[0].startswith(f"Downtime ({mode} restart): expansion 2.00s")

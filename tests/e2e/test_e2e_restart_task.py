@@ -43,7 +43,7 @@ def test_a_job_that_can_only_be_restarted_is_started_by_the_users_own_task(
     s = scenario(
         application=USER_JOB,
         application_args=("--source", "kafka", "--restart-only", "--no-lease"),
-        handover="auto",
+        restart="auto",
         restart_task=restart_task,
     )
     made["scenario"] = s

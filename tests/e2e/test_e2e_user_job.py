@@ -13,12 +13,14 @@ live processor of vN advertises in its heartbeat, and each source gets its own:
   running application restarts its query on each new job model once the barrier has passed
   (the same section) - exactly that: one processor id and one Spark application from start to
   end, no spark-submit launched by the DAG, no stop record. A fall back to a ``warm`` handover
-  (a spark-submit from Airflow per expansion) fails this test.
+  (a spark-submit from Airflow per expansion) fails it. That case runs in
+  test_e2e_two_streams.py (``user-join-in-app``, with this file's checks): a user's job on
+  Spark's own source joining two streams - one run of the slow scenario for both.
 
 What a job whose processors do not advertise ``in-app`` gets instead (the warm handover's
 standby, stop and submit) is held without Spark in tests/protocol/test_protocol_restart.py;
-the warm handover itself stays covered by the other e2e tests (the scenario's default), with a
-job of the user's own in test_e2e_two_streams.py. The verifier: exact per-key counts, no
+the warm handover itself stays covered by the other e2e tests (the scenario's default). The
+verifier: exact per-key counts, no
 sequence violation, no count ever went back, partitions 2..7 consumed, job model history
 v1..v3, order proven."""
 
@@ -35,17 +37,17 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka, pytest.mar
 USER_JOB = str(Path(__file__).resolve().parents[2] / "airflow_samza_expand/examples/user_job.py")
 CHAIN_OK = {"plan", "expand", "barrier", "stop_job", "write_job_model", "submit", "ack", "report"}
 APPLICATION = re.compile(r"in (?:the same )?Spark application (\S+)")
-# rule 1.8's order: (restart mode, the capability every live processor of vN must advertise)
+# the order `auto` tries: (restart mode, the capability every live processor of vN must advertise)
 PREFERENCE = (("in-place", "in-place"), ("in-app", "in-app"), ("warm", "standby"))
 # the reader switches in place; Spark's own source cannot, its runtime restarts the query
 EXPECTED = {"python": "in-place", "kafka": "in-app"}
 
 
-def factory_default_handover() -> str:
-    """The expansion DAG factory's own default restart (what a DAG without handover= gets)."""
-    from airflow_samza_expand.dags._settings import ExpansionSettings
+def factory_default_restart() -> str:
+    """The expansion DAG factory's own default restart (what a DAG without restart= gets)."""
+    from airflow_samza_expand.dags import RestartSettings
 
-    (field,) = [f for f in dataclasses.fields(ExpansionSettings) if f.name == "handover"]
+    (field,) = [f for f in dataclasses.fields(RestartSettings) if f.name == "restart"]
     return str(field.default)
 
 
@@ -57,14 +59,15 @@ def expected_mode(capabilities: list[tuple[str, ...]]) -> str:
     return "cold"
 
 
-@pytest.mark.parametrize("source", ["kafka", "python"])
+# "kafka" (in-app) runs in test_e2e_two_streams.py, "user-join-in-app"
+@pytest.mark.parametrize("source", ["python"])
 def test_user_job_expanded_twice_with_the_default_restart(scenario, source) -> None:
     from airflow_samza_expand._protocol.records import expansion_id_for
     from airflow_samza_expand.core._liveness import statuses
 
-    default = factory_default_handover()
+    default = factory_default_restart()
     assert default == "auto", default
-    s = scenario(application=USER_JOB, application_args=("--source", source), handover=default)
+    s = scenario(application=USER_JOB, application_args=("--source", source), restart=default)
     s.start_producer()
     s.start_job()
     first = dict(s.job.handle)
@@ -85,7 +88,7 @@ def test_user_job_expanded_twice_with_the_default_restart(scenario, source) -> N
         choice = (record.results.get("plan") or {}).get("restart") or {}
         print(f"[e2e] user job ({source}) v{version}: restart {choice}; processors of "
               f"v{version - 1}: {[(p.processor_id, p.capabilities) for p in live]}")  # fmt: skip
-        # the record's choice: what the default asked for, and rule 1.8 over the processors
+        # the record's choice: what the default asked for, and `auto` over the processors
         assert choice.get("requested") == "auto", choice
         assert choice.get("mode") == expected_mode([p.capabilities for p in live]), (choice, live)
         assert choice["mode"] == EXPECTED[source], (choice, live)
@@ -93,7 +96,7 @@ def test_user_job_expanded_twice_with_the_default_restart(scenario, source) -> N
         # the same driver runs on: nothing launched, nothing stopped
         assert int(s.job.handle["pid"]) == pid, s.job.handle
         assert "pid" not in (outcome.summary["submit"] or {}), outcome.summary["submit"]
-        assert not outcome.handover, outcome
+        assert not outcome.standby_took_over, outcome
         running = [p for p in statuses(s.store.processors()).values() if p.state == "running"]
         assert [p.job_model_version for p in running] == [version], running
     _nothing_launched(s, first)  # before the scenario's own stop at its finish

@@ -119,16 +119,19 @@ def test_secured_expansion_end_to_end_with_least_privilege(
         wait_for("the v1 job", lambda: running_processors(store, 1), timeout_s=300)
         wait_for("a v1 commit", lambda: committed_total(admin, job, topic) > 0, timeout_s=300)
 
+        from airflow_samza_expand import dags
+
         dag = build_expansion_dag(
-            f"secured_{suffix}", job_name=job, topics=[topic], factor=2,
-            application_args=args, spark_conf=LOCAL_SPARK_CONF,
-            spark_env_vars={"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
-            spark_submit_kwargs={"job_kafka_config_id": "kafka_spark_job"},
-            producer_refresh_grace_s=3.0, barrier_timeout_s=600, poll_interval_s=1.0,
-            stop_timeout_s=300, ack_timeout_s=600, retries=0, log_dir=str(logs),
+            f"secured_{suffix}",
+            job=dags.JobSettings(name=job, topics=[topic], application_args=args),
+            spark=dags.SparkSettings(
+                conf=LOCAL_SPARK_CONF, env_vars={"PYSPARK_PYTHON": spark_env()["PYSPARK_PYTHON"]},
+                submit_kwargs={"job_kafka_config_id": "kafka_spark_job"}, log_dir=str(logs)),
+            barrier=dags.BarrierSettings(producer_refresh_grace_s=3.0, barrier_timeout_s=600),
             # a restart, not the in-place switch `auto` picks for the shipped job: the launch
             # of v2 is what gets the job's Kafka secrets, the path this test checks
-            handover="warm",
+            restart=dags.RestartSettings(restart="warm", stop_timeout_s=300, ack_timeout_s=600),
+            poll_interval_s=1.0, retries=0,
         )  # fmt: skip
         run = airflow_env.run_dag_test(dag)
         states = airflow_env.task_states(run)

@@ -20,30 +20,28 @@ def build(
 ) -> Any:
     """The shipped chain with short waits: the producer refresh grace `grace_s`, polls every
     0.5 s, no retries; the job (`throttled_job.py` as ``spark-submit``) advertises the standby
-    capability, so the plan picks the warm handover."""
-    from airflow_samza_expand.dags import build_expansion_dag, stream_job_args
+    capability, so the plan picks the warm restart."""
+    from airflow_samza_expand import dags
 
-    return build_expansion_dag(
-        dag_id,
+    args = dags.stream_job_args(
         job_name=job_name,
-        topics=[topic],
-        producer_refresh_grace_s=grace_s,
-        barrier_timeout_s=180.0,
+        bootstrap_servers=bootstrap,
+        checkpoint_dir=f"{log_dir}/checkpoint",
+        output_topic=f"{topic}-out",
+    )
+    return dags.build_expansion_dag(
+        dag_id,
+        job=dags.JobSettings(name=job_name, topics=[topic], application_args=args),
+        barrier=dags.BarrierSettings(producer_refresh_grace_s=grace_s, barrier_timeout_s=180.0),
+        restart=dags.RestartSettings(
+            stop_timeout_s=60.0, standby_warm_timeout_s=60.0, ack_timeout_s=120.0
+        ),
+        kafka=dags.KafkaSettings(check_partitioner=False),
+        # the stand-in starts in well under 1 s
+        spark=dags.SparkSettings(log_dir=log_dir, submit_kwargs={"startup_check_s": 1.0}),
         poll_interval_s=0.5,
-        stop_timeout_s=60.0,
-        standby_warm_timeout_s=60.0,
-        ack_timeout_s=120.0,
-        check_partitioner=False,
         retries=0,
         retry_delay=timedelta(seconds=1),
-        log_dir=log_dir,
-        spark_submit_kwargs={"startup_check_s": 1.0},  # the stand-in starts in well under 1 s
-        application_args=stream_job_args(
-            job_name=job_name,
-            bootstrap_servers=bootstrap,
-            checkpoint_dir=f"{log_dir}/checkpoint",
-            output_topic=f"{topic}-out",
-        ),
     )
 
 

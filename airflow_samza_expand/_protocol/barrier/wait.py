@@ -18,6 +18,7 @@ from typing import Any
 from airflow_samza_expand._kafka.admin import KafkaAdmin
 from airflow_samza_expand._protocol.barrier import evidence
 from airflow_samza_expand._protocol.barrier.step import (
+    DEFAULT_BARRIER_TIMEOUT_S,
     DEFAULT_PRODUCER_REFRESH_GRACE_S,
     barrier_poll,
     grace_until,
@@ -86,6 +87,7 @@ def order_verdict(admin: KafkaAdmin, record: ExpansionRecord) -> dict[str, Any]:
 
 
 __all__ = [
+    "DEFAULT_BARRIER_TIMEOUT_S",
     "DEFAULT_PRODUCER_REFRESH_GRACE_S",
     "BarrierWait",
     "barrier_deadline",

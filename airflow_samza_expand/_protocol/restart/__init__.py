@@ -47,7 +47,7 @@ def normalise_restart(value: Any, *, error: type[Exception] = ExpansionError) ->
     if mode not in modes():
         known = ", ".join(f"{m!r} ({s.summary})" for m, s in STRATEGIES.items())
         raise error(
-            f"handover={value!r} is not known - use {known} or 'auto' (the default: the first "
+            f"restart={value!r} is not known - use {known} or 'auto' (the default: the first "
             f"of {', '.join(STRATEGIES)} the running job can do, from what it says it can do)"
         )
     return mode

@@ -101,19 +101,19 @@ class RestartStrategy:
         """The reason when it was asked for by name; ExpansionError when the job cannot."""
         if self.needs_task and not ctx.restart_task:
             raise ExpansionError(
-                f"handover={self.mode!r} needs the restart task the user supplies "
-                "(restart_task=...) - give one, or use handover='auto'"
+                f"restart={self.mode!r} needs the restart task the user supplies "
+                "(RestartSettings(task=...)) - give one, or use restart='auto'"
             )
         if not (ctx.launches or self.launches_nothing):
             raise ExpansionError(
-                f"handover={self.mode!r} launches the job, but this DAG names no application "
+                f"restart={self.mode!r} launches the job, but this DAG names no application "
                 "and no restart task - name how to launch it (SparkSettings(application=...) "
-                "or RestartSettings(task=...)), or use handover='auto'"
+                "or RestartSettings(task=...)), or use restart='auto'"
             )
         if self.capability is None:
-            return f"handover={self.mode!r} was asked for"
+            return f"restart={self.mode!r} was asked for"
         if not ctx.live:
-            return f"handover={self.mode!r} was asked for; no live processor of v{ctx.version}"
+            return f"restart={self.mode!r} was asked for; no live processor of v{ctx.version}"
         unable = ctx.unable(self.capability)
         if unable:
             raise ExpansionError(

@@ -21,9 +21,9 @@ STRATEGY = RestartStrategy(
     capability=CAPABILITY_STANDBY,
     fits_reason="every live processor of v{version} ({who}) can be a standby",
     refusal=(
-        "handover='warm' needs a job that can wait as a standby, but processor(s) {unable} of "
+        "restart='warm' needs a job that can wait as a standby, but processor(s) {unable} of "
         "v{version} do not advertise the 'standby' capability in their heartbeat (rule 1.8): "
-        "launching a second instance would run the job twice - use handover='auto' or "
+        "launching a second instance would run the job twice - use restart='auto' or "
         "'cold', or build the job on airflow_samza_expand.spark.runtime"
     ),
     acknowledged_by="the standby launched during the grace, taking the active lease",

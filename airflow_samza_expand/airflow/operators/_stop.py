@@ -66,7 +66,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         coordinator: str = DEFAULT_COORDINATOR,
         kafka_config_id: str = DEFAULT_CONN_ID,
         poll_interval_s: float = 5.0,
-        stop_timeout_s: float = 600.0,
+        stop_timeout_s: float = stop_step.DEFAULT_STOP_TIMEOUT_S,
         standby_warm_timeout_s: float | None = None,
         request_timeout_s: float = 30.0,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
