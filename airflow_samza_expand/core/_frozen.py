@@ -55,16 +55,22 @@ class FrozenList(_Immutable, list):
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 
 
+_SCALARS = (str, int, float, bool, type(None))
+_KEPT = (*_SCALARS, FrozenDict, FrozenList)  # returned by `freeze` as they are
+
+
 def freeze(value: Any, key: Callable[[Any], Any] = str) -> Any:
     """`value` as a frozen JSON value: mappings become `FrozenDict` (keys through `key`),
     lists and tuples `FrozenList`; an already frozen value is returned as it is (nothing
     under it is copied), values with ``to_dict`` (e.g. step times) their dict."""
-    if isinstance(value, FrozenDict | FrozenList):
+    if isinstance(value, _KEPT):
         return value
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):  # JSON's own maps: the common case, without the ABC check
         return FrozenDict({key(k): freeze(v, key) for k, v in value.items()})
     if isinstance(value, list | tuple):
-        return FrozenList(freeze(v, key) for v in value)
+        return FrozenList([freeze(v, key) for v in value])
+    if isinstance(value, Mapping):
+        return FrozenDict({key(k): freeze(v, key) for k, v in value.items()})
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
         return freeze(to_dict(), key)
@@ -81,6 +87,8 @@ def fresh_parts(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 def thaw(value: Any) -> Any:
     """A plain, mutable copy (dicts with string keys, lists) of a frozen or plain value."""
+    if isinstance(value, _SCALARS):
+        return value
     if isinstance(value, Mapping):
         return {str(k): thaw(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
