@@ -4,15 +4,17 @@ submit step launches nothing while a live standby of vN+1 exists (it takes over 
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 
 import pytest
 from record_states import walk
 
 from airflow_samza_expand._protocol import handover
+from airflow_samza_expand._protocol.job import launches
 from airflow_samza_expand._protocol.steps import standby
 from airflow_samza_expand._protocol.steps.submit import before_submit
 from airflow_samza_expand._testing.liveness import heartbeat_dead
-from airflow_samza_expand.core._clock import now_iso
+from airflow_samza_expand.core._clock import now_iso, to_iso, utc_now
 from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.core.model import JobModel
@@ -56,17 +58,51 @@ def test_standby_is_launched_once_for_the_new_version(store):
     # a standby of the OLD model (a hot standby of v1) does not count for v2
     store.heartbeat("v1-standby", 1, "standby", role="standby", ttl_s=30)
     assert standby.before_standby(store, EXPANSION).launch == 1
-    # a launch of an earlier try that runs but does not heartbeat yet (JVM start) counts
-    handle = {"detached": True, "pid": 4242, "pgid": 4242}
-    standby.record_launches(store, EXPANSION, "standby", [handle], None)
-    running = standby.before_standby(store, EXPANSION, is_running=lambda h: h["pid"] == 4242)
-    assert running.launch == 0
-    assert standby.before_standby(store, EXPANSION, is_running=lambda h: False).launch == 1
-    store.heartbeat("v2-standby", 2, "standby", role="standby", ttl_s=30)
-    assert standby.before_standby(store, EXPANSION).launch == 0
+    # a launch an earlier try noted (on any worker) that does not heartbeat yet (JVM start):
+    # the step waits for it, and launches nothing once it heartbeats
+    _note_standby_launch(store)
+    looks: list[float] = []
+
+    def comes_up(seconds: float) -> None:
+        looks.append(seconds)
+        store.heartbeat("v2-standby", 2, "starting", role="standby", ttl_s=30)
+
+    decision = standby.before_standby(store, EXPANSION, sleep=comes_up)
+    assert decision.launch == 0 and looks and decision.live == ["v2-standby"], decision
     # a hot standby wants a second processor of v2
-    hot = standby.before_standby(store, EXPANSION, processors=2)
+    hot = standby.before_standby(store, EXPANSION, processors=2, step="hot_standby")
     assert hot.launch == 1 and hot.live == ["v2-standby"]
+
+
+def test_a_noted_standby_launch_gone_past_its_window_is_launched_again(store):
+    _note_standby_launch(store, launched_at=to_iso(utc_now() - timedelta(seconds=120)))
+    decision = standby.before_standby(store, EXPANSION, sleep=_no_wait)
+    assert decision.launch == 1 and "came up within 60 s" in decision.message, decision
+
+
+def test_a_hot_standby_waits_for_its_own_launch_not_for_the_running_processor(store):
+    """The hot standby's launch is up only once a processor beyond those alive at its launch
+    heartbeats: the running one does not stand for it."""
+    store.heartbeat("v2-active", 2, "running", role="active", ttl_s=30)
+    _note_standby_launch(store, step="hot_standby", live=["v2-active"])
+    looks: list[float] = []
+
+    def comes_up(seconds: float) -> None:
+        looks.append(seconds)
+        store.heartbeat("v2-hot", 2, "standby", role="standby", ttl_s=30)
+
+    hot = standby.before_standby(store, EXPANSION, processors=2, step="hot_standby", sleep=comes_up)
+    assert hot.launch == 0 and looks and hot.live == ["v2-active", "v2-hot"], hot
+
+
+def _note_standby_launch(store, step: str = "standby", live=(), **facts) -> None:
+    noted = launches.new_facts(store.get_expansion(EXPANSION), application="j.py", step=step,
+                               live=live, window_s=60)  # fmt: skip
+    launches.note(store, EXPANSION, {**noted, **facts})
+
+
+def _no_wait(seconds: float) -> None:
+    raise AssertionError(f"waited {seconds} s for a launch that is gone")
 
 
 def test_a_dead_standby_is_replaced(store):
@@ -89,12 +125,17 @@ def test_submit_launches_nothing_while_a_live_standby_of_the_new_model_exists(st
     assert not decision.launch and decision.running == ["v2-standby (standby)"]
 
 
-def test_submit_counts_the_handover_standby_launch_still_starting(store):
+def test_submit_waits_for_the_handover_standby_launch_still_starting(store):
     _model_written(store)
-    handle = {"detached": True, "pid": 4242, "pgid": 4242}
-    standby.record_launches(store, EXPANSION, "standby", [handle], None)
-    assert not before_submit(store, EXPANSION, continuous=True, is_running=lambda h: True).launch
-    assert before_submit(store, EXPANSION, continuous=True, is_running=lambda h: False).launch
+    _note_standby_launch(store)  # noted by the standby step on some worker, no heartbeat yet
+    looks: list[float] = []
+
+    def comes_up(seconds: float) -> None:
+        looks.append(seconds)
+        store.heartbeat("v2-standby", 2, "standby", role="standby", ttl_s=30)
+
+    decision = before_submit(store, EXPANSION, continuous=True, sleep=comes_up)
+    assert not decision.launch and looks and decision.running == ["v2-standby (standby)"]
 
 
 def _beat(store, pid: str, capabilities: list[str], version: int = 1) -> None:

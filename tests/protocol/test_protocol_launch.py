@@ -1,7 +1,7 @@
 """The detached launcher (protocol.launch) with real processes: it returns while the command
 runs, terminates it by its handle and records its exit code. And the launch as the expansion
 record keeps it (protocol.launches): the submit step decides from the record and the
-heartbeats on any host, the local pid only a shortcut on the launch's own host."""
+heartbeats, alike on every host - the launching host's pid and state file included."""
 
 from __future__ import annotations
 
@@ -97,10 +97,7 @@ def _on_host(monkeypatch, tmp_path, name: str) -> str:
 
 def _decide(store, sleep=None):
     waits: list[float] = []
-    decision = before_submit(
-        store, EXPANSION, continuous=True, is_running=detached.is_running,
-        sleep=sleep or waits.append,
-    )  # fmt: skip
+    decision = before_submit(store, EXPANSION, continuous=True, sleep=sleep or waits.append)
     return decision
 
 
@@ -174,21 +171,37 @@ def test_a_launch_past_its_window_with_no_live_processor_is_launched_again_from_
     assert nxt["attempt"] == 2 and nxt["host"] == "worker-b"
 
 
-def test_on_its_own_host_the_supervisor_answers_at_once(store, monkeypatch, tmp_path) -> None:
-    """The same host's shortcut: a launch whose supervisor still runs is the job (no wait, no
-    second launch); one that exited is gone before its window ends. Another host sees neither
-    and goes by the heartbeats and the window."""
+class _Waited(Exception):
+    """The submit step chose to wait for the launch (its first sleep)."""
+
+
+def _waited(seconds: float) -> None:
+    raise _Waited(seconds)
+
+
+def test_its_own_host_judges_a_launch_as_any_other_host_does(store, monkeypatch, tmp_path):
+    """No local shortcut: on the launch's own host a supervisor that still runs is not taken
+    for the job (the job may hang before its first heartbeat), nor one that exited for gone -
+    both hosts judge by the heartbeats and the window alike. Deciding by the local pid, host A
+    skipped the launch for as long as the supervisor lived, while host B launched again."""
     handle = _launch_on_a(store, monkeypatch, tmp_path, SLEEPS)
+
+    def views() -> set[str]:
+        found = set()
+        for host in ("worker-a", "worker-b"):
+            _on_host(monkeypatch, tmp_path, host)
+            facts = launches.facts_of(store.get_expansion(EXPANSION))
+            found.add(launches.judge(facts, store.processors(), 2).state)
+        return found
+
     try:
-        decision = _decide(store)
-        assert not decision.launch and "runs on this host" in decision.message, decision
+        assert views() == {launches.STARTING}  # A's supervisor runs: still only "starting"
+        _on_host(monkeypatch, tmp_path, "worker-a")
+        with pytest.raises(_Waited):  # A waits as B would, no "runs on this host" answer
+            _decide(store, sleep=_waited)
     finally:
-        detached.terminate(handle, timeout_s=10)
+        _stop_on_a(handle, monkeypatch)
     assert _wait(lambda: detached.exit_code(handle) is not None)
-    assert _decide(store).launch  # exited: launched again at once, its window not waited for
-    _on_host(monkeypatch, tmp_path, "worker-b")
-    facts = launches.facts_of(store.get_expansion(EXPANSION))
-    assert detached.exit_code(facts) is None  # A's exit is not B's to read
-    assert detached.is_running(facts)  # young: it may still be coming up
-    view = launches.judge(facts, {}, 2)
-    assert view.state == launches.STARTING and view.wait_s > 0, view
+    assert views() == {launches.STARTING}  # exited on A: the record does not say so yet
+    store.heartbeat("worker-a-123", 2, "failed", role="active", ttl_s=30)
+    assert views() == {launches.GONE}  # its processor ended: gone, on every host
