@@ -154,10 +154,11 @@ class KeyedProducer:
 
 
 def start_scenario_producer(
-    config: Mapping[str, str], topic: str, cfg: Any, *, key_prefix: str = "key"
+    config: Mapping[str, str], topic: str, cfg: Any, *, rate: float | None = None
 ) -> KeyedProducer:
-    """The scenarios' keyed producer (``cfg.keys``, ``cfg.rate``, ``cfg.refresh_ms``), started."""
+    """The scenarios' keyed producer (``cfg.keys``, ``cfg.rate`` unless ``rate``,
+    ``cfg.refresh_ms``), started."""
     return KeyedProducer(
-        config, topic, keys=cfg.keys, rate=cfg.rate, refresh_ms=cfg.refresh_ms,
-        key_prefix=key_prefix,
+        config, topic, keys=cfg.keys, rate=cfg.rate if rate is None else rate,
+        refresh_ms=cfg.refresh_ms,
     ).start()  # fmt: skip

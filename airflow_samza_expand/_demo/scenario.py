@@ -124,10 +124,11 @@ class Scenario:
         return [self.topic] + ([self.other_topic] if self.other_topic else [])
 
     def produced(self) -> dict[str, int]:
-        """Records acknowledged per key, over every input stream (their keys are distinct)."""
+        """Records acknowledged per key, over every input stream (a key may be on both)."""
         counts = dict(self.producer.snapshot()) if self.producer is not None else {}
         if self.other_producer is not None:
-            counts.update(self.other_producer.snapshot())
+            for key, n in self.other_producer.snapshot().items():
+                counts[key] = counts.get(key, 0) + n
         return counts
 
     def caught_up(self) -> bool:
@@ -136,8 +137,10 @@ class Scenario:
     def start_producer(self) -> None:
         self.producer = start_scenario_producer(self.config, self.topic, self.cfg)
         if self.other_topic is not None:
+            # payments of the same keys as the orders (a join's two sides), at half their
+            # rate: a key's payment n is sent well after its order n, so each one has its order
             self.other_producer = start_scenario_producer(
-                self.config, self.other_topic, self.cfg, key_prefix="pay"
+                self.config, self.other_topic, self.cfg, rate=self.cfg.rate / 2
             )
         self.log(
             f"producer: {self.cfg.keys} keys, {self.cfg.rate:.0f} records/s, librdkafka "
@@ -341,9 +344,16 @@ class Scenario:
             produced=produced,
             store=self.store,
             expected_versions=expected_versions,
+            joins=self._joins(),
         )
         self.models = self.store.job_model_history()
         return result
+
+    def _joins(self) -> tuple[dict[str, int], dict[str, int]] | None:
+        """Two streams: the records per key of orders and of payments, for the join check."""
+        if self.other_topic is None or self.other_producer is None:
+            return None
+        return self.producer.snapshot(), self.other_producer.snapshot()
 
     def verify_at_quiet_point(self, expected_versions: list[int] | None = None) -> Verification:
         """Continuous mode, job and producer keep running: pause the producer, wait until the

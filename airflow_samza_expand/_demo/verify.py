@@ -6,7 +6,10 @@ the producer acknowledged.
 * no key's count ever went back in the output stream (state lost; ``count_resets``);
 * the job's consumer group committed every partition to its high watermark, including the
   partitions added by the expansions (``partitions_consumed``);
-* the job model history (``job_model_versions``).
+* the job model history (``job_model_versions``);
+* with two streams that share their keys (orders and payments, a join): each key's final
+  orders, payments and joined pairs are what was produced (every payment met its order),
+  and none of them ever went back across the growth (``join_mismatches``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class Verification:
     other_partitions_consumed: dict[str, list[int]] = field(default_factory=dict)
     partitions_behind: dict[str, dict[str, int]] = field(default_factory=dict)
     job_model_versions: list[int] = field(default_factory=list)
+    # key -> {field: (expected, final)} or {field + " went back": times}: the join's results
+    join_mismatches: dict[str, dict[str, Any]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,6 +159,38 @@ def check_outputs(
     return mismatches, violations, resets, problems
 
 
+def check_join(
+    history: Mapping[str, list[Mapping[str, Any]]],
+    orders: Mapping[str, int],
+    payments: Mapping[str, int],
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """(join mismatches, problems) of a join's output history (``examples/join_job.py``):
+    per key, the final ``orders`` and ``payments`` are the records produced on each stream,
+    ``joined`` is every payment that has its order (the smaller of the two), and none of the
+    three ever went back (a join state lost or split over two tasks by the growth)."""
+    mismatches: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    for key in sorted(set(orders) | set(payments) | set(history)):
+        outs = history.get(key, [])
+        want = {"orders": int(orders.get(key, 0)), "payments": int(payments.get(key, 0))}
+        want["joined"] = min(want.values())
+        final = outs[-1] if outs else {}
+        wrong: dict[str, Any] = {}
+        for name, expected in want.items():
+            got = int(final.get(name) or 0)
+            if got != expected:
+                wrong[name] = (expected, got)
+                problems.append(f"key {key}: {name} {got}, expected {expected}")
+            went_back = sum(int(a.get(name) or 0) > int(b.get(name) or 0)
+                            for a, b in zip(outs, outs[1:], strict=False))  # fmt: skip
+            if went_back:
+                wrong[f"{name} went back"] = went_back
+                problems.append(f"key {key}: {name} went back {went_back} time(s)")
+        if wrong:
+            mismatches[key] = wrong
+    return mismatches, problems
+
+
 def verify(
     config: Mapping[str, Any],
     *,
@@ -164,13 +201,19 @@ def verify(
     store: CoordinatorStore,
     expected_versions: list[int] | None = None,
     other_inputs: Sequence[str] = (),
+    joins: tuple[Mapping[str, int], Mapping[str, int]] | None = None,
 ) -> Verification:
-    """Check the job's results against ``produced`` (see the module docstring);
-    ``other_inputs``: the job's other input streams (keys distinct from ``input_topic``'s)."""
+    """Check the job's results against ``produced`` (records per key over every input; see the
+    module docstring); ``other_inputs``: the job's other input streams; ``joins``: the records
+    per key of the orders and of the payments stream, for a join (`check_join`)."""
     from airflow_samza_expand._kafka.admin import KafkaAdmin
 
     history = read_output_history(config, output_topic)
     mismatches, violations, resets, problems = check_outputs(history, produced)
+    join_mismatches: dict[str, dict[str, Any]] = {}
+    if joins is not None:
+        join_mismatches, join_problems = check_join(history, *joins)
+        problems += join_problems
     consumed_by_topic: dict[str, list[int]] = {}
     behind: dict[str, dict[str, int]] = {}
     with KafkaAdmin(dict(config)) as admin:
@@ -193,7 +236,7 @@ def verify(
     if expected_versions is not None and versions != expected_versions:
         problems.append(f"job model versions {versions}, expected {expected_versions}")
     finals = {k: int(v[-1]["count"]) for k, v in history.items() if v}
-    ok = not (mismatches or violations or resets or behind) and (
+    ok = not (mismatches or violations or resets or behind or join_mismatches) and (
         expected_versions is None or versions == expected_versions
     )
     return Verification(
@@ -208,5 +251,6 @@ def verify(
         other_partitions_consumed=consumed_by_topic,
         partitions_behind=behind,
         job_model_versions=versions,
+        join_mismatches=join_mismatches,
         problems=problems,
     )

@@ -8,6 +8,10 @@ whose final digest equals it saw exactly its n records in order.
 
 Output (one per key per micro-batch): ``{"key", "count", "violations", "digest", "task"}`` -
 ``count`` and ``violations`` as `_demo.verify.check_outputs` reads them.
+
+`OrderPaymentJoin` is the shipped job's processor form of `examples/join_job.py`: an order and a
+payment of one key meet in the key's task (``join_step``), so the job model must keep both
+streams' partitions of a key in one task across a growth.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from typing import Any
 
 import pandas as pd
 
+from airflow_samza_expand.examples.join_job import JOIN_FIELDS, join_step
 from airflow_samza_expand.spark._processor import parse_seq
 
 PATH = "airflow_samza_expand._testing.keyed:SequenceDigest"
+JOIN_PATH = "airflow_samza_expand._testing.keyed:OrderPaymentJoin"
 
 
 def fold(digest: int, seq: int) -> int:
@@ -57,4 +63,24 @@ class SequenceDigest:
         return new_state, [output]
 
 
-__all__ = ["PATH", "SequenceDigest", "expected_digest", "fold"]
+class OrderPaymentJoin:
+    """Per key: orders, payments, payments that met their order, violations (`join_step`)."""
+
+    def init_state(self) -> dict[str, Any]:
+        return dict.fromkeys(JOIN_FIELDS, 0)
+
+    def process(
+        self, state: dict[str, Any], rows: pd.DataFrame
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        # rows come sorted by (topic, partition, offset): each stream in its order
+        before = tuple(int(state[name]) for name in JOIN_FIELDS)
+        new = join_step(before, zip(rows["topic"], map(parse_seq, rows["value"]), strict=True))
+        new_state = dict(zip(JOIN_FIELDS, new, strict=True))
+        output = {"key": rows["key"].iat[0], "task": rows["task"].iat[0],
+                  "count": new[0] + new[1], **new_state}  # fmt: skip
+        return new_state, [output]
+
+
+__all__ = [
+    "JOIN_PATH", "PATH", "OrderPaymentJoin", "SequenceDigest", "expected_digest", "fold",
+]  # fmt: skip
