@@ -3,9 +3,6 @@
     samza-expand plan | init-job | status | stop | demo     the commands of a user and operator
     samza-expand dev broker | apache-kafka | spark-standalone | spark-kafka-jars
                                                             tools for tests and development
-
-The development tools were top-level commands before (`samza-expand dev-broker`, ...): those
-names still work, hidden from the help, with a note naming the new spelling.
 """
 
 from __future__ import annotations
@@ -29,14 +26,13 @@ SUBCOMMAND_MODULES: dict[str, str] = {
     "stop": "airflow_samza_expand._protocol.cli.status",
     "demo": "airflow_samza_expand._demo.cli",
 }
-# `samza-expand dev <name>`: the name each module registers -> its name in the group.
+# Module that defines each `samza-expand dev <name>` tool's `register(subparsers)`.
 DEV_MODULES: dict[str, str] = {
-    "dev-broker": "airflow_samza_expand._testing.cli",
+    "broker": "airflow_samza_expand._testing.cli",
     "apache-kafka": "airflow_samza_expand._testing.cli_engines",
     "spark-standalone": "airflow_samza_expand._testing.spark_standalone",
     "spark-kafka-jars": "airflow_samza_expand._testing.spark_kafka",
 }
-DEV_NAMES: dict[str, str] = {"dev-broker": "broker"}
 DEV_HELP = "tools for tests and development: a Kafka broker, Apache Kafka, Spark standalone"
 
 
@@ -45,12 +41,17 @@ _INVALID_CHOICE = re.compile(r"argument (\S+): invalid choice: '([^']*)'")
 
 class _Parser(argparse.ArgumentParser):
     """Bad input in one line naming the fix, ``samza-expand CMD: error: WHAT (see samza-expand
-    CMD --help)``, exit 2, instead of argparse's usage block; a mistyped command lists only
-    the commands in the help (`public`), never the hidden old spellings. Subcommands' parsers
-    are of this class too (argparse builds them with the parent's class)."""
+    CMD --help)``, exit 2, instead of argparse's usage block; a mistyped command lists the
+    commands in the help (`public`). Subcommands' parsers are of this class too (argparse
+    builds them with the parent's class). A flag has one spelling: no abbreviation of it
+    (``--job`` is not ``--job-name``)."""
 
     public: tuple[str, ...] = ()  # the commands its --help lists (set on a parser with some)
     commands: dict[str, argparse.ArgumentParser] | None = None  # its subcommands' parsers
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         mistyped = _INVALID_CHOICE.match(message)
@@ -63,42 +64,24 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Registrar:
-    """The `subparsers` a module's ``register`` is handed: renames its commands (`names`),
-    hides them from the help (`hidden`: the old top-level spellings), and skips every command
-    but `only` (each other name gets a light placeholder, so a command imports one module)."""
+    """The `subparsers` a module's ``register`` is handed: it skips every command but `only`
+    (each other name gets a light placeholder, so a command imports one module)."""
 
-    def __init__(
-        self,
-        action: Any,
-        names: dict[str, str] | None = None,
-        *,
-        hidden: bool = False,
-        only: str | None = None,
-    ) -> None:
-        self.action, self.names, self.hidden, self.only = action, names or {}, hidden, only
+    def __init__(self, action: Any, *, only: str | None = None) -> None:
+        self.action, self.only = action, only
         self.added: set[str] = set()
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        shown = self.names.get(name, name)
-        if self.hidden:
-            kwargs.pop("help", None)  # a parser added without help is not listed
-            new = f"samza-expand dev {DEV_NAMES.get(name, name)}"
-            kwargs["description"] = f"(old spelling of {new}) {kwargs.get('description') or ''}"
-        self.added.add(shown)
-        parser = self.action.add_parser(shown, **kwargs)
-        if self.hidden:
-            parser.set_defaults(_renamed=new)
-        return parser
+        self.added.add(name)
+        return self.action.add_parser(name, **kwargs)
 
     def register(self, module_name: str, names: list[str]) -> None:
         """``module.register(self)``, or placeholders for `names` when none of them is `only`."""
-        if self.only is not None and self.only not in [self.names.get(n, n) for n in names]:
+        if self.only is not None and self.only not in names:
             for name in names:
-                shown = self.names.get(name, name)
-                if shown not in self.added:
-                    self.added.add(shown)
-                    extra = {} if self.hidden else {"help": f"(see samza-expand {shown} --help)"}
-                    self.action.add_parser(shown, **extra)
+                if name not in self.added:
+                    self.added.add(name)
+                    self.action.add_parser(name, help=f"(see samza-expand {name} --help)")
             return
         importlib.import_module(module_name).register(self)
 
@@ -123,14 +106,12 @@ def build_parser(only: str | None = None, dev_only: str | None = None) -> argpar
         top.register(module_name, names)
     parser.public, parser.commands = (*SUBCOMMAND_MODULES, "dev"), subparsers.choices
     dev = subparsers.add_parser("dev", help=DEV_HELP, description=DEV_HELP)
-    dev.public = tuple(DEV_NAMES.get(name, name) for name in DEV_MODULES)
+    dev.public = tuple(DEV_MODULES)
     dev_sub = dev.add_subparsers(dest="dev_command", metavar="TOOL", required=True)
     dev.commands = dev_sub.choices
-    group = _Registrar(dev_sub, DEV_NAMES, only=dev_only if only == "dev" else "")
-    hidden = _Registrar(subparsers, hidden=True, only=only)
+    group = _Registrar(dev_sub, only=dev_only if only == "dev" else "")
     for name, module_name in DEV_MODULES.items():
         group.register(module_name, [name])
-        hidden.register(module_name, [name])
     return parser
 
 
@@ -152,18 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     words = _words(argv)
     command = words[0] if words else None
-    known = {*SUBCOMMAND_MODULES, *DEV_MODULES, "dev"}
+    known = {*SUBCOMMAND_MODULES, "dev"}
     dev_only = words[1] if command == "dev" and len(words) > 1 else None
     parser = build_parser(only=command if command in known else None, dev_only=dev_only)
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # refused by the command's own parser, which names its --help
         _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
-    renamed = getattr(args, "_renamed", None)
-    if renamed:
-        print(f"note: samza-expand {command} is now {renamed}", file=sys.stderr)
-    if getattr(args, "kafka_conn_id", None):
+    if getattr(args, "kafka_config_id", None):
         try:
-            args.connection_config = connection_config(args.kafka_conn_id)
+            args.connection_config = connection_config(args.kafka_config_id)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -179,7 +157,7 @@ def connection_config(conn_id: str) -> dict[str, Any]:
         from airflow_samza_expand.airflow.hooks import SamzaExpandKafkaHook
     except ImportError as exc:
         raise ValueError(
-            f"--kafka-conn-id reads an Airflow connection, and Airflow cannot be imported "
+            f"--kafka-config-id reads an Airflow connection, and Airflow cannot be imported "
             f"({exc}) - install the provider with Airflow, or pass --bootstrap-servers"
         ) from None
     with contextlib.suppress(ImportError):  # what Airflow logs goes to stderr, not stdout
@@ -191,7 +169,7 @@ def connection_config(conn_id: str) -> dict[str, Any]:
     except Exception as exc:  # a missing connection is Airflow's own NotFound error
         name = type(exc).__name__
         raise ValueError(
-            f"--kafka-conn-id {conn_id}: {name}: {exc} - define the connection (airflow "
+            f"--kafka-config-id {conn_id}: {name}: {exc} - define the connection (airflow "
             f"connections add, or AIRFLOW_CONN_{conn_id.upper()}) with bootstrap.servers in "
             "its extra"
         ) from None

@@ -45,7 +45,7 @@ CONFIG_OPTIONS: dict[str, tuple[str, str, str | None, str]] = {
         "Job names the UI lists even before they have records (comma-separated).",
         "string", "", "orders-counter,orders-audit",
     ),
-    "ui_kafka_conn_id": (
+    "ui_kafka_config_id": (
         "The Airflow connection of the Kafka the UI reads the coordinator topics from.",
         "string", "kafka_default", "kafka_prod",
     ),

@@ -1,6 +1,6 @@
 """The job is named the same way in every command (``init-job JOB`` as ``status JOB`` and
 ``stop JOB``; ``--job-name`` still works); bad input is one line naming the fix, and a mistyped
-command lists only the commands the help shows; ``--kafka-conn-id`` takes an Airflow
+command lists only the commands the help shows; ``--kafka-config-id`` takes an Airflow
 connection's client config, printing none of its secrets."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from airflow_samza_expand._kafka.admin import KafkaAdmin
 from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand.cli import DEV_MODULES, main
 
-HIDDEN = [name for name in DEV_MODULES if name != "dev"]  # the old top-level spellings
+DEV_TOOLS = list(DEV_MODULES)  # under `samza-expand dev` only
 
 
 @pytest.mark.kafka
@@ -73,7 +73,7 @@ def test_a_mistyped_command_lists_only_the_public_commands(capsys):
     (line,) = capsys.readouterr().err.splitlines()
     assert "did you mean status?" in line, line
     assert "choose from plan, init-job, status, stop, demo, dev" in line, line
-    assert not [name for name in HIDDEN if name in line], line
+    assert not [name for name in DEV_TOOLS if name in line], line
     with pytest.raises(SystemExit):
         main(["dev", "brokr"])
     (line,) = capsys.readouterr().err.splitlines()
@@ -82,7 +82,7 @@ def test_a_mistyped_command_lists_only_the_public_commands(capsys):
 
 
 @pytest.mark.kafka
-def test_kafka_conn_id_reads_an_airflow_connection_and_prints_no_secret(
+def test_kafka_config_id_reads_an_airflow_connection_and_prints_no_secret(
     kafka_bootstrap, unique_topic, tmp_path
 ):
     topic, name = unique_topic("orders"), unique_topic("job")
@@ -101,16 +101,16 @@ def test_kafka_conn_id_reads_an_airflow_connection_and_prints_no_secret(
         command = [sys.executable, "-m", "airflow_samza_expand.cli", *args]
         return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
 
-    init = cli("init-job", name, "--topic", topic, "--kafka-conn-id", "my_kafka")
+    init = cli("init-job", name, "--topic", topic, "--kafka-config-id", "my_kafka")
     assert init.returncode == 0, init.stderr
-    status = cli("status", name, "--json", "--kafka-conn-id", "my_kafka")
+    status = cli("status", name, "--json", "--kafka-config-id", "my_kafka")
     assert status.returncode == 0, status.stderr
     assert status.stdout.startswith("{"), status.stdout  # stdout is the JSON only
     assert json.loads(status.stdout)["job_name"] == name
-    missing = cli("stop", name, "--kafka-conn-id", "nope")
+    missing = cli("stop", name, "--kafka-config-id", "nope")
     assert missing.returncode == 2
-    assert "--kafka-conn-id nope" in missing.stderr and "AIRFLOW_CONN_NOPE" in missing.stderr
-    both = cli("stop", name, "--kafka-conn-id", "my_kafka", "--bootstrap-servers", "x:1")
+    assert "--kafka-config-id nope" in missing.stderr and "AIRFLOW_CONN_NOPE" in missing.stderr
+    both = cli("stop", name, "--kafka-config-id", "my_kafka", "--bootstrap-servers", "x:1")
     assert both.returncode == 2 and "gives the whole client config" in both.stderr
     for done in (init, status, missing, both):
         assert secret not in done.stdout + done.stderr

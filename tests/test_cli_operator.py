@@ -151,24 +151,26 @@ def test_stop_with_nothing_running_writes_nothing(kafka_bootstrap, job, capsys):
         assert store.stop_request() is None
 
 
-def test_old_flag_spellings_still_work_with_a_note(kafka_bootstrap, unique_topic, capsys):
+def test_one_spelling_per_flag_and_no_other(kafka_bootstrap, unique_topic, capsys):
     topic, name, custom = unique_topic("orders"), unique_topic("job"), unique_topic("coord")
     with KafkaAdmin(client_config(kafka_bootstrap), timeout_s=15) as admin:
         admin.ensure_topic(topic, 2)
-    argv = ["init-job", "--job", name, "--topic", topic, "--coordinator-topic", custom]
+    argv = ["init-job", "--job-name", name, "--topic", topic, "--coordinator", f"kafka://{custom}"]
     code, out, err = cli(capsys, *argv, "--bootstrap-servers", kafka_bootstrap)
     assert code == 0, err
     assert f"wrote job model v1 of {name} in {custom}" in out
-    assert "note: --job is deprecated - use --job-name" in err
-    assert "note: --coordinator-topic is deprecated - use --coordinator kafka://TOPIC" in err
     argv = ["status", "--job-name", name, "--coordinator", f"kafka://{custom}"]
     code, out, err = cli(capsys, *argv, "--bootstrap-servers", kafka_bootstrap)
     assert (code, err) == (0, "") and "job model: v1" in out
-    # the new spellings are the ones --help shows
+    for old in (["--job", name], ["--coordinator-topic", custom], ["--kafka-conn-id", "k"]):
+        with pytest.raises(SystemExit) as refused:  # no old spelling, no abbreviation
+            main(["status", *old, "--bootstrap-servers", kafka_bootstrap])
+        err = capsys.readouterr().err
+        assert refused.value.code == 2 and f"unrecognized arguments: {old[0]}" in err, err
     helps = {c: build_help(c) for c in ("init-job", "status", "stop")}
     for text in helps.values():
         assert "--job-name" in text and "--coordinator" in text and "--bootstrap-servers" in text
-        assert "--job " not in text and "--coordinator-topic" not in text
+        assert "--kafka-config-id" in text and "--kafka-conn-id" not in text
 
 
 def build_help(command: str) -> str:
@@ -220,7 +222,7 @@ def test_an_unreachable_broker_is_one_line(command):
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
         f"error: cannot reach Kafka at 127.0.0.1:{port} within 2 s - check --bootstrap-servers "
-        "(or --kafka-config, --kafka-conn-id, $SAMZA_EXPAND_BOOTSTRAP_SERVERS) and that the "
+        "(or --kafka-config, --kafka-config-id, $SAMZA_EXPAND_BOOTSTRAP_SERVERS) and that the "
         "brokers run; --timeout waits longer"
     ]
 
@@ -235,13 +237,13 @@ def test_version_and_the_dev_group(capsys):
         main(["--help"])
     listed = capsys.readouterr().out
     assert "status" in listed and "stop" in listed and "dev " in listed
-    for tool in ("dev-broker", "apache-kafka", "spark-standalone", "spark-kafka-jars"):
-        assert tool not in listed  # under `samza-expand dev`, out of the user's list
+    for tool in ("broker", "apache-kafka", "spark-standalone", "spark-kafka-jars"):
+        assert f" {tool} " not in listed  # under `samza-expand dev`, out of the user's list
     assert main(["dev", "broker", "--port", "70000"]) == 2
     assert "--port 70000 is not a TCP port" in capsys.readouterr().err
-    assert main(["dev-broker", "--port", "70000"]) == 2  # the old name, hidden, still works
-    err = capsys.readouterr().err
-    assert "note: samza-expand dev-broker is now samza-expand dev broker" in err
+    with pytest.raises(SystemExit):  # no other spelling of a command
+        main(["dev-broker", "--port", "70000"])
+    assert "no command 'dev-broker'" in capsys.readouterr().err
 
 
 def test_status_of_a_failed_expansion_says_how_to_go_on(kafka_bootstrap, job, capsys):

@@ -120,7 +120,7 @@ def test_config_section_declares_every_option_the_ui_reads_with_its_default():
     default = settings.UiSettings()
     expected = {
         "ui_jobs": ",".join(default.jobs),
-        "ui_kafka_conn_id": default.kafka_conn_id,
+        "ui_kafka_config_id": default.kafka_config_id,
         "ui_coordinator": default.coordinator,
         "ui_discover": str(default.discover),
         "ui_processor_ttl_s": str(default.processor_ttl_s),

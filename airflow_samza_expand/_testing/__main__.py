@@ -1,4 +1,4 @@
-"""`python -m airflow_samza_expand._testing`: same as `samza-expand dev-broker` (test/dev only)."""
+"""`python -m airflow_samza_expand._testing`: same as `samza-expand dev broker` (test/dev only)."""
 
 import sys
 

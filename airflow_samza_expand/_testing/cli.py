@@ -1,4 +1,4 @@
-"""`samza-expand dev-broker`: run the development Kafka broker in the foreground (test/dev only)."""
+"""`samza-expand dev broker`: run the development Kafka broker in the foreground (test/dev only)."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "dev-broker",
+        "broker",
         help="run the development Kafka broker (tests/dev only)",
         description=DESCRIPTION,
     )

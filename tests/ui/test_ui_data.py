@@ -118,7 +118,7 @@ def test_kafka_faults_are_named_without_secrets(monkeypatch, dev_broker, bootstr
 
     conn = airflow_env.kafka_connection_env(bootstrap or dev_broker.bootstrap, **extra)
     monkeypatch.setenv("AIRFLOW_CONN_KAFKA_UI_FAULT", conn)
-    settings = UiSettings(kafka_conn_id="kafka_ui_fault", timeout_s=3)
+    settings = UiSettings(kafka_config_id="kafka_ui_fault", timeout_s=3)
 
     with pytest.raises(UiProblem) as problem:
         read_job(settings, JOB)

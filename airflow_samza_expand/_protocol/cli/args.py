@@ -1,15 +1,16 @@
 """What the operator commands of ``samza-expand`` (init-job, status, stop) share: one spelling
-of each flag, the old spellings as hidden deprecated aliases, and one short reachability check
-of Kafka that ends in one line instead of librdkafka's retry log.
+of each flag, and one short reachability check of Kafka that ends in one line instead of
+librdkafka's retry log.
 
-    JOB (or --job-name JOB)                 old: --job
-    --coordinator kafka|kafka://TOPIC|PATH   old: --coordinator-topic TOPIC
-    --bootstrap-servers HOST:PORT[,...]  --kafka-config FILE  --kafka-conn-id CONN
+    JOB (or --job-name JOB)
+    --coordinator kafka|kafka://TOPIC|PATH
+    --bootstrap-servers HOST:PORT[,...]  --kafka-config FILE  --kafka-config-id CONN
     --timeout SECONDS
 
 The bootstrap servers come from --bootstrap-servers, else from --kafka-config's
 bootstrap.servers, else from the environment variable SAMZA_EXPAND_BOOTSTRAP_SERVERS (the one
-the example DAGs read). --kafka-conn-id names an Airflow connection instead, whose whole client
+the example DAGs read). --kafka-config-id names an Airflow connection instead (the operators'
+``kafka_config_id``), whose whole client
 config the command line (which may import Airflow) reads into ``args.connection_config``.
 """
 
@@ -19,9 +20,7 @@ import argparse
 import contextlib
 import logging
 import os
-import sys
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin, KafkaUnavailableError
 from airflow_samza_expand._kafka.config import LIBRDKAFKA_LOGGER, bootstrap_of, client_config
@@ -41,30 +40,8 @@ class UsageError(Exception):
     """Bad command-line input; the message names the problem and the fix."""
 
 
-class _DeprecatedAlias(argparse.Action):
-    """An old flag spelling: stores into the new flag's dest (through `convert`) and says once
-    on stderr which flag to use instead. Hidden from --help."""
-
-    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
-        self.new = kwargs.pop("new")
-        self.convert = kwargs.pop("convert", None) or (lambda value: value)
-        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
-        print(f"note: {option} is deprecated - use {self.new}", file=sys.stderr)
-        setattr(namespace, self.dest, self.convert(values))
-
-
-def add_deprecated_alias(
-    parser: argparse.ArgumentParser, old: str, new: str, dest: str, convert: Any = None
-) -> None:
-    """`old` as a hidden alias of the flag `new` (same dest)."""
-    parser.add_argument(old, dest=dest, action=_DeprecatedAlias, new=new, convert=convert)
-
-
 def add_job_argument(parser: argparse.ArgumentParser) -> None:
-    """The job, named the same way in every command: the JOB argument, or ``--job-name`` (and
-    the hidden old ``--job``)."""
+    """The job, named the same way in every command: the JOB argument, or ``--job-name``."""
     parser.add_argument(
         "job",
         nargs="?",
@@ -72,12 +49,11 @@ def add_job_argument(parser: argparse.ArgumentParser) -> None:
         help="the job's name: its consumer group and coordinator topic __samza_coordinator_<JOB>",
     )
     parser.add_argument("--job-name", default=None, metavar="JOB", help="the same as JOB")
-    add_deprecated_alias(parser, "--job", "--job-name", "job_name")
 
 
 def add_kafka_arguments(parser: argparse.ArgumentParser, *, coordinator: bool = True) -> None:
-    """``--bootstrap-servers``, ``--kafka-config``, ``--timeout`` and ``--coordinator`` (with
-    the hidden old ``--coordinator-topic``)."""
+    """``--bootstrap-servers``, ``--kafka-config``, ``--kafka-config-id``, ``--timeout`` and
+    ``--coordinator``."""
     parser.add_argument(
         "--bootstrap-servers",
         help=f"Kafka bootstrap servers HOST:PORT[,...] (default: ${BOOTSTRAP_ENV})",
@@ -88,7 +64,7 @@ def add_kafka_arguments(parser: argparse.ArgumentParser, *, coordinator: bool = 
         help="librdkafka key=value settings (security.protocol, sasl.*, ssl.*, ...)",
     )
     parser.add_argument(
-        "--kafka-conn-id",
+        "--kafka-config-id",
         metavar="CONN",
         help="an Airflow connection of the provider (its extra: bootstrap.servers and the "
         "client settings), instead of --bootstrap-servers / --kafka-config; needs Airflow",
@@ -106,13 +82,6 @@ def add_kafka_arguments(parser: argparse.ArgumentParser, *, coordinator: bool = 
             default="kafka",
             help="coordinator store: 'kafka' (topic __samza_coordinator_<job>, the default), "
             "'kafka://TOPIC', or a directory / fsspec URL of a file store",
-        )
-        add_deprecated_alias(
-            parser,
-            "--coordinator-topic",
-            "--coordinator kafka://TOPIC",
-            "coordinator",
-            convert=lambda topic: f"kafka://{topic}",
         )
 
 
@@ -148,15 +117,15 @@ def kafka_config(args: argparse.Namespace) -> dict[str, str]:
     $SAMZA_EXPAND_BOOTSTRAP_SERVERS (UsageError naming the flag)."""
     if args.timeout <= 0:
         raise UsageError(f"--timeout {args.timeout:g} - pass a number of seconds > 0, e.g. 10")
-    if getattr(args, "kafka_conn_id", None):
+    if getattr(args, "kafka_config_id", None):
         if args.bootstrap_servers or args.kafka_config:
             raise UsageError(
-                f"--kafka-conn-id {args.kafka_conn_id} gives the whole client config - drop "
-                "--bootstrap-servers and --kafka-config, or --kafka-conn-id"
+                f"--kafka-config-id {args.kafka_config_id} gives the whole client config - drop "
+                "--bootstrap-servers and --kafka-config, or --kafka-config-id"
             )
         connection = getattr(args, "connection_config", None)
         if connection is None:  # only `samza-expand` (cli.main) reads the connection
-            raise UsageError("--kafka-conn-id is read by the samza-expand command")
+            raise UsageError("--kafka-config-id is read by the samza-expand command")
         return dict(connection)
     from_env = os.environ.get(BOOTSTRAP_ENV, "").strip() or None
     try:
@@ -202,7 +171,7 @@ def connect(config: Mapping[str, str], timeout_s: float) -> KafkaAdmin:
         admin.close()
         raise KafkaUnavailableError(
             f"cannot reach Kafka at {bootstrap_of(config)} within {timeout_s:g} s - check "
-            f"--bootstrap-servers (or --kafka-config, --kafka-conn-id, ${BOOTSTRAP_ENV}) and "
+            f"--bootstrap-servers (or --kafka-config, --kafka-config-id, ${BOOTSTRAP_ENV}) and "
             "that the brokers run; --timeout waits longer"
         ) from None
     except BaseException:
@@ -215,7 +184,6 @@ __all__ = [
     "BOOTSTRAP_ENV",
     "DEFAULT_TIMEOUT_S",
     "UsageError",
-    "add_deprecated_alias",
     "add_job_argument",
     "add_kafka_arguments",
     "check_job_name",

@@ -66,7 +66,7 @@ class _Job:
     def __init__(self, args: argparse.Namespace) -> None:
         self.name = cli_args.job_name(args)
         kafka = cli_args.uses_kafka_store(args)
-        remote = kafka or args.bootstrap_servers or args.kafka_conn_id
+        remote = kafka or args.bootstrap_servers or args.kafka_config_id
         self.config = cli_args.kafka_config(args) if remote else None
         self.admin: KafkaAdmin | None = None
         if self.config is not None:

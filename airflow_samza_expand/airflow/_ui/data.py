@@ -111,18 +111,18 @@ def kafka_config(settings: UiSettings) -> dict[str, Any]:
     from airflow_samza_expand.airflow._compat import kafka_connection_config
     from airflow_samza_expand.airflow.hooks import SamzaExpandKafkaHook
 
-    with _as_problem(f"reading Airflow connection {settings.kafka_conn_id!r}"):
+    with _as_problem(f"reading Airflow connection {settings.kafka_config_id!r}"):
         try:  # not client_config(): a page fetched every few seconds logs no connection line
-            hook = SamzaExpandKafkaHook(kafka_config_id=settings.kafka_conn_id)
+            hook = SamzaExpandKafkaHook(kafka_config_id=settings.kafka_config_id)
             config = kafka_connection_config(hook)
         except Exception as exc:
             if "isn't defined" in str(exc) or "not found" in str(exc).lower():
                 raise UiProblem(
                     503,
                     "No Kafka connection",
-                    f"Airflow connection {settings.kafka_conn_id!r} is not defined - create it "
+                    f"Airflow connection {settings.kafka_config_id!r} is not defined - create it "
                     '(type kafka, extra {"bootstrap.servers": ...}) or set '
-                    "[samza_expand] ui_kafka_conn_id",
+                    "[samza_expand] ui_kafka_config_id",
                 ) from exc
             raise
     # a page must not hang on a dead broker: bound librdkafka's own waits too

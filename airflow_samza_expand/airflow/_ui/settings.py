@@ -15,7 +15,7 @@ class UiSettings:
     """What the pages read and how long they wait."""
 
     jobs: tuple[str, ...] = ()  # ui_jobs: job names listed even before they have records
-    kafka_conn_id: str = "kafka_default"  # ui_kafka_conn_id
+    kafka_config_id: str = "kafka_default"  # ui_kafka_config_id
     coordinator: str = "kafka"  # ui_coordinator: "kafka", "kafka://<topic>" or a path / URL
     discover: bool = True  # ui_discover: list __samza_coordinator_* topics of the connection
     processor_ttl_s: float = 30.0  # ui_processor_ttl_s: a silent processor is dead after it
@@ -38,7 +38,7 @@ def load_settings() -> UiSettings:
 
     return UiSettings(
         jobs=_list(get("ui_jobs", "")),
-        kafka_conn_id=get("ui_kafka_conn_id", default.kafka_conn_id),
+        kafka_config_id=get("ui_kafka_config_id", default.kafka_config_id),
         coordinator=get("ui_coordinator", default.coordinator),
         discover=get("ui_discover", "true").lower() in ("true", "1", "yes"),
         processor_ttl_s=float(get("ui_processor_ttl_s", str(default.processor_ttl_s))),
