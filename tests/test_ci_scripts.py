@@ -38,10 +38,12 @@ def test_a_part_lists_its_slowest_tests() -> None:
 
 def test_every_part_of_test_sh_runs_through_the_part_script_and_the_lanes_split_each_part() -> None:
     """Each Kafka's part is split into its Spark tests (`and spark`) and the rest (`and not
-    spark`) of the same selection, and part 1's Spark tests once more by path (the rest lane
-    takes REST_LANE_SPARK, the Airflow lane AIRFLOW_LANE_SPARK, the Spark lane ignores exactly
-    those): together the runs select
-    every test of both parts, once, each through the part script, and the lanes run at once."""
+    spark`) of the same selection; part 1's tests without Spark once more by path (the second
+    Airflow lane takes AIRFLOW2_LANE, the first ignores exactly those), and part 1's Spark
+    tests once more by path (the rest lane takes REST_LANE_SPARK, the Airflow lanes
+    AIRFLOW_LANE_SPARK and AIRFLOW2_LANE_SPARK, the Spark lane ignores exactly those):
+    together the runs select every test of both parts, once, each through the part script,
+    and the lanes run at once."""
     script = (REPO / "scripts" / "test.sh").read_text()
     assert 'bash scripts/test_part.sh "$@"' in script
     selections = dict(re.findall(r'^(APACHE_PART|DEV_PART)="(.+?)"', script, flags=re.M))
@@ -50,22 +52,30 @@ def test_every_part_of_test_sh_runs_through_the_part_script_and_the_lanes_split_
         r'^\s*run_part --kafka=(\w+) -m "\$(\w+) and (spark|not spark)"(.*)$', script, flags=re.M
     )
     assert sorted(runs) == [
-        ("apache", "APACHE_PART", "not spark", ""),
+        ("apache", "APACHE_PART", "not spark", ' "${AIRFLOW2_LANE[@]/#/--ignore=}"'),
+        ("apache", "APACHE_PART", "not spark", ' "${AIRFLOW2_LANE[@]}"'),
+        ("apache", "APACHE_PART", "spark", ' "${AIRFLOW2_LANE_SPARK[@]}"'),
         ("apache", "APACHE_PART", "spark", ' "${AIRFLOW_LANE_SPARK[@]}"'),
-        ("apache", "APACHE_PART", "spark", ' "${REST_LANE_SPARK[@]/#/--ignore=}"'
-         ' "${AIRFLOW_LANE_SPARK[@]/#/--ignore=}"'),
+        (
+            "apache",
+            "APACHE_PART",
+            "spark",
+            ' "${REST_LANE_SPARK[@]/#/--ignore=}"'
+            ' "${AIRFLOW_LANE_SPARK[@]/#/--ignore=}" "${AIRFLOW2_LANE_SPARK[@]/#/--ignore=}"',
+        ),
         ("apache", "APACHE_PART", "spark", ' "${REST_LANE_SPARK[@]}"'),
         ("dev", "DEV_PART", "not spark", ""),
         ("dev", "DEV_PART", "spark", ""),
     ], runs
-    for lane in ("REST_LANE_SPARK", "AIRFLOW_LANE_SPARK"):
+    for lane in ("REST_LANE_SPARK", "AIRFLOW_LANE_SPARK", "AIRFLOW2_LANE", "AIRFLOW2_LANE_SPARK"):
         listed = re.search(rf"^{lane}=\(\n(.*?)\n\)", script, flags=re.M | re.S)
         assert listed, f"{lane}=( one path per line )"
         for path in listed.group(1).split():
             assert (REPO / path).is_file(), f"{lane} names {path}, which does not exist"
-    assert re.search(r"^rest_lane .*&$", script, flags=re.M) and "spark_lane ||" in script
-    assert re.search(r"^airflow_lane .*&$", script, flags=re.M)
-    assert 'wait "$rest_pid"' in script and 'wait "$airflow_pid"' in script
+    assert "spark_lane ||" in script
+    for lane in ("rest", "airflow", "airflow2"):
+        assert re.search(rf"^{lane}_lane .*&$", script, flags=re.M), lane
+        assert f'wait "${lane}_pid"' in script, lane
 
 
 # -- strict markers and the skip budget ----------------------------------------------------------

@@ -20,6 +20,12 @@ pytest.importorskip("pyspark")
 # a Spark micro-batch costs CPU whether it carries 30 records or 60, and nothing here measures
 # the cadence. A test about batch timing passes its own ``trigger=``.
 E2E_TRIGGER = "processing-time=1s"
+# The barrier's producer refresh grace (and so the order check's quiet window) and the waits'
+# poll interval of these tests: the producers refresh their metadata every second, so 3 s
+# covers a refresh plus delivery (the demo keeps 4 s); a wait polled every 0.5 s ends up to
+# half a second sooner. A test about the grace or the polling passes its own.
+E2E_GRACE_S = 3.0
+E2E_POLL_S = 0.5
 
 
 @pytest.fixture(scope="session")
@@ -52,6 +58,8 @@ def scenario(e2e_airflow: str, kafka_bootstrap: str, tmp_path: Path) -> Iterator
 
     def make(**kwargs) -> Scenario:
         kwargs.setdefault("trigger", E2E_TRIGGER)
+        kwargs.setdefault("grace_s", E2E_GRACE_S)
+        kwargs.setdefault("poll_s", E2E_POLL_S)
         cfg = ScenarioConfig(
             bootstrap=kafka_bootstrap, work_dir=tmp_path / f"s{len(made)}", **kwargs
         )
