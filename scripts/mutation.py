@@ -87,7 +87,7 @@ TARGETS = (
     ),
     Target(
         "restart choice", "_protocol/restart/__init__.py", ("choose_restart",),
-        ("tests/protocol/test_protocol_restart.py", "tests/protocol/test_protocol_handover.py"),
+        ("tests/protocol/test_protocol_restart.py", "tests/protocol/test_protocol_warm.py"),
     ),
     Target(
         "groupers", "core/groupers.py", (),

@@ -226,7 +226,7 @@ def test_an_explicit_warm_handover_of_such_a_job_is_refused_before_anything_chan
 def test_auto_chooses_warm_for_a_job_that_advertises_the_standby_capability(
     job, fake_spark, tmp_path, kafka_bootstrap
 ):
-    from airflow_samza_expand._protocol.handover import choose_restart
+    from airflow_samza_expand._protocol.restart import choose_restart
     from airflow_samza_expand.core._liveness import statuses
 
     j = job(2)

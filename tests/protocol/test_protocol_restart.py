@@ -51,6 +51,13 @@ def test_the_registry_tries_in_place_in_app_task_warm_cold_in_that_order() -> No
     assert restart.modes()[0] == "auto"
 
 
+def test_a_requested_restart_is_one_of_the_modes_by_name() -> None:
+    assert restart.normalise_restart(" Warm ") == "warm"
+    assert restart.normalise_restart("in-app") == "in-app"
+    with pytest.raises(ExpansionError, match=r"restart='hot' is not known - use 'in-place'"):
+        restart.normalise_restart("hot")
+
+
 @pytest.mark.parametrize(
     ("capabilities", "mode"),
     [

@@ -34,8 +34,8 @@ from airflow_samza_expand._protocol.barrier.reads import (
     barrier_to_dict,
     snapshot_barrier,
 )
-from airflow_samza_expand._protocol.handover import waits_for_drain
 from airflow_samza_expand._protocol.poll import Poll, describe_lag
+from airflow_samza_expand._protocol.restart import waits_for_drain
 from airflow_samza_expand.core._clock import now_iso, parse_iso
 from airflow_samza_expand.core._lease import Lease
 from airflow_samza_expand.core._order import SCAN_SOURCE

@@ -88,7 +88,7 @@ def _decide(
         and p.get("state") in ("starting", "running")
         and is_alive(p)
     )
-    # A live standby of the new model (the handover's, `_protocol.handover`) takes over itself.
+    # A live standby of the new model (the warm restart's) takes over itself.
     running += [
         f"{pid} (standby)"
         for pid in standbys(processors)

@@ -87,7 +87,7 @@ def current_log_path(results: Mapping[str, Any]) -> str | None:
 
 def launches(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The detached launches the launch steps recorded (with their ``step``), oldest first."""
-    from airflow_samza_expand._protocol.handover import LAUNCH_STEPS
+    from airflow_samza_expand._protocol.restart import LAUNCH_STEPS
 
     handles = []
     for step in LAUNCH_STEPS:

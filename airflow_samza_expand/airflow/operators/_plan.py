@@ -11,7 +11,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_samza_expand._kafka.admin import KafkaUnavailableError
-from airflow_samza_expand._protocol.handover import normalise_handover
+from airflow_samza_expand._protocol import restart as restart_strategies
 from airflow_samza_expand._protocol.ownership import DEFAULT_LEASE_TTL_S
 from airflow_samza_expand._protocol.poll import Poll, Reconnect
 from airflow_samza_expand._protocol.steps.plan import step as protocol_plan
@@ -81,7 +81,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
     with a warning. Unmanaged groups are warning lines and ``unmanaged_groups`` in the XCom.
     ``restart`` (``"auto"``/``"in-place"``/``"warm"``/``"cold"``; None: choose none): the
     restart this expansion uses (rule 1.8), chosen from what the running processors advertise
-    and kept in the record (`_protocol.handover.choose_restart`); ``"in-place"`` or ``"warm"``
+    and kept in the record (`_protocol.restart.choose_restart`); ``"in-place"`` or ``"warm"``
     for a job whose processors do not say they can is refused here, before anything changes.
     ``owns_launch`` (True): the DAG may launch the job (it names an application or a restart
     task). False: the plan chooses only a restart that launches nothing (in place, in-app;
@@ -173,7 +173,8 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
         self.managed_jobs = list(managed_jobs) if managed_jobs is not None else None
         self.lease_ttl_s = lease_ttl_s
         self.poll_interval_s = poll_interval_s
-        self.restart = normalise_handover(restart, error=ValueError) if restart else None
+        asked = restart_strategies.normalise_restart(restart, error=ValueError) if restart else None
+        self.restart = asked
         # a bool, or (jobs="all") the mapped group's application: None when the DAG owns none
         self.owns_launch = owns_launch
         self.job_down_timeout_s = job_down_timeout_s

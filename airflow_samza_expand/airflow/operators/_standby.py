@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_samza_expand._protocol import handover, records
+from airflow_samza_expand._protocol import records, restart
 from airflow_samza_expand._protocol.ownership import take
 from airflow_samza_expand._protocol.steps import standby as standby_step
 from airflow_samza_expand.airflow import _lineage
@@ -50,8 +50,8 @@ class LaunchStandbyOperator(SubmitStreamJobOperator):
             kafka_config_id=kafka_config_id,
             **kwargs,
         )
-        if step not in handover.LAUNCH_STEPS:
-            raise ValueError(f"step={step!r}: use one of {handover.LAUNCH_STEPS}")
+        if step not in restart.LAUNCH_STEPS:
+            raise ValueError(f"step={step!r}: use one of {restart.LAUNCH_STEPS}")
         self.processors = processors
         self.step = step
 

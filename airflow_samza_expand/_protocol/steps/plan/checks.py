@@ -10,8 +10,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin
-from airflow_samza_expand._protocol.handover import choose_restart
 from airflow_samza_expand._protocol.records import expansion_id_for
+from airflow_samza_expand._protocol.restart import choose_restart
 from airflow_samza_expand.core._plan import ExpansionPlan
 from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.model import JobModel
