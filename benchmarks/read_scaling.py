@@ -16,9 +16,12 @@ reader's own plan report, `spark.job`). Last line:
 ``read_tasks_2=<n> read_tasks_8=<n> rps_2=<x> rps_8=<y> ratio_8_vs_2=<y/x>``.
 
     .venv/bin/python benchmarks/read_scaling.py [--records 400000] [--rounds 3] [--smoke]
+    .venv/bin/python benchmarks/read_scaling.py --cores 8  # two workers of four cores
 
 ``--smoke``: 4,000 records in batches of 1,000, one round, local[2], the development broker
-(same code and last line). Kafka: ``--kafka apache`` (default; Maven-fetched) or ``dev``;
+(same code and last line). ``--cores 8``: the application gets eight cores (two workers of four,
+one executor each; local[8] with --smoke), so the 8-partition topic is read by 8 tasks a batch.
+Kafka: ``--kafka apache`` (default; Maven-fetched) or ``dev``;
 KAFKA_BOOTSTRAP_SERVERS wins.
 """
 
@@ -82,7 +85,7 @@ def committed_total(consumer: Consumer, topic: str, partitions: int) -> int:
 
 def run_job(
     bootstrap: str, topic: str, partitions: int, output: str, records: int, cap: int,
-    master: str, workdir: str,
+    master: str, workdir: str, cores: int = 2,
 ) -> dict[str, Any]:  # fmt: skip
     """The shipped job over ``topic`` (available-now): steady rec/s and the most read tasks of
     a batch."""
@@ -104,8 +107,8 @@ def run_job(
         "--checkpoint-dir", os.path.join(workdir, "checkpoint"), "--output-topic", output,
         "--trigger", "available-now", "--max-records-per-batch", str(cap),
         "--shuffle-partitions", "2", "--state-buckets", "16", "--master", master,
-        "--spark-conf", "spark.ui.enabled=false", "--spark-conf", "spark.cores.max=2",
-        "--spark-conf", "spark.executor.cores=1",
+        "--spark-conf", "spark.ui.enabled=false", "--spark-conf", f"spark.cores.max={cores}",
+        "--spark-conf", f"spark.executor.cores={max(1, cores // 2)}",
     ]  # fmt: skip
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     watcher = Consumer({"bootstrap.servers": bootstrap, "group.id": name})
@@ -171,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="runs of each topic (medians)")
     parser.add_argument("--master", default="standalone",
                         help="standalone (two 1-core workers) or a Spark master URL")  # fmt: skip
+    parser.add_argument("--cores", type=int, default=2,
+                        help="the application's cores (two workers of half each)")  # fmt: skip
     parser.add_argument("--kafka", choices=["dev", "apache"], default=None,
                         help="Kafka to start (default apache; dev with --smoke)")  # fmt: skip
     parser.add_argument(
@@ -181,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.smoke:
         args.records, args.keys, args.max_records_per_batch, args.rounds = 4_000, 100, 1_000, 1
-        args.master = "local[2]" if args.master == "standalone" else args.master
+        args.master = f"local[{args.cores}]" if args.master == "standalone" else args.master
     kafka = args.kafka or ("dev" if args.smoke else "apache")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -206,19 +211,22 @@ def main(argv: list[str] | None = None) -> int:
         )
         master = args.master
         if master == "standalone":
-            cluster = two_workers(1)
+            cluster = two_workers(max(1, args.cores // 2))
             master = cluster.master_url
-        print(f"master {master} (2 cores: spark.cores.max=2, spark.executor.cores=1)")
+        print(f"master {master} ({args.cores} cores: spark.cores.max={args.cores}, "
+              f"spark.executor.cores={max(1, args.cores // 2)})", flush=True)  # fmt: skip
         runs: dict[int, list[dict[str, Any]]] = {2: [], 8: []}
         for round_no in range(args.rounds):
             for n in (2, 8) if round_no % 2 == 0 else (8, 2):
                 with tempfile.TemporaryDirectory(prefix="bench-read-") as workdir:
                     run = run_job(bootstrap, topics[n], n, output, args.records,
-                                  args.max_records_per_batch, master, workdir)  # fmt: skip
+                                  args.max_records_per_batch, master, workdir,
+                                  args.cores)  # fmt: skip
                 runs[n].append(run)
                 print(
                     f"round {round_no + 1}, {n} partitions: {run['rps']:,.0f} rec/s steady, "
-                    f"{run['batches']} batches, at most {run['read_tasks']} read tasks a batch"
+                    f"{run['batches']} batches, at most {run['read_tasks']} read tasks a batch",
+                    flush=True,
                 )
         rps = {n: statistics.median(r["rps"] for r in runs[n]) for n in runs}
         tasks = {n: max(r["read_tasks"] for r in runs[n]) for n in runs}
