@@ -13,6 +13,10 @@ the ``standby`` capability as the shipped job's do.
 protocol (heartbeats, honours stop) and knows nothing of ``--standby``: it advertises nothing
 and runs on the newest job model whatever its arguments say.
 
+``$FAKE_SPARK_IN_APP=1`` plays a job on the runtime that restarts its query in-app: it
+advertises only ``in-app`` and, running, takes the newest job model on as soon as it is written
+(the DAG writes it after the barrier), same processor, heartbeating ``running`` on it.
+
 ``$FAKE_SPARK_GATE_DIR``: a launch for a job model version (``--job-model-version N``) runs
 vN only once the file ``<dir>/<job name>`` exists (until then it heartbeats ``standby``): the
 test decides when the restarted job acknowledges, so the ack wait can be caught deferred.
@@ -78,7 +82,8 @@ def main(argv: list[str]) -> int:
     pid = f"fake-{os.getpid()}"
     wanted = int(_arg(argv, "--job-model-version", "0") or 0)
     five_step = os.environ.get("FAKE_SPARK_NO_STANDBY") == "1"
-    capabilities = [] if five_step else ["standby"]
+    in_app = os.environ.get("FAKE_SPARK_IN_APP") == "1"
+    capabilities = [] if five_step else ["in-app"] if in_app else ["standby"]
     if "--standby" in argv and not five_step:  # warms up ($FAKE_SPARK_WARM_S), waits for vN
         warm_until = time.monotonic() + float(os.environ.get("FAKE_SPARK_WARM_S", "0"))
         if os.environ.get("FAKE_SPARK_WARM_UNTIL_STOP") == "1":
@@ -107,6 +112,8 @@ def main(argv: list[str]) -> int:
     version = store.latest_job_model().version
     try:
         while time.monotonic() < deadline:
+            if in_app:  # the query restarted on a newer job model, in the same process
+                version = max(version, store.latest_job_model().version)
             store.heartbeat(pid, version, "running", capabilities=capabilities)
             stop = store.stop_request()
             if stop and int(stop["version"]) >= version:
