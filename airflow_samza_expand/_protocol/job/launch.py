@@ -6,10 +6,11 @@ the tests use it alike.
 Nothing waits for the command: the caller gets a handle (pid, process group, log path, state
 file, host) and returns at once, so no Airflow worker slot is held while the stream job runs.
 
-The pid and the state file mean something on the launch's host only (`this_host`): on any other
-host `is_running` decides from the launch time alone (a launch younger than its window may
-still be starting), and the submit step decides from the expansion record and the processors'
-heartbeats (`_protocol.job.launches`), never from a pid of another machine.
+The pid and the state file mean something on the launch's host only (`this_host`), to the
+process that launched (its start-up check, the demo): on any other host `is_running` decides
+from the launch time alone (a launch younger than its window may still be starting). A later
+task - the submit and standby steps' retries - decides from the expansion record and the
+processors' heartbeats (`_protocol.job.launches`), never from a pid or a state file, on any host.
 
 ``launch(cmd, log_path=...)`` runs ``python -m airflow_samza_expand._protocol.job.launch`` as a
 short *launcher*, which starts a *supervisor* in a new session and exits once the supervisor has
