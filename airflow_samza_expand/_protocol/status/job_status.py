@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from airflow_samza_expand._protocol.restart import waits_for_drain
-from airflow_samza_expand._protocol.status.next_action import DONE, next_actions
+from airflow_samza_expand._protocol.status.next_action import DONE, current_step, next_actions
 from airflow_samza_expand.core._clock import age_s, utc_now
 from airflow_samza_expand.core._lease import EXPANSION_LEASE, Lease
 from airflow_samza_expand.core._liveness import (
@@ -136,15 +136,6 @@ def draining(expansions: Sequence[ExpansionRecord]) -> ExpansionRecord | None:
     return current if waits_for_drain(current) else None
 
 
-def current_step(record: ExpansionRecord) -> str | None:
-    """The step under way (started, not ended), else the step that ended last."""
-    running = [(t.started_at or "", n) for n, t in record.steps.items() if not t.ended_at]
-    if running:
-        return f"{max(running)[1]} (running)"
-    ended = [(t.ended_at or "", n) for n, t in record.steps.items() if t.ended_at]
-    return f"{max(ended)[1]} (ended)" if ended else None
-
-
 def _ago(iso: str | None, now: datetime) -> str:
     if not iso:
         return "never"
@@ -217,4 +208,4 @@ def next_steps(status: JobStatus, now: datetime | None = None) -> list[str]:
     return [action.text for action in next_actions(status, now)]
 
 
-__all__ = ["JobStatus", "current_step", "draining", "next_steps", "read_status", "render"]
+__all__ = ["JobStatus", "draining", "next_steps", "read_status", "render"]

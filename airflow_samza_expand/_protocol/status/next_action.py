@@ -54,6 +54,15 @@ def _down_by_design(record: ExpansionRecord) -> bool:
     return bool(stop and stop.ended_at) and not (ack and ack.ended_at)
 
 
+def current_step(record: ExpansionRecord) -> str | None:
+    """The step under way (started, not ended), else the step that ended last."""
+    running = [(t.started_at or "", n) for n, t in record.steps.items() if not t.ended_at]
+    if running:
+        return f"{max(running)[1]} (running)"
+    ended = [(t.ended_at or "", n) for n, t in record.steps.items() if t.ended_at]
+    return f"{max(ended)[1]} (ended)" if ended else None
+
+
 def next_actions(status: JobStatus, now: datetime | None = None) -> list[NextAction]:
     """What an operator does next, most urgent first (always at least one)."""
     now = now or utc_now()
@@ -141,8 +150,6 @@ def _last_failure(record: ExpansionRecord) -> Mapping[str, Any] | None:
 
 
 def _expansion_action(r: ExpansionRecord, status: JobStatus, now: datetime) -> NextAction:
-    from airflow_samza_expand._protocol.status.job_status import current_step
-
     lease = next((x for x in status.leases if x.name == EXPANSION_LEASE), None)
     held = lease is not None and not lease.expired(now) and not lease.released
     where = f"expansion {r.expansion_id} ({r.status.value}, step {current_step(r) or '-'})"
@@ -245,4 +252,4 @@ def _stale(iso: str, now: datetime) -> bool:
         return False
 
 
-__all__ = ["NextAction", "current_expansion", "next_actions", "waiting_on"]
+__all__ = ["NextAction", "current_expansion", "current_step", "next_actions", "waiting_on"]
