@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from airflow_samza_expand.core._modes import Restart, RunMode
+
 # `samza-expand demo --help`: the docstring without its note for contributors (last line)
 DESCRIPTION = (__doc__ or "").split("Nothing here imports")[0].rstrip() + "\n"
 
@@ -36,7 +38,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--output-dir", default=None, help="where report.json and buckets.svg go "
                    "(default ./samza-expand-demo-<time>)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the report JSON only")
-    p.add_argument("--run-mode", choices=["continuous", "available-now"], default="continuous")
+    p.add_argument("--run-mode", choices=RunMode.values(), default=RunMode.CONTINUOUS.value)
     p.add_argument("--port", type=int, default=0, help="broker port (default: a free one)")
     p.add_argument("--bootstrap-servers", default=None,
                    help="use this Kafka instead of starting one (wins over --kafka)")  # fmt: skip
@@ -52,7 +54,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--rate", type=float, default=60.0, help="records per second (default 60)")
     p.add_argument("--grace", type=float, default=4.0,
                    help="producer refresh grace in s (producers refresh every 1 s)")  # fmt: skip
-    p.add_argument("--restart", choices=restart_modes(), default=None,
+    p.add_argument("--restart", choices=Restart.values(), default=None,
                    help="the DAG's restart of the job: in-place (default in continuous mode: the "
                    "running job switches at a batch boundary), in-app (the job restarts its own "
                    "query), task (stop, then the restart task starts the job), warm (a standby "
@@ -66,13 +68,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def restart_modes() -> list[str]:
-    """``--restart``'s choices: ``auto`` and every restart strategy, by name."""
-    from airflow_samza_expand._protocol.restart import modes
-
-    return list(modes())
-
-
 def restart_task(scenario: Any) -> Any:
     """``--restart task``: the user's "start vN+1" task of the demo, a ``PythonOperator``
     launching the job (as a ``KubernetesPodOperator`` or a deploy script would)."""
@@ -81,11 +76,11 @@ def restart_task(scenario: Any) -> Any:
     return PythonOperator(task_id="start_job", python_callable=scenario.job.launch)
 
 
-def default_restart(run_mode: str, naive: bool) -> str:
+def default_restart(run_mode: str, naive: bool) -> Restart:
     """The demo's restart: the switch in place for the shipped job running continuously; the
     warm restart for an available-now job (nothing runs to switch) and the naive models (they
     move SSPs between tasks, which a running query cannot take)."""
-    return "in-place" if run_mode == "continuous" and not naive else "warm"
+    return Restart.IN_PLACE if run_mode == RunMode.CONTINUOUS and not naive else Restart.WARM
 
 
 def _fail(message: str) -> int:

@@ -12,12 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from airflow_samza_expand.core._modes import OnStalePlacement
 from airflow_samza_expand.core._stale import StalePlacement, StaleSummary
 
 DEFAULT_STALE_QUIET_S = 30.0  # three poll intervals of the barrier sensor (10 s)
 SCAN_SOURCE = "the barrier's scan"  # ``counted_by`` of the evidence before the snapshot
 JOB_SOURCE = "the job's micro-batches"
-ON_STALE_PLACEMENT = ("warn", "fail")
+ON_STALE_PLACEMENT = OnStalePlacement.values()  # what a stale placement does
 
 
 @dataclass(frozen=True)

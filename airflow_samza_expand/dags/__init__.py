@@ -1,6 +1,7 @@
 """The expansion DAG factory: ``build_expansion_dag`` and ``expansion_task_group``, and the
 groups of their settings (``JobSettings``, ``KafkaSettings``, ``SparkSettings``,
-``BarrierSettings``, ``RestartSettings``, ``OwnershipSettings``, ``GrowthSettings``).
+``BarrierSettings``, ``RestartSettings``, ``OwnershipSettings``, ``GrowthSettings``), and the
+modes they take by name (``RunMode``, ``Restart``, ``OnStalePlacement``, ``OtherJobs``).
 
 Imported lazily: importing the package does not load Airflow (nor do the settings groups).
 """
@@ -22,8 +23,12 @@ if TYPE_CHECKING:
         GrowthSettings,
         JobSettings,
         KafkaSettings,
+        OnStalePlacement,
+        OtherJobs,
         OwnershipSettings,
+        Restart,
         RestartSettings,
+        RunMode,
         SparkSettings,
     )
 
@@ -32,8 +37,12 @@ __all__ = [
     "GrowthSettings",
     "JobSettings",
     "KafkaSettings",
+    "OnStalePlacement",
+    "OtherJobs",
     "OwnershipSettings",
+    "Restart",
     "RestartSettings",
+    "RunMode",
     "SparkSettings",
     "ExpansionSettings",
     "build_expansion_dag",

@@ -31,6 +31,7 @@ from airflow_samza_expand._protocol.steps.plan.readers import find_readers
 from airflow_samza_expand.airflow._compat import is_mapped_argument
 from airflow_samza_expand.airflow._shell import KafkaClients, protocol_outcomes
 from airflow_samza_expand.airflow.operators._jobs_report import JobsReportOperator, job_outcome
+from airflow_samza_expand.core._modes import RunMode
 from airflow_samza_expand.dags._settings import ExpansionSettings, with_trigger
 
 ALL_JOBS = "all"
@@ -63,7 +64,7 @@ def job_rows(s: ExpansionSettings, jobs: list[str]) -> list[dict[str, Any]]:
             )
         one = every.for_job(name)
         args = [str(a) for a in one.job.application_args]
-        if one.mode == "available-now" and one.takes_runtime_flags:
+        if one.mode == RunMode.AVAILABLE_NOW and one.takes_runtime_flags:
             args = with_trigger(args, "available-now")
         rows.append(
             {

@@ -69,6 +69,7 @@ from airflow_samza_expand.airflow.operators._jobs_report import JobsReportOperat
 from airflow_samza_expand.airflow.operators._report import ExpansionReportOperator
 from airflow_samza_expand.airflow.operators._submit import SubmitStreamJobOperator
 from airflow_samza_expand.airflow.sensors import JobModelAckSensor, OrderingBarrierSensor
+from airflow_samza_expand.core._modes import RunMode
 from airflow_samza_expand.dags._all_jobs import ALL_JOBS, add_all_jobs, is_mapped
 from airflow_samza_expand.dags._form import trigger_form
 from airflow_samza_expand.dags._groups import (
@@ -107,7 +108,7 @@ def _add_chain(
     mapped = is_mapped(s.job.name)  # jobs="all": fields resolved per job at run time
     application_args = s.job.application_args if mapped else list(s.job.application_args)
     drain_args = s.job.drain_application_args
-    if mode == "available-now" and s.takes_runtime_flags and not mapped:
+    if mode == RunMode.AVAILABLE_NOW and s.takes_runtime_flags and not mapped:
         application_args = with_trigger(application_args, "available-now")
         if drain_args is not None:
             drain_args = with_trigger(drain_args, "available-now")
@@ -191,7 +192,7 @@ def _add_chain(
         **owned,
     }
     pre_barrier: list[BaseOperator] = []
-    if mode == "available-now":
+    if mode == RunMode.AVAILABLE_NOW:
         snapshot = OrderingBarrierSensor(
             task_id="barrier_snapshot",
             snapshot_only=True,
@@ -201,7 +202,7 @@ def _add_chain(
         )
         drain = SubmitStreamJobOperator(
             task_id="drain",
-            run_mode="available-now",
+            run_mode=RunMode.AVAILABLE_NOW,
             application_args=(drain_args or application_args)
             if mapped
             else list(drain_args or application_args),
@@ -210,7 +211,7 @@ def _add_chain(
         )
         pre_barrier = [snapshot, drain]
     barrier = OrderingBarrierSensor(
-        task_id="barrier", deferrable=mode == "continuous", **barrier_kwargs, **retrying
+        task_id="barrier", deferrable=mode == RunMode.CONTINUOUS, **barrier_kwargs, **retrying
     )
     stop = StopStatefulJobOperator(
         task_id="stop_job",
@@ -242,7 +243,7 @@ def _add_chain(
     ack = JobModelAckSensor(
         task_id="ack",
         version=_pull(ids["write_job_model"], "['version']", mapped),
-        accept_stopped=mode == "available-now",
+        accept_stopped=mode == RunMode.AVAILABLE_NOW,
         deferrable=True,  # not [operators]' default
         poke_interval=min(s.poll_interval_s, 5.0),
         timeout=s.restart.ack_timeout_s,

@@ -6,7 +6,9 @@ groups and the few settings about the steps themselves; each field and its defau
 once, here, the default taken from the layer that owns it (the protocol's steps).
 
 A field has the name the operators give it (``kafka_config_id``, ``barrier_timeout_s``,
-``restart``); the Spark group's are ``SparkSubmitOperator``'s (``conn_id``, ``conf``, ...).
+``restart``); the Spark group's are ``SparkSubmitOperator``'s (``conn_id``, ``conf``, ...). A
+mode (``run_mode``, ``restart``, ``on_stale_placement``, ``other_jobs``) is an enum of
+`core._modes` (`RunMode`, `Restart`, ...) or its name as a string.
 
 Imported without Airflow (``from airflow_samza_expand.dags import JobSettings``)."""
 
@@ -17,7 +19,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_samza_expand._protocol import restart as restarts
 from airflow_samza_expand._protocol.barrier.wait import (
     DEFAULT_BARRIER_TIMEOUT_S,
     DEFAULT_PRODUCER_REFRESH_GRACE_S,
@@ -29,6 +30,7 @@ from airflow_samza_expand._protocol.steps.stop import (
     DEFAULT_STANDBY_WARM_TIMEOUT_S,
     DEFAULT_STOP_TIMEOUT_S,
 )
+from airflow_samza_expand.core._modes import OnStalePlacement, OtherJobs, Restart, RunMode
 from airflow_samza_expand.core._plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.policy import GrowthPolicy
 
@@ -50,7 +52,7 @@ class JobSettings:
     application_args: Sequence[str] = ()
     drain_application_args: Sequence[str] | None = None  # available-now: the drain run's
     consumer_group: str | None = None
-    run_mode: str = "continuous"  # or "available-now"
+    run_mode: RunMode | str = RunMode.CONTINUOUS
     jobs: Sequence[str] | str | None = None  # [names], or "all" (found at run time)
     per_job: Mapping[str, Mapping[str, Any]] | Callable[[str], Mapping[str, Any]] | None = None
 
@@ -87,14 +89,14 @@ class BarrierSettings:
     producer_refresh_grace_s: float | str = DEFAULT_PRODUCER_REFRESH_GRACE_S
     barrier_timeout_s: float | str = DEFAULT_BARRIER_TIMEOUT_S
     stale_quiet_s: float | str | None = None  # None: the barrier's default
-    on_stale_placement: str = "warn"  # or "fail"
+    on_stale_placement: OnStalePlacement | str = OnStalePlacement.WARN
 
 
 @dataclass(frozen=True)
 class RestartSettings:
     """How the job takes job model vN+1 and the waits of the plan, stop and ack steps."""
 
-    restart: str = restarts.AUTO  # "auto", "in-place", "in-app", "task", "warm", "cold"
+    restart: Restart | str = Restart.AUTO
     # starts the job on vN+1 instead of spark-submit: an operator, or job name -> operator
     task: Any = None
     hot_standby: bool = False  # a second vN+1 processor waiting for the lease (failover)
@@ -110,7 +112,7 @@ class OwnershipSettings:
     """The run's expansion lease and the other managed jobs reading the topics."""
 
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
-    other_jobs: str = "refuse"  # or "include", "ignore"
+    other_jobs: OtherJobs | str = OtherJobs.REFUSE
     managed_jobs: Sequence[str] | None = None  # the jobs to check (default: discovered)
     co_jobs: Sequence[str] = ()  # set by the factory: the other jobs the same run expands
 
@@ -146,7 +148,11 @@ __all__ = [
     "GrowthSettings",
     "JobSettings",
     "KafkaSettings",
+    "OnStalePlacement",
+    "OtherJobs",
     "OwnershipSettings",
+    "Restart",
     "RestartSettings",
+    "RunMode",
     "SparkSettings",
 ]

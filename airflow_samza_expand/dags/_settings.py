@@ -20,8 +20,14 @@ from airflow.sdk import BaseOperator
 from airflow_samza_expand._protocol import restart
 from airflow_samza_expand.airflow._compat import is_mapped_argument
 from airflow_samza_expand.airflow._order import check_order_settings
-from airflow_samza_expand.airflow.operators._submit import normalise_run_mode
 from airflow_samza_expand.airflow.operators._write_model import WriteJobModelOperator
+from airflow_samza_expand.core._modes import (
+    OnStalePlacement,
+    OtherJobs,
+    Restart,
+    RunMode,
+    is_template,
+)
 from airflow_samza_expand.core.policy import GrowthPolicy
 from airflow_samza_expand.dags._groups import (
     DEFAULT_APPLICATION,
@@ -85,8 +91,8 @@ class ExpansionSettings:
         for name, cls in GROUPS.items():
             if not isinstance(getattr(self, name), cls):
                 raise TypeError(f"{name}={getattr(self, name)!r}: pass {name}={cls.__name__}(...)")
-        job, restart_group = self.job, self.restart
-        normalise_run_mode(job.run_mode)  # a clear error at parse time
+        self._parse_modes()  # each mode a member of its enum: a clear error at parse time
+        job = self.job
         check_order_settings(self.barrier.on_stale_placement, self.barrier.stale_quiet_s)
         if isinstance(job.jobs, str) and job.jobs != "all":
             raise ValueError(
@@ -109,15 +115,30 @@ class ExpansionSettings:
         if isinstance(self.growth.policy, Mapping):  # InvalidPolicyError names the fix
             policy = GrowthPolicy.from_dict(self.growth.policy)
             object.__setattr__(self, "growth", dataclasses.replace(self.growth, policy=policy))
-        asked = restart.normalise_restart(restart_group.restart, error=ValueError)
-        object.__setattr__(self, "restart", dataclasses.replace(restart_group, restart=asked))
         self._check_restart_task()
-        if self.restart.hot_standby and self.mode != "continuous":
+        if self.restart.hot_standby and self.mode != RunMode.CONTINUOUS:
             raise ValueError(
                 "hot_standby=True needs run_mode='continuous' (an available-now run ends: "
                 "there is nothing to fail over from)"
             )
         self._check_launch()
+
+    def _parse_modes(self) -> None:
+        """The modes given as strings, as their enum members (a template is kept: Airflow
+        renders it, the operator checks it); ValueError naming the bad value and the choices."""
+        b, o = self.barrier, self.ownership
+        parsed = {
+            "job": {"run_mode": RunMode.parse(self.job.run_mode, "run_mode")},
+            "restart": {"restart": Restart.parse(self.restart.restart, "restart")},
+            "barrier": {"on_stale_placement": b.on_stale_placement if is_template(
+                b.on_stale_placement) else OnStalePlacement.parse(
+                b.on_stale_placement, "on_stale_placement")},
+            "ownership": {"other_jobs": o.other_jobs if is_template(o.other_jobs)
+                          else OtherJobs.parse(o.other_jobs, "other_jobs")},
+        }  # fmt: skip
+        for group, fields in parsed.items():
+            replaced = dataclasses.replace(getattr(self, group), **fields)
+            object.__setattr__(self, group, replaced)
 
     @classmethod
     def of(cls, settings: ExpansionSettings | None, fields: Mapping[str, Any]) -> ExpansionSettings:
@@ -159,7 +180,7 @@ class ExpansionSettings:
             spark=dataclasses.replace(with_own.spark, log_dir=log_dir),
             ownership=dataclasses.replace(
                 with_own.ownership,
-                other_jobs="include",
+                other_jobs=OtherJobs.INCLUDE,
                 co_jobs=tuple(j for j in self.job.jobs or () if j != name),
             ),
         )
@@ -183,8 +204,8 @@ class ExpansionSettings:
         return dataclasses.replace(self, **replaced)
 
     @property
-    def mode(self) -> str:
-        return normalise_run_mode(self.job.run_mode)
+    def mode(self) -> RunMode:
+        return RunMode.parse(self.job.run_mode, "run_mode")
 
     def _check_restart_task(self) -> None:
         task = self.restart.task
@@ -201,7 +222,7 @@ class ExpansionSettings:
                 "restart task: with jobs=[...] give a callable job_name -> operator (one task "
                 "per job), not one operator"
             )
-        if self.mode != "continuous":
+        if self.mode != RunMode.CONTINUOUS:
             raise ValueError("a restart task needs run_mode='continuous'")
         asked = restart.STRATEGIES.get(self.restart.restart)
         if asked is not None and not asked.needs_task:
@@ -220,7 +241,7 @@ class ExpansionSettings:
             "name how to launch it: SparkSettings(application=...) (or application_args "
             "from stream_job_args for the shipped job), or RestartSettings(task=...)"
         )
-        if self.mode != "continuous":
+        if self.mode != RunMode.CONTINUOUS:
             raise ValueError(
                 f"{name}: run_mode={self.job.run_mode!r} runs the job from the DAG (the drain "
                 f"and the run on the new job model), but the DAG names no application - {fix}"
@@ -240,7 +261,7 @@ class ExpansionSettings:
         """The restart the plan step is asked to choose, or None: none is chosen (available-now
         runs, and ``cold``: the steps then stop and launch). With a restart task: its strategy
         (in place or in-app still first when the job can)."""
-        if self.mode != "continuous":
+        if self.mode != RunMode.CONTINUOUS:
             return None
         if self.restart.task is not None:
             return next(m for m, s in restart.STRATEGIES.items() if s.needs_task)

@@ -77,15 +77,17 @@ def test_order_check_flags_are_added_once_and_the_users_own_win() -> None:
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "match"),
+    ("field", "value", "error", "match"),
     [
-        ("on_stale_placement", "stop", "on_stale_placement='stop' is not understood"),
-        ("stale_quiet_s", -1, "stale_quiet_s=-1 must be a number of seconds >= 0"),
-        ("stale_quiet_s", "soon", "stale_quiet_s='soon'"),
+        ("on_stale_placement", "stop", ValueError,
+         "on_stale_placement='stop' is not known - use one of 'warn', 'fail'"),
+        ("stale_quiet_s", -1, AirflowFailException,
+         "stale_quiet_s=-1 must be a number of seconds >= 0"),
+        ("stale_quiet_s", "soon", AirflowFailException, "stale_quiet_s='soon'"),
     ],
-)
-def test_bad_order_settings_fail_when_the_dag_is_parsed(field, value, match) -> None:
-    with pytest.raises(AirflowFailException, match=match):
+)  # fmt: skip
+def test_bad_order_settings_fail_when_the_dag_is_parsed(field, value, error, match) -> None:
+    with pytest.raises(error, match=match):
         build_expansion_dag("d", job=JOB, barrier=BarrierSettings(**{field: value}))
 
 

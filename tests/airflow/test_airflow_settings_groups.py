@@ -123,3 +123,35 @@ def test_per_job_fields_are_group_fields_and_an_unknown_one_is_named() -> None:
     )
     with pytest.raises(TypeError, match=r"per_job\['a'\]: unknown setting\(s\) \['cnf'\] of Spark"):
         bad.for_job("a")
+
+
+def test_modes_are_enums_taken_as_strings_with_a_clear_error() -> None:
+    from airflow_samza_expand.dags import (
+        OnStalePlacement,
+        OtherJobs,
+        OwnershipSettings,
+        Restart,
+        RunMode,
+    )
+
+    s = ExpansionSettings(
+        job=JobSettings(name="j", topics="t", application_args=ARGS, run_mode="Available_Now"),
+        restart=RestartSettings(restart="COLD"),
+        barrier=BarrierSettings(on_stale_placement="fail"),
+        ownership=OwnershipSettings(other_jobs="ignore"),
+    )
+    assert s.job.run_mode is RunMode.AVAILABLE_NOW and s.restart.restart is Restart.COLD
+    assert s.barrier.on_stale_placement is OnStalePlacement.FAIL
+    assert s.ownership.other_jobs is OtherJobs.IGNORE
+    templated = BarrierSettings(on_stale_placement="{{ params.on_stale }}")
+    kept = dataclasses.replace(s, barrier=templated).barrier.on_stale_placement
+    assert kept == "{{ params.on_stale }}"  # rendered by Airflow, checked by the operator
+    dag = build_expansion_dag("modes", s)
+    assert dag.task_dict["plan"].other_jobs == "ignore"
+    assert dag.task_dict["report"].run_mode == "available-now"
+    for group, bad, choices in (
+        (OwnershipSettings(other_jobs="skip"), "other_jobs='skip'", "'refuse', 'include'"),
+        (RestartSettings(restart="hot"), "restart='hot'", "'auto', 'in-place'"),
+    ):
+        with pytest.raises(ValueError, match=f"{bad} is not known - use one of {choices}"):
+            build_expansion_dag("bad", job=JOB, **{type(group).__name__[:-8].lower(): group})

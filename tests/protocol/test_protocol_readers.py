@@ -101,5 +101,6 @@ def test_check_other_jobs_include_with_the_run_jobs_and_ignore_warn():
 def test_normalise_other_jobs_names_the_choices():
     assert normalise_other_jobs(" Ignore ") == "ignore"
     assert normalise_other_jobs(None) == "refuse"
-    with pytest.raises(ValueError, match="include, refuse, ignore"):
+    choices = "'refuse', 'include', 'ignore'"
+    with pytest.raises(ValueError, match=f"other_jobs='skip' is not known - use one of {choices}"):
         normalise_other_jobs("skip")

@@ -45,11 +45,12 @@ from airflow_samza_expand.airflow._order import with_order_check
 from airflow_samza_expand.airflow._shell import protocol_outcomes
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.operators._submit_books import SubmitBooks
+from airflow_samza_expand.core._modes import RunMode
 from airflow_samza_expand.core._secrets import is_secret_key
 
 log = logging.getLogger(__name__)
 
-RUN_MODES = ("continuous", "available-now")
+RUN_MODES = RunMode.values()
 WAIT_APP_COMPLETION_CONFS = (
     "spark.yarn.submit.waitAppCompletion",
     "spark.kubernetes.submission.waitAppCompletion",
@@ -85,15 +86,16 @@ _HOOK_ARGS = (
 )
 
 
-def normalise_run_mode(value: Any) -> str:
-    """``continuous`` or ``available-now`` (also ``available_now``); clear error otherwise."""
-    mode = str(value).strip().lower().replace("_", "-")
-    if mode not in RUN_MODES:
+def normalise_run_mode(value: Any) -> RunMode:
+    """``continuous`` or ``available-now`` (also ``available_now``); AirflowFailException
+    naming the value and the choices otherwise (a refusal: not retried)."""
+    try:
+        return RunMode.parse(value, "run_mode")
+    except ValueError as exc:
         raise AirflowFailException(
-            f"run mode {value!r} is not known - use 'continuous' (a streaming job that keeps "
-            "running) or 'available-now' (scheduled runs that end)"
-        )
-    return mode
+            f"{exc} ('continuous': a streaming job that keeps running; 'available-now': "
+            "scheduled runs that end)"
+        ) from None
 
 
 def detached_conf(conf: dict[str, Any] | None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin
+from airflow_samza_expand.core._modes import OtherJobs
 from airflow_samza_expand.core.errors import ExpansionError
 from airflow_samza_expand.store import CoordinatorStore, open_store, store_location
 
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 COORDINATOR_PREFIX = "__samza_coordinator_"
 # Groups the provider itself uses (figures, partitioner sampling, demo verifier, store readers).
 INTERNAL_GROUP_PREFIXES = ("samza-expand-", COORDINATOR_PREFIX)
-OTHER_JOBS = ("include", "refuse", "ignore")
+OTHER_JOBS = OtherJobs.values()
 
 OpenStore = Callable[[str], CoordinatorStore]
 
@@ -63,12 +64,9 @@ class TopicReaders:
         }
 
 
-def normalise_other_jobs(value: Any) -> str:
-    """``"include" | "refuse" | "ignore"`` (ValueError naming the choices otherwise)."""
-    text = str(value or "refuse").strip().lower()
-    if text not in OTHER_JOBS:
-        raise ValueError(f"other_jobs={value!r} - choose one of {', '.join(OTHER_JOBS)}")
-    return text
+def normalise_other_jobs(value: Any) -> OtherJobs:
+    """`OtherJobs` by name (None: ``refuse``); ValueError naming the value and the choices."""
+    return OtherJobs.parse(value or OtherJobs.REFUSE, "other_jobs")
 
 
 def managed_job_names(
