@@ -36,7 +36,7 @@ class PlanRequest:
     policy: GrowthPolicy | None = None  # grow only when a live figure crosses a threshold
     other_jobs: str = "refuse"  # other managed jobs reading a grown topic: readers.py
     co_jobs: Sequence[str] = ()  # the other jobs this run expands too (multi-job factory)
-    # the restart asked for (protocol.handover: auto/warm/cold; None: the plan chooses none)
+    # the restart asked for (`_protocol.restart`: auto or a mode; None: the plan chooses none)
     restart: str | None = None
     # the DAG owns launching the job (it names an application or a restart task). False: the
     # plan chooses only a restart that launches nothing, and a job with no live processor is
