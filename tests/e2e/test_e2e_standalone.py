@@ -1,7 +1,9 @@
 """The expansion end to end on a real Spark standalone cluster (a master and one worker started
 from the installed pyspark on 127.0.0.1): the jobs are submitted to the master in client mode,
 so the Python data source and the stateful count run in an executor's Python workers under the
-worker JVM. Same scenario and checks as test_e2e_expansion.py (continuous mode)."""
+worker JVM. Same scenario and checks as test_e2e_expansion.py (continuous mode), one expansion
+(2 -> 4): its subject is the cluster - the job and its restart on vN+1 submitted to the master;
+the chain's second round is the same code, run twice by the local e2e tests."""
 
 from __future__ import annotations
 
@@ -33,18 +35,18 @@ def test_expansion_on_a_spark_standalone_cluster(scenario, spark_standalone, mon
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", spark_connection_env(master))
     s = scenario(run_mode="continuous", master=master)
-    outcomes = _run_expansions(s, 2)
+    outcomes = _run_expansions(s, 1)
     for outcome in outcomes:
         assert outcome.state == "success", outcome.tasks
         assert {t for t, st in outcome.tasks.items() if st == "success"} >= CHAIN_OK
-    result = s.finish(expected_versions=[1, 2, 3])
+    result = s.finish(expected_versions=[1, 2])
     print(f"[e2e] standalone {master}: {result.describe()}")
     assert result.ok, result.describe()
     assert result.records_produced > 0 and result.records_counted == result.records_produced
-    assert set(range(2, 8)) <= set(result.partitions_consumed)
-    assert result.job_model_versions == [1, 2, 3]
-    # The three runs (v1, and the restarts on v2 and v3) were applications of this master.
+    assert set(range(2, 4)) <= set(result.partitions_consumed)
+    assert result.job_model_versions == [1, 2]
+    # The runs (v1, and the restart on v2) were applications of this master.
     status = spark_standalone.status()
     apps = [a["name"] for a in status["activeapps"] + status["completedapps"]]
     ours = [name for name in apps if name == f"samza-expand-{s.job_name}"]
-    assert len(ours) >= 3, f"the master saw applications {apps}"
+    assert len(ours) >= 2, f"the master saw applications {apps}"
