@@ -70,10 +70,27 @@ def register(subparsers: Any) -> None:
 
 def restart_task(scenario: Any) -> Any:
     """``--restart task``: the user's "start vN+1" task of the demo, a ``PythonOperator``
-    launching the job (as a ``KubernetesPodOperator`` or a deploy script would)."""
+    launching the job (as a ``KubernetesPodOperator`` or a deploy script would). The task may
+    run in a process of its own: it leaves the launch's handle in a file the demo then takes
+    (`take_restart_task_launch`), so the demo stops and reads the job it started."""
     from airflow.providers.standard.operators.python import PythonOperator
 
-    return PythonOperator(task_id="start_job", python_callable=scenario.job.launch)
+    def start_job() -> None:
+        _launch_file(scenario).write_text(json.dumps(scenario.job.launch()))
+
+    return PythonOperator(task_id="start_job", python_callable=start_job)
+
+
+def _launch_file(scenario: Any) -> Path:
+    return Path(scenario.cfg.work_dir) / "restart-task-launch.json"
+
+
+def take_restart_task_launch(scenario: Any) -> None:
+    """The job the restart task launched (if it ran) becomes the demo's job."""
+    launched = _launch_file(scenario)
+    if launched.exists():
+        scenario.job.handle = json.loads(launched.read_text())
+        launched.unlink()
 
 
 def default_restart(run_mode: str, naive: bool) -> Restart:
@@ -249,6 +266,7 @@ def _run(args: argparse.Namespace, out_dir: Path, work: Path, progress: Progress
         for before, after in steps:
             with progress.step(f"expansion DAG: {before} -> {after} partitions"):
                 outcome = scenario.expand(on_task=task_progress)
+                take_restart_task_launch(scenario)
                 if outcome.state != "success":
                     raise RuntimeError(f"DAG run {outcome.state}: {outcome.tasks}")
         with progress.step("stopping the producer, draining the job, verifying"):

@@ -51,3 +51,26 @@ def test_an_in_app_or_task_restart_is_named_as_itself(mode: str) -> None:
     assert report["timings"]["restart"] == mode
     assert report["timings"]["downtime_target_ratio"] == DOWNTIME_TARGET_RATIO
     assert figure_lines(report)[0].startswith(f"Downtime ({mode} restart): expansion 2.00s")
+
+
+def test_the_demo_takes_every_restart_by_name_and_its_restart_task_launch(tmp_path) -> None:
+    import argparse
+
+    from airflow_samza_expand._demo import cli
+
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers())
+    for mode in ("auto", "in-place", "in-app", "task", "warm", "cold"):
+        assert parser.parse_args(["demo", "--restart", mode]).restart == mode
+    with pytest.raises(SystemExit):
+        parser.parse_args(["demo", "--handover", "warm"])
+    job = SimpleNamespace(handle={"pid": 1}, launch=lambda: {"pid": 2, "log_path": "x.log"})
+    scenario = SimpleNamespace(cfg=SimpleNamespace(work_dir=tmp_path), job=job)
+    task = cli.restart_task(scenario)
+    assert task.task_id == "start_job"
+    task.python_callable()  # as the task runs it, maybe in a process of its own
+    assert job.handle == {"pid": 1}
+    cli.take_restart_task_launch(scenario)
+    assert job.handle == {"pid": 2, "log_path": "x.log"}
+    cli.take_restart_task_launch(scenario)  # nothing new launched: the handle stays
+    assert job.handle == {"pid": 2, "log_path": "x.log"}
