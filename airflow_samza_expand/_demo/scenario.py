@@ -8,12 +8,9 @@ Airflow must already point at its home (``_demo.airflow_home.prepare`` or the te
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,24 +25,23 @@ from airflow_samza_expand._demo.jobs import (
     stop_job,
     wait_for,
 )
-from airflow_samza_expand._demo.latency import in_place_downtime
-from airflow_samza_expand._demo.probe import Probe, drain_s, seconds_between
 from airflow_samza_expand._demo.producer import KeyedProducer, start_scenario_producer
 from airflow_samza_expand._demo.scenario_config import (
     MID_BARRIER,
     ExpansionOutcome,
     ScenarioConfig,
     application_conf,
-    dag_fields,
+    dag_settings,
     env_problems,
 )
+from airflow_samza_expand._demo.scenario_dag import DagRuns
 from airflow_samza_expand._demo.verify import Verification, verify, wait_for_outputs
 
 if TYPE_CHECKING:
     from airflow_samza_expand.store import CoordinatorStore
 
 
-class Scenario:
+class Scenario(DagRuns):
     """One job, its topics, producer and expansions (see the module docstring)."""
 
     def __init__(
@@ -191,127 +187,6 @@ class Scenario:
         self.log(f"plain restart (stop -> first committed batch): {self.plain_restart_s:.1f}s")
         return self.plain_restart_s
 
-    # -- the DAG -------------------------------------------------------------------------------
-
-    def build_dag(self, dag_id: str) -> Any:
-        from airflow_samza_expand.dags import ExpansionSettings, build_expansion_dag
-
-        writer: dict[str, Any] = {}
-        if self.cfg.naive:
-            from airflow_samza_expand._demo.naive import NaiveWriteJobModelOperator
-
-            writer = {"write_job_model_operator": NaiveWriteJobModelOperator}
-        return build_expansion_dag(dag_id, ExpansionSettings(  # the resolved record, flat
-            job_name=self.job_name,
-            topics=[self.topic],
-            factor=2,
-            run_mode=self.cfg.run_mode,
-            application_args=self.args(),
-            log_dir=self.log_dir,
-            **dag_fields(self.cfg),
-            **writer,
-        ))  # fmt: skip
-
-    def expand(
-        self,
-        *,
-        stop_after: str | None = None,
-        on_task: Callable[[str, str], None] | None = None,
-    ) -> ExpansionOutcome:
-        """One expansion x2 by the DAG. ``stop_after``: first run the DAG only up to that task
-        (or ``"mid-barrier"``: with a barrier that gives up at once), then rerun it whole."""
-        from airflow_samza_expand._protocol.records import expansion_id_for
-
-        before = self.store.latest_job_model().partition_counts()[self.topic]
-        after = before * 2
-        dag_id = f"samza_expand_{self.job_name.replace('-', '_')}_{before}_{after}"
-        expansion_id = expansion_id_for(self.job_name, {self.topic: before}, {self.topic: after})
-        probe = Probe(self.config, self.job_name, self.topic, expansion_id)
-        probe.start()
-        started = time.monotonic()
-        try:
-            # One DAG run: an interrupted run is cleared and run again (the same run id, so the
-            # same expansion-lease holder), as an operator clears a failed task.
-            when = datetime.now(UTC)
-            if stop_after is not None:
-                self._interrupted_run(dag_id, stop_after, when)
-            dag = self.build_dag(dag_id)
-            if on_task is not None:
-                _attach_progress(dag, on_task)
-            run = self.run_dag(dag, logical_date=when, run_after=when)
-            states = self.task_states(run)
-            summary = self.xcom(run, "report")
-            submit = self.xcom(run, "submit")
-            self._follow_restarted_job(self._launched(run, submit))
-            # Let the probe see the restarted job's first commit (in place, in-app: the running
-            # application takes vN+1 itself, nothing stops - protocol.restart)
-            in_place = _launches_nothing(((summary or {}).get("restart") or {}).get("mode"))
-            if self.cfg.run_mode == "continuous" and str(run.state) == "success" and not in_place:
-                wait_for("the first committed batch after the restart",
-                         lambda: probe.first_commit_at, timeout_s=120)  # fmt: skip
-        finally:
-            probe.close()
-        t_expand = summary and summary.get("seconds_per_step")
-        outcome = ExpansionOutcome(
-            factor=2,
-            counts=(before, after),
-            state=str(run.state),
-            summary=summary,
-            tasks=states,
-            probe={
-                "downtime_s": seconds_between(probe.stopped_at, probe.first_commit_at),
-                "barrier_reached_at": probe.barrier_reached_at,
-            },
-            wall_s=time.monotonic() - started,
-            handover=states.get("submit_standby") == "success"
-            and bool((submit or {}).get("already_running")),
-            restart=((summary or {}).get("restart") or {}).get("mode"),
-        )
-        if in_place and self.cfg.run_mode == "continuous" and outcome.state == "success":
-            outcome.probe["downtime_s"] = in_place_downtime(self, expansion_id)
-        if t_expand is not None and summary is not None:
-            outcome.probe["drain_s"] = drain_s(summary, probe.barrier_reached_at, self.store,
-                                               expansion_id)  # fmt: skip
-        self.outcomes.append(outcome)
-        return outcome
-
-    def _launched(self, run: Any, submit: Any) -> Any:
-        """The restarted job's launch: the submit step's, or (a handover) the vN+1 standby's."""
-        if isinstance(submit, dict) and "pgid" in submit:
-            return submit
-        standby = self.xcom(run, "submit_standby")
-        launches = (standby or {}).get("launches") if isinstance(standby, dict) else None
-        return launches[0] if launches else submit
-
-    def _follow_restarted_job(self, submit: Any) -> None:
-        """The job is now the one the DAG's submit step launched (a detached launch names its
-        process group): later pauses and the final stop reach it, not the stopped vN."""
-        if self.job is not None and isinstance(submit, dict) and "pgid" in submit:
-            self.job.handle = dict(submit)
-
-    def _interrupted_run(self, dag_id: str, stop_after: str, when: datetime) -> None:
-        dag = self.build_dag(dag_id)
-        frozen = None
-        if stop_after == MID_BARRIER:
-            dag.task_dict["barrier"].barrier_timeout_s = 0.0
-            subset = dag.partial_subset(task_ids=["barrier"], include_upstream=True)
-            # The running job is paused (SIGSTOP) while the producer writes through the grace,
-            # so its commits stay below the snapshot and the barrier gives up: always "failed".
-            if self.job is not None and self.job.handle and self.cfg.run_mode == "continuous":
-                frozen = int(self.job.handle["pgid"])
-        else:
-            subset = dag.partial_subset(task_ids=[stop_after], include_upstream=True)
-        if frozen is not None:
-            os.killpg(frozen, signal.SIGSTOP)
-        try:
-            run = self.run_dag(subset, logical_date=when, run_after=when)
-        finally:
-            if frozen is not None:
-                os.killpg(frozen, signal.SIGCONT)
-        self.interrupted_states = self.task_states(run)
-        self._follow_restarted_job(self._launched(run, self.xcom(run, "submit")))
-        self.log(f"interrupted run (stopped after {stop_after}): {self.interrupted_states}")
-
     # -- the end -------------------------------------------------------------------------------
 
     def finish(self, expected_versions: list[int] | None = None) -> Verification:
@@ -396,22 +271,5 @@ class Scenario:
         self.admin.close()
 
 
-def _launches_nothing(mode: str | None) -> bool:
-    """The restart ``mode`` stops and launches nothing (in place, in-app)."""
-    from airflow_samza_expand._protocol.restart import STRATEGIES
-
-    return mode in STRATEGIES and STRATEGIES[mode].launches_nothing
-
-
-def _attach_progress(dag: Any, on_task: Callable[[str, str], None]) -> None:
-    """Call ``on_task(task_id, event)`` when each task starts / succeeds / fails / skips."""
-    for task in dag.tasks:
-        tid = task.task_id
-        task.on_execute_callback = [lambda ctx, t=tid: on_task(t, "start")]
-        task.on_success_callback = [lambda ctx, t=tid: on_task(t, "success")]
-        task.on_failure_callback = [lambda ctx, t=tid: on_task(t, "failed")]
-        task.on_skipped_callback = [lambda ctx, t=tid: on_task(t, "skipped")]
-
-
-__all__ = ["MID_BARRIER", "ExpansionOutcome", "Scenario", "ScenarioConfig", "dag_fields",
+__all__ = ["MID_BARRIER", "ExpansionOutcome", "Scenario", "ScenarioConfig", "dag_settings",
            "env_problems"]  # fmt: skip
