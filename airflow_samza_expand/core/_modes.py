@@ -29,6 +29,10 @@ class Mode(StrEnum):
     def values(cls) -> tuple[str, ...]:
         return tuple(m.value for m in cls)
 
+    def __repr__(self) -> str:
+        """As its string: a message says ``run_mode='available-now'``, as the user wrote it."""
+        return repr(self.value)
+
 
 class RunMode(Mode):
     """How the stateful job runs: all the time, or in scheduled runs that end."""

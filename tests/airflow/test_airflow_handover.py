@@ -122,7 +122,7 @@ def test_cold_restart_launches_after_the_write(job, fake_spark, tmp_path, kafka_
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"restart": {"restart": "hot"}}, "restart='hot' is not known - use 'in-place'"),
+        ({"restart": {"restart": "hot"}}, "restart='hot' is not known - use one of 'auto', "),
         ({"restart": {"hot_standby": True}, "job": {"run_mode": "available-now"}},
          "hot_standby=True needs"),
     ],

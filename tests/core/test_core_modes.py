@@ -23,6 +23,7 @@ from airflow_samza_expand.core._modes import OnStalePlacement, OtherJobs, Restar
 def test_a_name_parses_to_its_member_which_is_its_string(enum, text, member) -> None:
     parsed = enum.parse(text, "x")
     assert parsed is member and parsed == member.value and f"{parsed}" == member.value
+    assert f"{parsed!r}" == repr(member.value)  # a message names it as the user wrote it
 
 
 @pytest.mark.parametrize(
