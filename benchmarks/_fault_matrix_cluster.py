@@ -18,6 +18,10 @@ restart (in place) and in warm. A broker is hurt in the middle of a step:
 ``cluster/in-app/...``: ``leader-barrier``, ``coordinator-write`` and ``rolling-restart`` with
 the supervised example user job restarting its query in its driver (`_fault_matrix_inapp`).
 
+``cluster/outage/<strategy>/<when>-<length>``: all three nodes down at once for 30 s or
+3 minutes while the job runs or during an expansion, in place and in-app - the fault matrix's
+broker outages (`_fault_matrix_outage`), run on the cluster.
+
 A killed node is started again after the run. Each case passes as the fault matrix's do: the
 run ends green (the tasks retry), the expansion completed once, exact counts, per-key order.
 """
@@ -28,6 +32,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from _fault_matrix_outage import outage_case, outage_cases
 from fault_matrix import Case, Context, Job, Outcome, job_for, mid_step
 
 STRATEGIES = ("in-place", "warm")
@@ -102,12 +107,25 @@ def cluster_case(ctx: Context, case: Case) -> Outcome:
         heal(cluster)
 
 
+def cluster_outage_case(ctx: Context, case: Case) -> Outcome:
+    """The fault matrix's broker outage (`_fault_matrix_outage.outage_case`) with every node of
+    the cluster down at once; each node started again (and in sync) after the case."""
+    try:
+        return outage_case(ctx, case)
+    finally:
+        heal(ctx.kafka)
+
+
 def cluster_cases() -> list[Case]:
-    return [
+    cases = [
         Case(f"cluster/{strategy}/{step}", "cluster", step, strategy, cluster_case)
         for strategy in STRATEGIES
         for step in WHEN
-    ] + [Case(f"cluster/in-app/{step}", "cluster", step, "in-app", cluster_case) for step in IN_APP]
+    ]
+    cases += [
+        Case(f"cluster/in-app/{step}", "cluster", step, "in-app", cluster_case) for step in IN_APP
+    ]
+    return cases + outage_cases("cluster/outage", cluster_outage_case)
 
 
 def start_cluster(work: Any) -> Any:

@@ -6,6 +6,9 @@ supervised example user job in-app (`_fault_matrix_inapp`). The job's lease TTL 
 short outage stays within it, the long one outlasts it (the job fenced, then taking its lease
 again by itself).
 
+The cluster matrix runs the same cases with every node of its three-node cluster down at once
+(``cluster/outage/...``, `_fault_matrix_cluster`).
+
 Each passes as the matrix's cases do (the expansion completed once, exact, per-key order) and
 the job rode the outage out: the shipped job's driver is the one launched at the start; the
 in-app driver never exited (the supervisor started none again).
@@ -14,6 +17,7 @@ in-app driver never exited (the supervisor started none again).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from fault_matrix import Case, Context, Job, Outcome, job_committed, job_for, wait_until
 
@@ -25,12 +29,14 @@ OVERRIDES = {"retries": 6}
 
 
 def outage(ctx: Context, seconds: float) -> None:
-    """Apache Kafka down for ``seconds`` (the outage's length), then started on its data."""
-    ctx.log(f"  broker down for {seconds:.0f} s")
+    """Apache Kafka down for ``seconds`` (the outage's length), then started on its data: the
+    broker, or on the cluster (`_fault_matrix_cluster`) every node at once."""
+    ctx.log(f"  Kafka down for {seconds:.0f} s")
+    began = time.monotonic()
     ctx.kafka.stop()
     time.sleep(seconds)
     ctx.kafka.start()
-    ctx.log("  broker back")
+    ctx.log(f"  Kafka back, {time.monotonic() - began:.0f} s after it went down")
 
 
 def outage_case(ctx: Context, case: Case) -> Outcome:
@@ -65,10 +71,13 @@ def same_driver(job: Job) -> bool:
     return handle is None or detached.is_running(handle)
 
 
-def outage_cases() -> list[Case]:
+def outage_cases(
+    prefix: str = "outage", run: Callable[[Context, Case], Outcome] = outage_case
+) -> list[Case]:
+    """The outage cases, named ``<prefix>/<strategy>/<when>-<length>`` and run by ``run`` (the
+    cluster matrix's: every node down, `_fault_matrix_cluster`)."""
     return [
-        Case(f"outage/{strategy}/{when}-{length}", "outage", f"{when}-{length}", strategy,
-             outage_case)
+        Case(f"{prefix}/{strategy}/{when}-{length}", "outage", f"{when}-{length}", strategy, run)
         for strategy in STRATEGIES
         for when in WHEN
         for length in DURATIONS_S
