@@ -9,6 +9,8 @@ job page (`expansion_scale.page`)."""
 
 from __future__ import annotations
 
+import re
+import statistics
 import time
 import uuid
 from pathlib import Path
@@ -57,27 +59,49 @@ def barrier_s(steps: dict[str, float | None]) -> float:
     return sum(v or 0.0 for k, v in steps.items() if k.startswith("barrier"))
 
 
-def switch_downtime(s: Any, record: Any) -> float | None:
-    """The switch's own downtime: the longest gap between the job's committed batches from its
-    last one before vN+1 was written to its first one after the switch (the batch that switched
-    in place, or the restarted query's first), minus its median gap before the write (the
-    trigger's cadence). The demo's figure runs to the third batch after the switch
-    (``three_batches_s``): there the grown topic's slower steady batches counted as the switch's
-    downtime (64 -> 128 in-app: the restarted query's first batch came one cadence after the
-    stop, its next two took 66-68 s against 17-23 s before, with Spark's Kafka source logging
-    its consumer pool past its soft maximum of 64)."""
-    from airflow_samza_expand._demo.latency import commit_times, switch_downtime_s, switch_times
+# the job takes vN+1 on: the reader planned a batch on it (in place), or the query was started
+# again on it (in-app) - `spark._in_place`, `spark._in_app`
+TAKE_ON = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*(?:reads job model v\d+ now \(in place\)|"
+    r"restarted its query on job model v\d+)",
+    re.M,
+)
+
+
+def switch_downtime(text: str, written_at: float, steady: int = 10) -> float | None:
+    """The switch's own downtime, from the job's log ``text``: the gap from its last committed
+    batch before it took vN+1 on (`TAKE_ON`, after ``written_at``) to its first batch on vN+1,
+    less its median gap between batches before the write (the trigger's cadence). The demo's
+    figure (``three_batches_s``) is the longest gap up to the third batch after the switch was
+    decided: it also counts the grown topic's slower steady batches (64 -> 128 in-app: the
+    restarted query's first batch came one cadence after the stop, its next two took 66-68 s
+    against 17-23 s before, with Spark's Kafka source logging its consumer pool past its soft
+    maximum of 64) - throughput at the new size, not the switch."""
+    from airflow_samza_expand._demo.latency import _log_time, commit_times
+
+    commits = sorted(commit_times(text))
+    taken = [t for m in TAKE_ON.finditer(text) if (t := _log_time(m[1])) >= written_at - 0.01]
+    before = [t for t in commits if t < written_at][-(steady + 1) :]
+    if not taken or len(before) < 2:
+        return None
+    last = [t for t in commits if t <= taken[0]]
+    first = [t for t in commits if t > taken[0]]
+    if not last or not first:
+        return None
+    cadence = statistics.median(b - a for a, b in zip(before, before[1:], strict=False))
+    return round(max(0.0, first[0] - last[-1] - cadence), 3)
+
+
+def job_switch_downtime(s: Any, record: Any) -> float | None:
+    """`switch_downtime` of ``s``'s running job for the expansion ``record`` (None without a
+    write step)."""
     from airflow_samza_expand.core._clock import parse_iso
 
     write = record.steps.get("write")
     if write is None or not (write.started_at or write.ended_at):
         return None
     written_at = parse_iso(write.started_at or write.ended_at).timestamp()
-    text = Path(s.job.handle["log_path"]).read_text(errors="replace")
-    switched = [t for t in switch_times(text) if t >= written_at - 0.01]
-    if not switched:
-        return None
-    return switch_downtime_s(commit_times(text), written_at, switched[0], after=1)
+    return switch_downtime(Path(s.job.handle["log_path"]).read_text(errors="replace"), written_at)
 
 
 def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: float,
@@ -112,7 +136,7 @@ def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: f
         say(f"  [{kind} {size}] expansion {outcome.state} in {time.monotonic() - started:.1f}s "
             f"({outcome.restart})")  # fmt: skip
         record = s.store.expansions()[0]
-        downtime = switch_downtime(s, record) if outcome.state == "success" else None
+        downtime = job_switch_downtime(s, record) if outcome.state == "success" else None
         # the cold restart after the expansion (on vN+1): measured before it, its backlog
         # would be the barrier's drain
         cold = measure_restart(s.job, s.store, s.admin, topic=s.topic, version=2, log=s.log)
