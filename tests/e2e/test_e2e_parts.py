@@ -236,11 +236,11 @@ def test_demo_reports_the_in_place_switch_against_its_target_with_moved_key_late
 
 
 def test_demo_switches_in_place_by_default_in_continuous_mode() -> None:
-    from airflow_samza_expand._demo.cli import default_handover
+    from airflow_samza_expand._demo.cli import default_restart
 
-    assert default_handover("continuous", naive=False) == "in-place"
-    assert default_handover("available-now", naive=False) == "warm"
-    assert default_handover("continuous", naive=True) == "warm"
+    assert default_restart("continuous", naive=False) == "in-place"
+    assert default_restart("available-now", naive=False) == "warm"
+    assert default_restart("continuous", naive=True) == "warm"
 
 
 def test_demo_reads_the_switch_downtime_from_the_job_log_and_skips_a_relaunch(tmp_path) -> None:
