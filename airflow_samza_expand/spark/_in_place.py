@@ -38,10 +38,12 @@ class InPlaceSwitch(QueryDriver):
     def read_python_source(self, model: JobModel, options: Mapping[str, str]) -> Any:
         """The provider's reader on ``model`` (module docstring)."""
         from airflow_samza_expand.spark._python_workers import warn_without_unix_sockets
+        from airflow_samza_expand.spark._source_splits import read_cores_of
 
         self.register_source()
         warn_without_unix_sockets(self.spark)
         settings = self.python_source_options(model)
+        options = {"read_cores": str(read_cores_of(self.spark)), **options}  # the job's own wins
         self.lifecycle.in_place = True  # this query can switch in place
         self.lifecycle.counts_stale = True  # ... and count stale placements for the barrier
         return self.spark.readStream.format("samza_kafka").options(**settings, **options).load()

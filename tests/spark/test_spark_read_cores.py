@@ -81,3 +81,47 @@ def test_the_cores_of_a_real_spark_application(spark) -> None:
     """local[2] (the shared session): 2 cores for read tasks; no SparkContext: no cap."""
     assert read_cores_of(spark) == spark.sparkContext.defaultParallelism == 2
     assert read_cores_of(object()) == 0
+
+
+@pytest.mark.kafka
+def test_a_user_jobs_reader_follows_the_cores_unless_it_sets_its_own(
+    spark, kafka_bootstrap, unique_topic, tmp_path
+) -> None:
+    """A user job's ``read_kafka(source="python")`` gets the application's cores as the
+    reader's default (local[2]: an 8-partition topic read by 2 tasks, grouped by task), and a
+    ``read_cores`` of the job's own wins (8: a read task per partition)."""
+    from spark_helpers import create_topic, produce_sequenced
+
+    from airflow_samza_expand.core.model import JobModel
+    from airflow_samza_expand.spark import runtime
+    from airflow_samza_expand.store import open_store
+
+    topic = unique_topic("cores")
+    create_topic(kafka_bootstrap, topic, 8)
+    produce_sequenced(kafka_bootstrap, topic, [f"key-{i}" for i in range(40)], 5)
+    name = "cores-" + topic
+    coordinator = str(tmp_path / "coordinator")
+    open_store(coordinator, name).write_job_model(JobModel.initial(name, {topic: 8}))
+    job = runtime.attach(spark, [
+        "--job-name", name, "--bootstrap-servers", kafka_bootstrap, "--coordinator",
+        coordinator, "--checkpoint-dir", str(tmp_path / "unused"), "--output-topic", topic,
+        "--processor-id", "user-1", "--no-lease",
+    ])  # fmt: skip
+    try:
+        for run, own in (("default", {}), ("own", {"read_cores": "8"})):
+            report = tmp_path / f"plan-{run}.json"
+            records = job.read_kafka(source="python", plan_report=str(report), **own)
+            query = (
+                records.writeStream.format("noop")
+                .option("checkpointLocation", str(tmp_path / f"checkpoint-{run}"))
+                .trigger(availableNow=True)
+                .start()
+            )
+            query.awaitTermination()
+            doc = json.loads(report.read_text())
+            if run == "default":
+                assert doc["read_tasks"] == 2 and doc["choice"].endswith("into 2 (2 cores)"), doc
+            else:
+                assert doc["read_tasks"] == 8 and doc["choice"].endswith("(8 cores)"), doc
+    finally:
+        job.close()
