@@ -82,8 +82,8 @@ def test_snapshot_only_after_grace_and_a_quiet_window(now, grace, quiet, last, c
     if last is not None and last > now:
         last = now
     d = decide(now, grace=grace, quiet=quiet, last=last, caught_up=caught_up)
-    quiet_from = last if last is not None else 0.0
-    allowed = now >= grace and now - quiet_from >= quiet and caught_up
+    quiet_from = T0 + (last if last is not None else 0.0)  # epoch seconds, as the rule compares
+    allowed = T0 + now >= T0 + grace and T0 + now >= quiet_from + quiet and caught_up
     assert (d.action == "snapshot") == allowed
     assert d.reason
 
