@@ -234,7 +234,7 @@ def test_auto_chooses_warm_for_a_job_that_advertises_the_standby_capability(
     try:
         (status,) = statuses(j.store.processors()).values()
         assert status.can("standby")
-        assert choose_restart(j.store.processors(), 1, "auto").mode == "warm"
+        assert choose_restart(j.store.processors(), 1, "auto").restart == "warm"
     finally:
         j.store.request_stop(1, "test")
         v1.wait(60)

@@ -206,11 +206,11 @@ def _record(pid: str, capabilities: list[str], *, alive: bool = True) -> dict:
 
 def test_auto_never_picks_a_launching_restart_unless_the_dag_owns_launching():
     in_app_gone = {"p1": _record("p1", ["in-app", "standby"], alive=False)}
-    assert choose_restart(in_app_gone, 1, "auto").mode == "cold"  # the DAG owns launching
+    assert choose_restart(in_app_gone, 1, "auto").restart == "cold"  # the DAG owns launching
     with pytest.raises(ExpansionError, match="no live processor of job model v1"):
         choose_restart(in_app_gone, 1, "auto", launches=False)
     mixed = {"p1": _record("p1", ["in-place", "standby"]), "p2": _record("p2", ["standby"])}
-    assert choose_restart(mixed, 1, "auto").mode == "warm"
+    assert choose_restart(mixed, 1, "auto").restart == "warm"
     with pytest.raises(ExpansionError, match="p2 advertises standby") as refused:
         choose_restart(mixed, 1, "auto", launches=False)
     assert "can neither switch in place nor restart in-app" in str(refused.value)
@@ -218,9 +218,9 @@ def test_auto_never_picks_a_launching_restart_unless_the_dag_owns_launching():
     with pytest.raises(ExpansionError, match="restart='cold' launches the job"):
         choose_restart(mixed, 1, "cold", launches=False)
     every = {"p1": _record("p1", ["in-app", "standby"]), "p2": _record("p2", ["in-app"])}
-    assert choose_restart(every, 1, "auto", launches=False).mode == "in-app"
+    assert choose_restart(every, 1, "auto", launches=False).restart == "in-app"
     # a restart task is a way to launch: the user's task is then chosen as before
-    assert choose_restart(mixed, 1, "task", launches=False).mode == "task"
+    assert choose_restart(mixed, 1, "task", launches=False).restart == "task"
 
 
 def test_the_factory_gives_the_shipped_job_only_to_a_dag_built_for_it():

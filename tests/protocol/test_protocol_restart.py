@@ -70,33 +70,33 @@ def test_a_requested_restart_is_one_of_the_modes_by_name() -> None:
 def test_auto_takes_the_first_strategy_every_live_processor_can_do(store, capabilities, mode):
     _beat(store, "a", capabilities)
     choice = _choose(store)
-    assert (choice.mode, choice.requested) == (mode, "auto"), choice
+    assert (choice.restart, choice.requested) == (mode, "auto"), choice
     assert choice.strategy is restart.STRATEGIES[mode]
 
 
 def test_in_app_needs_every_live_processor_to_advertise_it(store):
     _beat(store, "a", ["in-app", "standby"])
     _beat(store, "b", ["standby"])
-    assert _choose(store).mode == "warm"
+    assert _choose(store).restart == "warm"
     with pytest.raises(ExpansionError, match=r"'in-app'.*processor\(s\) b of v1.*job.run\(start\)"):
         _choose(store, "in-app")
     store.remove_processor("b")
-    assert _choose(store, "in-app").mode == "in-app"
+    assert _choose(store, "in-app").restart == "in-app"
 
 
 def test_a_restart_task_replaces_warm_and_cold_but_never_a_switch_inside_the_app(store):
     _beat(store, "a", ["standby"])
     choice = _choose(store, restart_task=True)
-    assert choice.mode == "task" and choice.strategy.user_task, choice
-    assert _choose(store, "task").mode == "task"  # asking for it by name says it is supplied
+    assert choice.restart == "task" and choice.strategy.user_task, choice
+    assert _choose(store, "task").restart == "task"  # asking for it by name says it is supplied
     _beat(store, "a", ["in-app", "standby"])
-    assert _choose(store, "task").mode == "in-app"  # launches nothing: still first
-    assert _choose(store, restart_task=True).mode == "in-app"
+    assert _choose(store, "task").restart == "in-app"  # launches nothing: still first
+    assert _choose(store, restart_task=True).restart == "in-app"
 
 
 def test_no_live_processor_is_cold_or_the_users_task(store):
-    assert _choose(store).mode == "cold"
-    assert _choose(store, restart_task=True).mode == "task"
+    assert _choose(store).restart == "cold"
+    assert _choose(store, restart_task=True).restart == "task"
     assert "no live processor" in _choose(store, "in-app").reason
 
 
@@ -152,7 +152,7 @@ def test_a_processor_without_in_app_gets_the_warm_handover_not_a_query_restart(s
     with pytest.raises(ExpansionError, match=r"a advertises standby\).*names no application"):
         _choose(store, launches=False)
     choice = _choose(store)
-    assert choice.mode == "warm" and not choice.strategy.launches_nothing, choice
+    assert choice.restart == "warm" and not choice.strategy.launches_nothing, choice
     _record_choice(store, choice)
     assert restart.launches_nothing(store.get_expansion(EXPANSION)) is None
     assert standby.before_standby(store, EXPANSION).launch == 1

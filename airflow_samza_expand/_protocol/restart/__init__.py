@@ -62,16 +62,16 @@ def strategy_named(mode: str) -> RestartStrategy:
 class RestartChoice:
     """The restart an expansion uses (rule 1.8), as recorded in the plan's result."""
 
-    mode: str
+    restart: str  # the chosen strategy's name; its key in the record stays "mode"
     requested: str
     reason: str
 
     @property
     def strategy(self) -> RestartStrategy:
-        return STRATEGIES[self.mode]
+        return STRATEGIES[self.restart]
 
     def to_dict(self) -> dict[str, str]:
-        return {"mode": self.mode, "requested": self.requested, "reason": self.reason}
+        return {"mode": self.restart, "requested": self.requested, "reason": self.reason}
 
     def nothing_to_do(self, version: int | None, what: str) -> str:
         """What a step logs when the chosen strategy gives it nothing to do (``what``: the

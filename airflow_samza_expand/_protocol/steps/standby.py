@@ -97,7 +97,7 @@ def _decide(
     choice = RestartChoice.of_record(record)
     if choice is not None and not choice.strategy.launches_standby:
         return StandbyDecision(
-            0, version, [], f"{choice.mode} restart ({choice.reason}): launching no standby"
+            0, version, [], f"{choice.restart} restart ({choice.reason}): launching no standby"
         )
     beats = store.processors()
     live = live_processors(beats, version)

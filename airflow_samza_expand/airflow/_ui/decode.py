@@ -198,7 +198,7 @@ def _restart(record: ExpansionRecord) -> str | None:
     from airflow_samza_expand._protocol.restart import RestartChoice
 
     choice = RestartChoice.of_record(record)
-    return None if choice is None else choice.mode
+    return None if choice is None else choice.restart
 
 
 def _order(record: ExpansionRecord) -> dict[str, Any]:

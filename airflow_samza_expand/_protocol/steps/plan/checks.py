@@ -98,7 +98,7 @@ def restart_doc(store: CoordinatorStore, request: PlanRequest, version: int) -> 
     if request.restart is None:
         return {}
     choice = choose_restart(store.processors(), version, request.restart, launches=request.launches)
-    log.info("Restart: %s (%s).", choice.mode, choice.reason)
+    log.info("Restart: %s (%s).", choice.restart, choice.reason)
     return {"restart": choice.to_dict()}
 
 
