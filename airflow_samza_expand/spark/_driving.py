@@ -117,6 +117,14 @@ class QueryDriver:
         if progress is not None and self.model is not None:
             self.commit_offsets(end_offsets(progress["sources"], self.model.partition_counts()))
 
+    def try_commit_progress(self, query: Any) -> None:
+        """`commit_progress`, logged instead of raised while Kafka is unreachable: the next
+        commit (the same query's or the restarted one's) covers these batches."""
+        try:
+            self.commit_progress(query)
+        except STORE_UNAVAILABLE as exc:
+            log.warning("offset commit not done (Kafka unreachable), next one later: %s", exc)
+
     # running ---------------------------------------------------------------------------------
 
     def _started(self) -> Any:
@@ -143,7 +151,10 @@ class QueryDriver:
                         continue
                     if failed or life.stop_event.is_set() or self.restart_due is None:
                         break
-                    query = self.restart_query(query)  # in-app: same application and lease
+                    try:
+                        query = self.restart_query(query)  # in-app: same application and lease
+                    except LeaseLostError as exc:  # its last commit's confirm: fenced
+                        self.lease_lost = exc  # resumed as above, then restarted on vN+1
             finally:
                 if query.isActive:
                     query.stop()
@@ -204,10 +215,7 @@ class QueryDriver:
         self.poll_store()  # in-app: a newer job model whose barrier has passed
         if self.restart_due is not None:
             return self.restart_query(query)
-        try:
-            self.commit_progress(query)  # the fenced query's finished batches, leased again
-        except STORE_UNAVAILABLE as exc:
-            log.warning("offset commit not done (Kafka unreachable), next one later: %s", exc)
+        self.try_commit_progress(query)  # the fenced query's finished batches, leased again
         started = self._started()
         log.info("job %r: processor %s started its query again on job model v%d after a lost "
                  "lease", self.args.job_name, self.processor_id, life.version)  # fmt: skip
@@ -250,10 +258,7 @@ class QueryDriver:
                 )
                 query.stop()
                 return True
-            try:
-                self.commit_progress(query)
-            except STORE_UNAVAILABLE as exc:  # committed again after the next batch, or poll
-                log.warning("offset commit not done (Kafka unreachable), trying again: %s", exc)
+            self.try_commit_progress(query)  # committed again after the next batch, or poll
             now = time.monotonic()
             if life.stop_event.is_set() or self.restart_due is not None:
                 seen = life.stop_seen_at if life.stop_event.is_set() else self.restart_due

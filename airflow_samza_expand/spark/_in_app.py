@@ -173,7 +173,9 @@ class InAppRestart(QueryDriver):
 
         model = self.next_model
         assert model is not None and self.start_query is not None
-        self.commit_progress(query)  # the old query's last batch (fenced by the lease)
+        # the old query's last batch, fenced by the lease: a lost one raises LeaseLostError and
+        # `run` waits for the lease again first (`QueryDriver.resume`), then restarts on it
+        self.commit_progress(query)
         if self.order_check is not None:
             self.order_check.close()
         auto = argparse.Namespace(**{**vars(self.args), "barrier_offsets": "auto"})
