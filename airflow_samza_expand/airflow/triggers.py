@@ -347,6 +347,21 @@ class PartitionCountChangeTrigger(PollingTrigger, BaseEventTrigger):
         return True
 
 
+def wait_in_worker(trigger: PollingTrigger) -> dict[str, Any]:
+    """``trigger``'s own loop run to its first event in the calling thread (an operator that
+    waits in the worker instead of deferring): the payload it would have fired deferred."""
+
+    async def first() -> dict[str, Any]:
+        events = trigger.run()
+        try:
+            event = await anext(events)
+        finally:
+            await events.aclose()
+        return dict(event.payload)
+
+    return asyncio.run(first())
+
+
 __all__ = [
     "ExpansionLeaseTrigger",
     "JobBackTrigger",

@@ -10,10 +10,8 @@ from airflow.configuration import conf
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from airflow_samza_expand._kafka.admin import KafkaUnavailableError
 from airflow_samza_expand._protocol import restart as restart_strategies
 from airflow_samza_expand._protocol.ownership import DEFAULT_LEASE_TTL_S
-from airflow_samza_expand._protocol.poll import Poll, Reconnect
 from airflow_samza_expand._protocol.steps.plan import step as protocol_plan
 from airflow_samza_expand._protocol.steps.plan.job_models import jobs_with_models
 from airflow_samza_expand._protocol.steps.plan.readers import (
@@ -35,12 +33,12 @@ from airflow_samza_expand.airflow._shell import (
     holder_of,
     protocol_outcomes,
 )
-from airflow_samza_expand.airflow._waitlog import WaitLog
 from airflow_samza_expand.airflow.hooks import DEFAULT_COORDINATOR
 from airflow_samza_expand.airflow.triggers import (
     ExpansionLeaseTrigger,
     JobBackTrigger,
     PollingTrigger,
+    wait_in_worker,
 )
 from airflow_samza_expand.core._plan import DEFAULT_MAX_PARTITIONS
 from airflow_samza_expand.core.errors import LeaseHeldError
@@ -327,32 +325,9 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
             self.close_clients()
 
     def _poll_until_event(self, trigger: PollingTrigger) -> dict[str, Any]:
-        """The trigger's loop in the worker: its poll every ``poll_interval_s`` (transient
-        faults ridden out, the clients reopened after `Reconnect`'s count), its event once done
-        or past its deadline."""
-        reconnect, waits = Reconnect(), WaitLog(self.log)
-        while True:
-            progress: Poll | None = None
-            polled_at = time.time()  # time out only after a poll that began past the deadline
-            try:
-                with protocol_outcomes():
-                    progress = trigger.poll(self.admin, self.store)
-                reconnect.ok()
-            except KafkaUnavailableError as exc:
-                self.log.warning("Poll failed (will retry): %s", exc)
-                if reconnect.failed():
-                    self.close_clients()
-            if progress is not None and progress.done:
-                self.log.info("%s", progress.message)
-                return trigger.event(progress)
-            if progress is not None:
-                waits.info(progress.message, key=progress.log_key)
-            if trigger.deadline is not None and polled_at >= trigger.deadline:
-                return trigger.timeout_event(progress)
-            pause = float(self.poll_interval_s)
-            if trigger.deadline is not None:  # look once more right at the deadline
-                pause = min(pause, max(trigger.deadline - time.time(), 0.0))
-            time.sleep(pause)
+        """The trigger's own loop, run in the worker: the event it would fire deferred (one
+        implementation of the wait, its pacing, reconnects and refusals)."""
+        return wait_in_worker(trigger)
 
     def execute_job_back(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
         """The wait for the job ended: back (decide again) or still down (fail, unchanged)."""
