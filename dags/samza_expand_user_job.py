@@ -4,7 +4,7 @@ The application is ``airflow_samza_expand/examples/user_job.py``: Spark's Kafka 
 through ``spark.runtime`` (three lines), per-key state in ``applyInPandasWithState``, results
 to a Kafka topic. Because it runs on the runtime it takes the DAG's flags
 (``SparkSettings(application_on_runtime=True)``: the available-now trigger, the order check
-of rule 1.5) and advertises the standby capability, so the default restart
+of stale placements) and advertises the standby capability, so the default restart
 (``RestartSettings(restart="auto")``) is the warm
 restart. Spark's Kafka connector comes from Maven Central through ``spark.jars.packages``
 (``spark-submit --packages``) for ``SAMZA_EXPAND_SPARK_VERSION`` (default: the installed

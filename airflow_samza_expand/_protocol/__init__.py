@@ -1,4 +1,4 @@
-"""The expansion protocol (DESIGN section 2, layer 3): each step a plain function over a
+"""The expansion protocol (docs/design.md 'The layers'): each step a plain function over a
 coordinator store and a Kafka admin client, with no Airflow import, so the Airflow surface, a
 CLI or another orchestrator drive the same steps.
 

@@ -1,5 +1,5 @@
-"""The expansion lease (DESIGN 1.6): who owns a job's expansion, and what a run that is not the
-owner does.
+"""The expansion lease (docs/design.md 'Ownership, leases and fencing'): who owns a job's expansion,
+and what a run that is not the owner does.
 
 A holder is ``airflow:<dag_id>/<run_id>`` (a DAG run; its tasks and their retries share it) or
 ``cli:<host>/<pid>``. Every step of the owner acquires the lease again, which renews it (same
@@ -63,7 +63,7 @@ def owned_by(store: CoordinatorStore, holder: str) -> ExpansionRecord | None:
 
 def taken_over(record: ExpansionRecord | None, holder: str) -> bool:
     """True when `holder` planned `record` but another run owns it now: the lease expired
-    while `holder` was gone, and that run took the expansion over (DESIGN 1.6)."""
+    while `holder` was gone, and that run took the expansion over."""
     return record is not None and planned_by(record) == holder and record.owner != holder
 
 

@@ -1,5 +1,5 @@
 """The job's processors as the stop, standby and acknowledgement steps see them: who blocks a
-stop, who is dead (rule 1.7: never waited for), and one line naming them."""
+stop, who is dead (never waited for), and one line naming them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from airflow_samza_expand.store import CoordinatorStore
 
 def active_processors(store: CoordinatorStore, version: int | None) -> dict[str, Mapping[str, Any]]:
     """Live processors of job model `version` that have not stopped; a dead one (silent past
-    its TTL, rule 1.7) is never waited for."""
+    its TTL) is never waited for."""
     processors = store.processors()
     return {pid: processors[pid] for pid in blocking_stop(processors, version)}
 

@@ -153,7 +153,7 @@ class OrderingBarrierTrigger(PollingTrigger):
     expansion_id: str
     consumer_group: str | None = None
     producer_refresh_grace_s: float = DEFAULT_PRODUCER_REFRESH_GRACE_S
-    stale_quiet_s: float | None = None  # rule 1.5 quiet window (None: the protocol default)
+    stale_quiet_s: float | None = None  # the stale placements' quiet window (None: the default)
     deadline: float | None = None  # `_protocol.barrier.wait.start_barrier`'s deadline
     snapshot_only: bool = False  # the wait ends at the snapshot
     poll_interval_s: float = 10.0
@@ -318,7 +318,7 @@ class PartitionCountChangeTrigger(PollingTrigger, BaseEventTrigger):
     outside Airflow. It keeps watching after firing, with the new count as baseline (with
     ``job_name``: it fires once per new count the job model does not cover yet; after a restart
     of the triggerer maybe once more - the run that starts then joins the expansion under way
-    or ends skipped, rule 1.6).
+    or ends skipped).
     """
 
     topic: str

@@ -7,11 +7,11 @@ TaskGroup for a DAG of your own::
          -> submit restarted job (SparkSubmitOperator) -> wait for acknowledgement -> report
 
 Restart (``RestartSettings.restart``): ``"auto"`` (default, continuous mode) is
-``"in-place"`` when the running processors advertise the ``in-place`` capability (rule 1.9: the
-running job switches at a batch boundary; the barrier holds at its snapshot and stop, standby
-and submit do nothing), else ``"in-app"`` when they advertise ``in-app`` (rule 1.10: a job on
-the runtime that hands ``job.run`` the function starting its query restarts that query on vN+1
-inside the same application once the barrier passed; nothing is stopped or launched), else
+``"in-place"`` when the running processors advertise the ``in-place`` capability (the running
+job switches at a batch boundary; the barrier holds at its snapshot and stop, standby and
+submit do nothing), else ``"in-app"`` when they advertise ``in-app`` (a job on the runtime
+that hands ``job.run`` the function starting its query restarts that query on vN+1 inside the
+same application once the barrier passed; nothing is stopped or launched), else
 ``"warm"`` when they advertise ``standby`` (the plan step decides and records it), else
 ``"cold"``. ``RestartSettings(task=...)`` (an operator, or job name -> operator) replaces the
 spark-submit launch for a job that can only be restarted: after the stop and the write, the
@@ -150,7 +150,7 @@ def _add_chain(
         managed_jobs=s.ownership.managed_jobs,
         lease_ttl_s=s.ownership.lease_ttl_s,
         poll_interval_s=s.poll_interval_s,
-        # rule 1.8: the plan chooses the restart from the running processors' capabilities
+        # the plan chooses the restart from the running processors' capabilities
         restart=s.restart_requested,
         # a DAG that names no application and no restart task never launches the job
         owns_launch=s.launch_application
@@ -230,7 +230,7 @@ def _add_chain(
         run_mode=mode,
         application_args=application_args,
         log_dir=s.spark.log_dir,
-        # rule 1.5: a job on the runtime checks what it reads beyond the barrier (another job
+        # the order check: a job on the runtime checks what it reads beyond the barrier (another job
         # gets the flags in its application_args if it supports them)
         on_stale_placement=s.barrier.on_stale_placement if s.takes_runtime_flags else None,
         # a retry (on any worker) launches again only once the record's launch is gone

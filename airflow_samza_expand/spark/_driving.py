@@ -45,12 +45,12 @@ class QueryDriver:
     last_batch_reported: int
     lease_lost: LeaseLostError | None
     order_check: Any
-    before_count: Any  # spark._stale_before.BeforeSnapshotCount (rule 1.5 before a snapshot)
+    before_count: Any  # spark._stale_before.BeforeSnapshotCount (before a snapshot)
     processor_id: str
     consumer_group: str  # the group the processed offsets are committed to
     _commit_consumer: Any
     _starting: Any
-    # in-app (rule 1.10): when a restart of the query on a newer job model was decided
+    # in-app: when a restart of the query on a newer job model was decided
     # (monotonic s; `spark.runtime.Job.poll_switch`); the watch then ends the running query
     # as it does on a stop, and `run` starts it again (`restart_query`)
     restart_due: float | None = None
@@ -66,7 +66,7 @@ class QueryDriver:
         """Rule 1.9's switch in place (`spark.runtime.Job`); nothing by default."""
 
     def restart_query(self, query: Any) -> Any:
-        """In-app (rule 1.10): the query started again on the newer job model, ``query``
+        """In-app: the query started again on the newer job model, ``query``
         having ended (`spark.runtime.Job`)."""
         raise NotImplementedError
 
@@ -96,7 +96,7 @@ class QueryDriver:
         commit_group_offsets(self._commit_consumer, offsets)
         self.committed = offsets
         log.info("committed group %r offsets %s", self.consumer_group, json.dumps(offsets))
-        if self.order_check is not None:  # stale placements beyond the barrier (rule 1.5)
+        if self.order_check is not None:  # stale placements beyond the barrier
             self.order_check.after_commit(offsets)
         if self.before_count is not None:  # ... and before an expansion's snapshot
             self.before_count.after_commit(offsets)
@@ -287,7 +287,7 @@ class QueryDriver:
                 next_heartbeat = now + interval
 
     def poll_store(self) -> None:
-        """The switch (rule 1.9) and the stop request, from the coordinator store. A store the
+        """The switch in place and the stop request, from the coordinator store. A store the
         broker cannot serve for now (a restart, a leader election) is read again at the next
         poll; the query runs on meanwhile, as the source's reads ride the outage out."""
         try:

@@ -1,4 +1,6 @@
-"""The processor lifecycle of the job (DESIGN rule 1.7): heartbeats, stop, active lease, standby.
+"""The processor lifecycle of the job: heartbeats, stop, active lease, standby.
+
+Why: docs/design.md 'Processors and the active lease'.
 
 * Heartbeats carry the role (``active``/``standby``), the state, the job model version and the
   TTL; dead processor records (silent past their TTL) are tombstoned when the job starts.
@@ -93,10 +95,10 @@ class Lifecycle:
         self.use_lease = use_lease
         self.lease: Any = None
         self.coverage: Any = None  # spark._coverage.CoverageWatch once the job model is known
-        self.order_check: Any = None  # spark._stale.OrderCheck with --barrier-offsets (rule 1.5)
-        self.in_place = False  # the query reads with the provider's reader (rule 1.9)
+        self.order_check: Any = None  # spark._stale.OrderCheck with --barrier-offsets
+        self.in_place = False  # the query reads with the provider's reader (in place)
         # the runtime holds the function starting the query, read with Spark's own Kafka
-        # source: it restarts the query on a newer job model itself (rule 1.10)
+        # source: it restarts the query on a newer job model itself (in-app)
         self.in_app = False
         self.consumer_group: str | None = None  # advertised in the heartbeat (the barrier reads it)
         self.counts_stale = False  # ... and counts stale placements before a snapshot (1.5)
@@ -114,7 +116,7 @@ class Lifecycle:
         self._not_yet: tuple[int, str] | None = None  # the last "not started on yet" logged
         self.gate_dir = tempfile.mkdtemp(prefix="samza-expand-gate-")
         self.gate_path = os.path.join(self.gate_dir, "stop")
-        self.report_dir = os.path.join(self.gate_dir, "stale")  # rule 1.5: the reader's counts
+        self.report_dir = os.path.join(self.gate_dir, "stale")  # the reader's stale counts
 
     # heartbeats and records -------------------------------------------------------------------
 
@@ -144,7 +146,7 @@ class Lifecycle:
         ``assign`` in a running query) and counts stale placements before an expansion's
         snapshot in its batches (`spark._stale_before`: the barrier then does not scan); handed
         the function that starts its query and reading with Spark's own source, it restarts
-        that query on a newer job model inside the application (in-app, rule 1.10)."""
+        that query on a newer job model inside the application (in-app)."""
         return (
             [CAPABILITY_STANDBY] * self.use_lease
             + [CAPABILITY_IN_PLACE] * self.in_place

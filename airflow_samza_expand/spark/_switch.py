@@ -1,6 +1,6 @@
-"""The switch in place (DESIGN rule 1.9), driver side: publish a newer job model to the running
-provider reader (`spark._source`) and learn when it reads it; and when a query on Spark's own
-Kafka source may be restarted on a newer job model (in-app, rule 1.10: `barrier_passed`).
+"""The switch in place (docs/design.md 'The switch in place'), driver side: publish a newer job
+model to the running provider reader (`spark._source`) and learn when it reads it; and when a query
+on Spark's own Kafka source may be restarted on a newer job model (in-app: `barrier_passed`).
 
 * `snapshots_up_to` - the barrier snapshots ``H`` of the expansions up to a job model, oldest
   first (what `core._inplace.readable` gates children with).
@@ -47,7 +47,7 @@ def snapshots_up_to(store: ExpansionReader, version: int) -> list[dict[str, dict
     ]
 
 
-# statuses of an expansion record past its barrier (the barrier held: rule 1.4)
+# statuses of an expansion record past its barrier (the barrier held)
 PAST_BARRIER = frozenset(
     {"barrier-passed", "job-stopped", "job-model-written", "submitted", "completed"}
 )
@@ -56,7 +56,7 @@ PAST_BARRIER = frozenset(
 def barrier_passed(
     store: ExpansionReader, version: int, committed: dict[str, dict[str, int]] | None
 ) -> tuple[bool, str]:
-    """In-app (rule 1.10): whether job model ``version`` may be read by restarting the query
+    """In-app: whether job model ``version`` may be read by restarting the query
     (Spark's own source cannot gate a child partition by its parent, so the whole barrier must
     hold first): the expansion that made it has its snapshot ``H`` and either its record says
     the barrier passed or the job's own committed offsets (``committed``) reached ``H`` on every
@@ -113,7 +113,7 @@ class SwitchPublisher:
         self.path = path
         self.lock = store_lock
         self.published = model.version
-        self.rule_for = rule_for  # the order check's rule of a job model (JSON), rule 1.5
+        self.rule_for = rule_for  # the order check's rule of a job model (JSON)
 
     def poll(self) -> int | None:
         """Publish the newest job model when it is newer and switchable; its version, or None."""

@@ -9,9 +9,9 @@
 
 * `attach` reads the newest job model (refuses to start without one), joins the job's active
   lease and waits as a warm standby while another processor is active or with ``--standby``
-  (DESIGN rule 1.7); it heartbeats ``starting``/``standby``/``running``/``stopped`` with the job
-  model version and the ``standby`` capability (rule 1.8). A stop for its version while it
-  waits ends the process (exit 0).
+  (docs/design.md 'Processors and the active lease'); it heartbeats
+  ``starting``/``standby``/``running``/``stopped`` with the job model version and the
+  ``standby`` capability. A stop for its version while it waits ends the process (exit 0).
 * `Job.read_kafka` reads exactly the job model's SSPs (``assign``, never ``subscribe``):
   Spark's own Kafka source (``spark-sql-kafka-0-10``: ``--packages
   org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>``), whose partitions new to the
@@ -21,20 +21,20 @@
   checkpoint (a job moved onto the runtime with its state, `spark._adoption`): one Kafka
   source, no topic or partition the job model lacks, no source evolution - else it prints the
   problem and exits 2, nothing processed.
-* `Job.run(start)`, handed the function that starts the query (it calls `Job.read_kafka` and
-  returns the started query), may restart it: with Spark's own Kafka source the processor
-  advertises ``in-app`` (rule 1.10), and once a newer job model is written and its expansion's
-  barrier has passed it lets the running batch finish, stops the query and calls ``start()``
-  again - the DataFrame now reads the new job model's SSPs on the same checkpoint (old
-  partitions go on from their offsets; Spark's source starts a partition new to the checkpoint
-  at its log start), same lease, same processor id, same Spark application - and heartbeats
-  ``running`` on it (the DAG's acknowledgement). Handed a started query (`Job.run(query)`) the
-  job can only be restarted (warm or cold, by the DAG).
+* `Job.run(start)`, handed the function that starts the query (it calls `Job.read_kafka` and returns
+  the started query), may restart it: with Spark's own Kafka source the processor advertises
+  ``in-app`` (docs/design.md 'The in-app restart'), and once a newer job model is written and its
+  expansion's barrier has passed it lets the running batch finish, stops the query and calls
+  ``start()`` again - the DataFrame now reads the new job model's SSPs on the same checkpoint (old
+  partitions go on from their offsets; Spark's source starts a partition new to the checkpoint at
+  its log start), same lease, same processor id, same Spark application - and heartbeats ``running``
+  on it (the DAG's acknowledgement). Handed a started query (`Job.run(query)`) the job can only be
+  restarted (warm or cold, by the DAG).
 * `Job.run` drives the query: after each committed micro-batch it commits the batch's end
   offsets to the consumer group ``<job>`` (the barrier reads it) only while it holds the lease;
   on a stop record it lets the batch finish, commits, heartbeats ``stopped``, releases the lease
   and returns 0; with ``--barrier-offsets`` and after a switch in place it counts stale
-  placements (rule 1.5), in the reader's batches with ``source="python"``. Exit codes:
+  placements, in the reader's batches with ``source="python"``. Exit codes:
   0 done or stopped, 1 the query failed, 2 bad input, 3 the lease was lost.
 
 The lease fences the group commit exactly; a user's own sink is fenced at the watch interval

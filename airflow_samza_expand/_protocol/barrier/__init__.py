@@ -1,4 +1,4 @@
-"""The ordering barrier's one home (DESIGN rules 1.4, 1.5, 1.9).
+"""The ordering barrier's one home (docs/design.md 'The ordering barrier').
 
 * `rule` - the pure rule: when it may snapshot, whether the job's count may stand for the scan,
   its next target (no Kafka, no store: an import contract).

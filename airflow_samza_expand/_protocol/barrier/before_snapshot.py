@@ -1,5 +1,5 @@
-"""The barrier's look before its snapshot (DESIGN rule 1.5): stale placements in the old
-partitions since the growth, and whether the barrier may snapshot now.
+"""The barrier's look before its snapshot (docs/design.md 'Stale placements'): stale placements in
+the old partitions since the growth, and whether the barrier may snapshot now.
 
 * `order_poll` - one look: the counts (`evidence.scan_before_snapshot`) and the decision
   (`core._order.decide_snapshot`: wait, snapshot or timeout).
@@ -48,7 +48,7 @@ class OrderPoll:
 
 def job_count(store: CoordinatorStore, record: ExpansionRecord) -> JobStaleCount | None:
     """The count of stale placements the job's live active processor publishes for
-    ``record`` (`spark._stale_before`), when it advertises ``counts-stale`` (rule 1.8) and runs
+    ``record`` (`spark._stale_before`), when it advertises ``counts-stale`` and runs
     the job model the expansion grows; None otherwise (the barrier scans)."""
     if not hasattr(store, "stale_count"):
         return None
@@ -130,8 +130,8 @@ def order_wait(
     stale_quiet_s: float | None,
     deadline: float | None,
 ) -> Poll | None:
-    """The pre-snapshot look of rule 1.5: None when the barrier may snapshot now (the step's
-    `snapshot_poll` then takes the snapshot); else the `Poll` to wait with.
+    """The look for stale placements before the snapshot: None when the barrier may snapshot
+    now (the step's `snapshot_poll` then takes the snapshot); else the `Poll` to wait with.
     ``expanded_at``: when the grace started (epoch s)."""
     if stale_quiet_s is None:
         stale_quiet_s = min(DEFAULT_STALE_QUIET_S, max(grace_ends - expanded_at, 0.0))

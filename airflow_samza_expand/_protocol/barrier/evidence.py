@@ -1,5 +1,5 @@
-"""Proof of order (DESIGN.md rule 1.5) at the protocol level: plain functions over a coordinator
-store and a Kafka admin, used by the expand step, the barrier poll, the submit step, the
+"""Proof of order (docs/design.md 'Stale placements') at the protocol level: plain functions over a
+coordinator store and a Kafka admin, used by the expand step, the barrier poll, the submit step, the
 restarted job and the report step. No Airflow import.
 
 * `record_scan_start` - the expand step, right **before** CreatePartitions: the old partitions'

@@ -1,4 +1,4 @@
-"""The ordering barrier of DESIGN.md section 1: snapshot barrier offsets, poll the job's progress.
+"""The ordering barrier: snapshot barrier offsets, poll the job's progress.
 
 A barrier is `{topic: {old partition: high watermark at snapshot time}}`. It holds once the job's
 consumer group has committed, on every old partition, an offset `>=` the barrier offset (the

@@ -1,7 +1,7 @@
-"""The ordering barrier's rule (DESIGN rules 1.4, 1.5): when it may snapshot, whether the job's
-own count of stale placements may stand for the barrier's scan, and the next target of that
-count. Pure: no Kafka, no store (an import contract keeps it so); the reads, the evidence and
-the wait call it.
+"""The ordering barrier's rule (docs/design.md 'The ordering barrier'): when it may snapshot,
+whether the job's own count of stale placements may stand for the barrier's scan, and the next
+target of that count. Pure: no Kafka, no store (an import contract keeps it so); the reads, the
+evidence and the wait call it.
 """
 
 from __future__ import annotations

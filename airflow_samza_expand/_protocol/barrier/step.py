@@ -1,4 +1,4 @@
-"""The barrier step (DESIGN rule 1.5), whole: after the expand step, producers get a refresh
+"""The barrier step, whole: after the expand step, producers get a refresh
 grace to learn the new partition count; the old partitions are scanned for stale placements
 (records a producer still put by the old count) until a quiet window has none; then the
 barrier snapshot (the old partitions' end offsets) is taken once, and the step waits until the
@@ -246,7 +246,7 @@ def barrier_poll(
     barrier = {t: dict(ps) for t, ps in (record.barrier or {}).items()}
     status = barrier_status(admin, group, barrier)
     progress.note_lag(store, expansion_id, status.lag, fence=lease)  # the UI's lag trend
-    # in place (rule 1.9) the job itself reads a child only once it passed its parent's H
+    # in place the job itself reads a child only once it passed its parent's H
     if not status.holds and waits_for_drain(record):
         return Poll(
             False,

@@ -1,7 +1,8 @@
-"""The barrier's wait: the one entry point the Airflow sensor and trigger call (DESIGN rules
-1.4-1.6). A poll renews the owner's expansion lease, starts the producer refresh grace (stored
-once), then runs the barrier step (`step.barrier_poll`, or `step.snapshot_poll` for a wait that
-ends at the snapshot). The deadline has one rule, `barrier_deadline`, for poke and trigger alike.
+"""The barrier's wait: the one entry point the Airflow sensor and trigger call
+(docs/design.md 'The ordering barrier'). A poll renews the owner's expansion lease, starts the
+producer refresh grace (stored once), then runs the barrier step (`step.barrier_poll`, or
+`step.snapshot_poll` for a wait that ends at the snapshot). The deadline has one rule,
+`barrier_deadline`, for poke and trigger alike.
 
 * `BarrierWait` - what one barrier wait is: expansion, group, grace, quiet window, timeout.
 * `start_barrier` - the wait's start: lease, grace, and its deadline (epoch s).
@@ -81,7 +82,7 @@ def poll_barrier(
 
 
 def order_verdict(admin: KafkaAdmin, record: ExpansionRecord) -> dict[str, Any]:
-    """The report's order verdict of an expansion past its snapshot (rule 1.5): scan the old
+    """The report's order verdict of an expansion past its snapshot: scan the old
     partitions beyond it, then the summary (`evidence.order_summary`)."""
     return evidence.order_summary(record, evidence.scan_after_snapshot(admin, record))
 

@@ -1,4 +1,4 @@
-"""The restart of an expansion, in one home (DESIGN rules 1.7-1.10, section 2): one object per
+"""The restart of an expansion, in one home (docs/design.md 'The restarts'): one object per
 strategy (`in_place`, `in_app`, `task`, `warm`, `cold`, each a `RestartStrategy`), registered
 in order in `registry`. The plan step chooses (`choose_restart`, from the running processors'
 capabilities) and records the choice in the expansion record (`RestartChoice`); the standby,
@@ -60,7 +60,7 @@ def strategy_named(mode: str) -> RestartStrategy:
 
 @dataclass(frozen=True)
 class RestartChoice:
-    """The restart an expansion uses (rule 1.8), as recorded in the plan's result."""
+    """The restart an expansion uses, as recorded in the plan's result."""
 
     restart: str  # the chosen strategy's name; its key in the record stays "mode"
     requested: str
@@ -156,14 +156,14 @@ def strategy_of(record: ExpansionRecord | None) -> RestartStrategy | None:
 
 def waits_for_drain(record: ExpansionRecord | None) -> bool:
     """Whether the barrier holds until the job's group passed the snapshot: always, unless the
-    plan chose a strategy whose job gates new partitions itself (in place, rule 1.9)."""
+    plan chose a strategy whose job gates new partitions itself (in place)."""
     strategy = strategy_of(record)
     return strategy is None or strategy.waits_for_drain
 
 
 def launches_nothing(record: ExpansionRecord | None) -> RestartChoice | None:
     """The record's choice when Airflow launches and stops nothing for it (in place, in-app:
-    the running application takes vN+1 itself, rule 1.10), else None."""
+    the running application takes vN+1 itself), else None."""
     choice = RestartChoice.of_record(record)
     return choice if choice is not None and choice.strategy.launches_nothing else None
 

@@ -1,10 +1,10 @@
-"""In-app (DESIGN rule 1.10): the running application restarts its *query* on vN+1 once the
-barrier has passed - same application, same lease, same processor, same checkpoint (the old
-partitions go on from their offsets, the new ones start at their log start). For a job on the
-runtime that hands ``job.run`` the function starting its query and reads with Spark's own
-Kafka source. The barrier waits for the drain (Spark's source cannot gate a child by its
-parent); nothing stops, nothing is launched: the DAG coordinates through the store only.
-Its job side (the query's restart in the running application) is `spark._in_app`."""
+"""In-app (docs/design.md 'The in-app restart'): the running application restarts its *query* on
+vN+1 once the barrier has passed - same application, same lease, same processor, same checkpoint
+(the old partitions go on from their offsets, the new ones start at their log start). For a job on
+the runtime that hands ``job.run`` the function starting its query and reads with Spark's own Kafka
+source. The barrier waits for the drain (Spark's source cannot gate a child by its parent); nothing
+stops, nothing is launched: the DAG coordinates through the store only. Its job side (the query's
+restart in the running application) is `spark._in_app`."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ STRATEGY = RestartStrategy(
     refusal=(
         "restart='in-app' needs a job that restarts its own query on a new job model, but "
         "processor(s) {unable} of v{version} do not advertise the 'in-app' capability in their "
-        "heartbeat (rule 1.8) - hand job.run the function that starts the query "
+        "heartbeat - hand job.run the function that starts the query "
         "(job.run(start)) instead of the started query, or use restart='auto', 'warm' or "
         "'cold'"
     ),

@@ -1,8 +1,8 @@
-"""In place (DESIGN rule 1.9): the running processor reads vN+1 from a micro-batch boundary
-itself (the provider's reader), gating each child partition by its parent's snapshot: plan ->
-expand -> grace and snapshot -> write vN+1 -> ack (running on vN+1) -> report. The barrier does
-not wait for the job to drain; nothing stops, nothing is launched. Its job side (the reader's
-switch in the running processor) is `spark._in_place`."""
+"""In place (docs/design.md 'The switch in place'): the running processor reads vN+1 from a
+micro-batch boundary itself (the provider's reader), gating each child partition by its parent's
+snapshot: plan -> expand -> grace and snapshot -> write vN+1 -> ack (running on vN+1) -> report. The
+barrier does not wait for the job to drain; nothing stops, nothing is launched. Its job side (the
+reader's switch in the running processor) is `spark._in_place`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ STRATEGY = RestartStrategy(
     refusal=(
         "restart='in-place' needs a job that can switch to a new job model while it runs, "
         "but processor(s) {unable} of v{version} do not advertise the 'in-place' capability in "
-        "their heartbeat (rule 1.8; Spark's own Kafka source cannot change assign in a running "
+        "their heartbeat (Spark's own Kafka source cannot change assign in a running "
         "query) - use restart='auto', 'in-app', 'warm' or 'cold', or read with "
         "Job.read_kafka(source='python')"
     ),

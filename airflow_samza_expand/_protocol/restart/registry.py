@@ -1,6 +1,7 @@
-"""The restart strategies, in the order ``auto`` tries them (rule 1.8): in place, in-app, the
-user's restart task (when one is supplied), warm, cold. A strategy is a module of this package
-with a ``STRATEGY``; registering one is one line here."""
+"""The restart strategies, in the order ``auto`` tries them
+(docs/design.md 'How a restart is chosen'): in place, in-app, the user's restart task (when one is
+supplied), warm, cold. A strategy is a module of this package with a ``STRATEGY``; registering one
+is one line here."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What a restart strategy is (DESIGN rule 1.8, section 2): one object saying how it is chosen
-from the running processors' capabilities and what each step of the chain does for it. The
+"""What a restart strategy is (docs/design.md 'How a restart is chosen'): one object saying how it
+is chosen from the running processors' capabilities and what each step of the chain does for it. The
 steps, the factory, the UI and the report ask the chosen strategy; none compares mode names.
 
 A strategy is chosen for an expansion by `_protocol.restart.choose_restart`, which walks the
@@ -75,7 +75,7 @@ class RestartStrategy:
     @property
     def launches_nothing(self) -> bool:
         """Airflow launches nothing and stops nothing: the running application takes vN+1
-        itself (rule 1.10)."""
+        itself."""
         return not (self.launches_standby or self.stops_job or self.submits_job)
 
     # choice ----------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Warm (DESIGN rule 1.7): the vN+1 processor is launched as a standby during the producer
-grace while vN still runs, takes the job's active lease once vN released it after its last
+"""Warm (docs/design.md 'The warm restart'): the vN+1 processor is launched as a standby during the
+producer grace while vN still runs, takes the job's active lease once vN released it after its last
 committed batch, and starts on vN+1 (it never processes an older job model). The submit step
 launches nothing while a live processor of vN+1 exists; the ack waits until it is active."""
 
@@ -22,7 +22,7 @@ STRATEGY = RestartStrategy(
     fits_reason="every live processor of v{version} ({who}) can be a standby",
     refusal=(
         "restart='warm' needs a job that can wait as a standby, but processor(s) {unable} of "
-        "v{version} do not advertise the 'standby' capability in their heartbeat (rule 1.8): "
+        "v{version} do not advertise the 'standby' capability in their heartbeat: "
         "launching a second instance would run the job twice - use restart='auto' or "
         "'cold', or build the job on airflow_samza_expand.spark.runtime"
     ),

@@ -1,11 +1,11 @@
-"""The expansion protocol by step (DESIGN section 2, layer 3): one module per step, each holding
-that step's action, its poll (the wait's one implementation, for the trigger and for poke mode)
-and its typed result as kept in ``ExpansionRecord.results[<record step>]``.
+"""The expansion protocol by step (docs/design.md 'The expansion steps'): one module per step, each
+holding that step's action, its poll (the wait's one implementation, for the trigger and for poke
+mode) and its typed result as kept in ``ExpansionRecord.results[<record step>]``.
 
 * `plan` - validate, take the expansion lease, record the intent once (`PlanResult`).
 * `expand` - grow each topic at most once per expansion (`ExpandResult`).
 * `barrier` - its home is `_protocol.barrier` (`_protocol.barrier.step`: grace, stale
-  placements, snapshot, lag drained, rule 1.5; `GraceResult`, `SnapshotResult`).
+  placements, snapshot, lag drained; `GraceResult`, `SnapshotResult`).
 * `standby` - the warm handover's vN+1 processor waiting for the lease (`StandbyResult`).
 * `stop` - request the stop of vN and wait for it (`StopResult`).
 * `write_model` - write job model vN+1 (`ModelSummary`).

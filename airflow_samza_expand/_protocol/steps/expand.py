@@ -1,7 +1,7 @@
 """The expand step: grow one topic to its planned count, at most once per expansion intent.
 
 Right before CreatePartitions it stores where the barrier's stale-placement scan starts
-(`evidence.record_scan_start`, rule 1.5). Its result in the record is `ExpandResult`: each grown
+(`evidence.record_scan_start`). Its result in the record is `ExpandResult`: each grown
 topic's count, when, and whether this step applied it."""
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def expand(
         return result
     log.info("Growing topic %s from %d to %d partitions.", topic, current, target)
     _begin(store, expansion_id, lease)
-    if store is not None and expansion_id:  # rule 1.5: where the stale-placement scan starts
+    if store is not None and expansion_id:  # where the stale-placement scan starts
         evidence.record_scan_start(admin, store, expansion_id, lease=lease)
     _grow(admin, topic, target)
     _record(store, expansion_id, topic, target, applied=True, lease=lease)

@@ -1,6 +1,6 @@
 """The stop step: write the ``stop`` control record for the running version (its newest job
 model), once, and wait until no live processor of it runs (`stop_poll`: the wait's one
-implementation). Dead processors (silent past their TTL, rule 1.7) are never waited for. Its
+implementation). Dead processors (silent past their TTL) are never waited for. Its
 result in the record is `StopResult`."""
 
 from __future__ import annotations

@@ -103,7 +103,8 @@ def _decide(
         record = records.begin(store, expansion_id, "submit", record=record)
         switch = RestartChoice.of_record(record)
         if switch is not None and not switch.strategy.submits_job and continuous:
-            # rule 1.10: the running application takes vN+1 itself; Airflow launches nothing
+            # in place or in-app: the running application takes vN+1 itself; Airflow launches
+            # nothing
             message = switch.nothing_to_do(version, "launching nothing")
             return SubmitDecision(False, version, running, {}, message)
         earlier = submit_handle(record)

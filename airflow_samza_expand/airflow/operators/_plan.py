@@ -57,11 +57,11 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
     anything is written: no coordinator topic created, no lease taken; the message names
     ``samza-expand init-job`` and the jobs that have a job model, close names first.
 
-    Ownership (DESIGN 1.6): the plan takes the job's expansion lease for this DAG run
-    (``airflow:<dag_id>/<run_id>``). A rerun of the run finds the expansion it planned, done or
-    not. While another run holds the lease, the task waits deferred; when it is free and the
-    expansion it joined has completed, the task ends *skipped* (XCom ``joined`` names the holder
-    and the expansion), and so do the steps after it.
+    Ownership (docs/design.md 'Ownership, leases and fencing'): the plan takes the job's expansion
+    lease for this DAG run (``airflow:<dag_id>/<run_id>``). A rerun of the run finds the expansion
+    it planned, done or not. While another run holds the lease, the task waits deferred; when it is
+    free and the expansion it joined has completed, the task ends *skipped* (XCom ``joined`` names
+    the holder and the expansion), and so do the steps after it.
 
     Targets: ``targets={"orders": 8}``, or ``topics=["orders"]`` with ``factor`` (default 2)
     applied to the job model's counts, or (``follow_live_counts``) the topics' live counts: a
@@ -78,7 +78,7 @@ class PlanExpansionOperator(KafkaClients, BaseOperator):
     expands; ``"include"`` is what the multi-job factory passes with them); ``"ignore"`` goes on
     with a warning. Unmanaged groups are warning lines and ``unmanaged_groups`` in the XCom.
     ``restart`` (``"auto"``/``"in-place"``/``"warm"``/``"cold"``; None: choose none): the
-    restart this expansion uses (rule 1.8), chosen from what the running processors advertise
+    restart this expansion uses, chosen from what the running processors advertise
     and kept in the record (`_protocol.restart.choose_restart`); ``"in-place"`` or ``"warm"``
     for a job whose processors do not say they can is refused here, before anything changes.
     ``owns_launch`` (True): the DAG may launch the job (it names an application or a restart

@@ -228,7 +228,7 @@ class StopStatefulJobOperator(KafkaClients, BaseOperator):
         record = records.require(store, self.expansion_id)
         choice = RestartChoice.of_record(record)
         if choice is not None and not choice.strategy.launches_standby:
-            return None  # the plan chose a restart without a standby (rule 1.8)
+            return None  # the plan chose a restart without a standby
         version = record.target_version
         latest = store.latest_job_model()
         if latest is not None and latest.version >= version:

@@ -176,7 +176,7 @@ class SubmitStreamJobOperator(_lineage.ReportsLineage, SparkSubmitOperator):
         self.coordinator = coordinator
         self.kafka_config_id = kafka_config_id
         self.job_kafka_config_id = job_kafka_config_id
-        self.on_stale_placement = on_stale_placement  # rule 1.5: the job's order check
+        self.on_stale_placement = on_stale_placement  # the job's order check
 
     def _log_dir(self) -> str:
         return self.log_dir or os.path.join(tempfile.gettempdir(), "samza-expand", self.name)
@@ -352,7 +352,7 @@ def _learned(facts: dict[str, Any], result: dict[str, Any], books: SubmitBooks) 
 
 class RestartGateOperator(BaseOperator):
     """The submit step of a chain whose restart is the user's own task (``restart_task``,
-    `_protocol.restart.task`; rule 1.10): it decides, as `SubmitStreamJobOperator` does, whether
+    `_protocol.restart.task`): it decides, as `SubmitStreamJobOperator` does, whether
     job model vN+1 must be started and records the step. When it must, it succeeds and the
     user's task downstream starts the job (nothing is launched from here). When it need not -
     the running application takes vN+1 itself (in place, in-app) or a processor of vN+1 runs

@@ -1,5 +1,5 @@
 """The plan step's look-ups and measurements before it records anything: the targets asked
-for, the unfinished expansion to resume, the restart chosen (rule 1.8), the partitioner
+for, the unfinished expansion to resume, the restart chosen, the partitioner
 conformance of each grown topic (a refusal when keys are misplaced) and the job's lag on the
 old partitions. The decisions are in `_protocol.steps.plan.step`."""
 
@@ -92,7 +92,7 @@ def unfinished(
 
 
 def restart_doc(store: CoordinatorStore, request: PlanRequest, version: int) -> dict[str, Any]:
-    """``{"restart": choice}`` (rule 1.8, from the running processors' capabilities) or {}; an
+    """``{"restart": choice}`` (from the running processors' capabilities) or {}; an
     explicit warm handover of a job that cannot be a standby is refused here, before anything
     changes."""
     if request.restart is None:

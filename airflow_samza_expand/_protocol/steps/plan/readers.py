@@ -1,6 +1,6 @@
 """Who else reads a topic being grown, and whether the plan may go on without them.
 
-Growing a topic changes it for every reader (DESIGN 1.2), not only for the job the plan is for:
+Growing a topic changes it for every reader, not only for the job the plan is for:
 another stateful job managed by this provider keeps running on a job model that does not cover
 the new partitions, and a consumer group outside the provider that keeps keyed state sees keys
 move. The plan step therefore finds
