@@ -1,4 +1,4 @@
-"""Finding 9: a SASL authentication failure is named as one, not as "brokers unreachable".
+"""A SASL authentication failure is named as one, not as "brokers unreachable".
 
 The development broker does not speak SASL, so a SASL_PLAINTEXT client gets librdkafka's real
 ``_AUTHENTICATION`` error ("SASL Handshake not supported by broker") through its error_cb.

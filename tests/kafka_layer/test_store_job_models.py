@@ -19,7 +19,7 @@ def v1(job: str) -> JobModel:
 
 
 def broken_v2(job: str) -> JobModel:
-    """Finding 4: P0 holds 0,1 and P1 holds 2,3 after 2 -> 4 (fixed tasks want 0,2 and 1,3)."""
+    """Naive: P0 holds 0,1 and P1 holds 2,3 after 2 -> 4 (fixed tasks want 0,2 and 1,3)."""
     ssp = lambda p: SystemStreamPartition("kafka", "orders", p)  # noqa: E731
     return JobModel(
         version=2,
