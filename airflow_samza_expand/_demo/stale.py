@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_samza_expand._demo.producer import KeyedProducer
+from airflow_samza_expand._protocol.records import expansion_id_for
 from airflow_samza_expand.core._order import order_report
 from airflow_samza_expand.core._stale import StaleSummary
 
@@ -123,10 +124,6 @@ def _offsets_at(config: Mapping[str, Any], topic: str, count: int, at_s: float) 
 
 def expansion_records(scenario: Any) -> list[Any]:
     """The expansion record of each of the scenario's expansions, in order."""
-    try:
-        from airflow_samza_expand._protocol.records import expansion_id_for
-    except ImportError:
-        from airflow_samza_expand.airflow.operators._common import expansion_id_for
     topic = scenario.topic
     return [
         scenario.store.get_expansion(
