@@ -41,6 +41,7 @@ import contextlib
 import json
 import logging
 import os
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -160,7 +161,6 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._use(JobModel.from_json(self.options["job_model"]))
         self._target: Offsets | None = None
         self._consumer: Any = None  # driver-side client, created lazily (never pickled)
-        self._admin: Any = None  # driver-side watermark reads, likewise
 
     def _use(self, model: JobModel) -> None:
         for ssp in model.ssp_to_task:
@@ -195,7 +195,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_consumer"] = state["_admin"] = None
+        state["_consumer"] = None
         return state
 
     # -- driver side ---------------------------------------------------------------------------
@@ -215,29 +215,27 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def _watermarks(
         self, ssps: list[tuple[str, int]] | None = None
     ) -> dict[tuple[str, int], tuple[int, int]]:
-        """(low, high) of each SSP: a ListOffsets per leader broker and kind, whatever the
-        partition count (`KafkaAdmin`, which rides out a leader's death)."""
-        wanted = self.ssps if ssps is None else ssps
-        topics: dict[str, list[int]] = {}
-        for topic, partition in wanted:
-            topics.setdefault(topic, []).append(partition)
-        if self._admin is None:
-            from airflow_samza_expand._kafka.admin import KafkaAdmin
+        from confluent_kafka import TopicPartition
 
-            self._admin = KafkaAdmin(
-                kafka_client_config(self.options), timeout_s=WATERMARKS_TIMEOUT_S
+        from airflow_samza_expand._kafka.leader_offsets import consumer_watermarks
+
+        marks = {}
+        # a partition whose leader died answers again once Kafka elected a new one (seconds)
+        deadline = time.monotonic() + WATERMARKS_TIMEOUT_S
+        for topic, partition in self.ssps if ssps is None else ssps:
+
+            def failed(detail: str, topic: str = topic, partition: int = partition) -> Exception:
+                return RuntimeError(
+                    f"cannot read watermarks of {topic}[{partition}] for job "
+                    f"{self.model.job_name!r}: {detail} - check the topic exists with the job "
+                    "model's partition count and the brokers are reachable"
+                )
+
+            tp = TopicPartition(topic, partition)
+            marks[(topic, partition)] = consumer_watermarks(
+                self._driver_consumer, tp, deadline, failed
             )
-        try:
-            lows = self._admin.low_watermarks(topics)
-            highs = self._admin.high_watermarks(topics)
-        except Exception as exc:  # noqa: BLE001 - named for the job, with the fix
-            self._admin = None  # a new client next time
-            raise RuntimeError(
-                f"cannot read watermarks of {sorted(topics)} for job {self.model.job_name!r}: "
-                f"{exc} - check the topic exists with the job model's partition count and the "
-                "brokers are reachable"
-            ) from None
-        return {(t, p): (lows[t][p], highs[t][p]) for t, p in wanted}
+        return marks
 
     def initialOffset(self) -> dict:
         """A fresh checkpoint's start: the group's committed offsets, else the log start
@@ -343,7 +341,6 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def stop(self) -> None:
         self._close_consumer()
-        self._admin = None
 
     def _close_consumer(self) -> None:
         consumer, self._consumer = self._consumer, None
