@@ -50,7 +50,7 @@ WHEN = {
 SWITCH_STEP = {"in-place": "write", "warm": "stop"}
 # the cluster's faults take seconds (a node fenced after 6 s, a restart ~10 s): a longer grace
 # keeps the barrier's grace open across them, and the tasks retry transient errors
-OVERRIDES = {"retries": 3, "producer_refresh_grace_s": 8.0}
+OVERRIDES = {"retries": 3, "barrier": {"producer_refresh_grace_s": 8.0}}
 
 
 def hurt(case: Case, job: Job, cluster: Any) -> Callable[[], None] | None:
