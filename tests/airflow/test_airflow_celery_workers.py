@@ -278,7 +278,13 @@ def _launched(celery, j, look) -> dict | None:
 
 
 def _kill_on_retry(celery, dag_id: str, run_id: str, task_id: str, worker: str) -> str:
-    """SIGKILL ``worker`` with its task, mid-step; the other worker, once the retry runs."""
+    """SIGKILL ``worker`` with its task, mid-step; the other worker, once the retry runs. A
+    launching step is killed once its launch is detached (the launcher exited: the launch is
+    no process of the worker's any more, as a cluster manager's job is not): before that, the
+    kill takes the launch with it and the retry rightly launches again after its window."""
+    if task_id in ("submit", "submit_standby"):
+        celery.af.wait(lambda: _said(celery, dag_id, task_id, "detached: pid", attempt=1),
+                       "the launch to be detached from the worker", 120)  # fmt: skip
     celery.af.kill(worker)
     celery.af.wait_ti(dag_id, run_id, task_id, "running", until=lambda ti: ti["try_number"] == 2,
                       timeout_s=180)  # fmt: skip
