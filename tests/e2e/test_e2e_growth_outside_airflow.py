@@ -80,7 +80,7 @@ def test_growth_outside_airflow_waits_for_v2_then_the_event_driven_dag_finishes_
 ) -> None:
     import airflow_env
 
-    from airflow_samza_expand._demo.jobs import caught_up, committed_total, wait_for
+    from airflow_samza_expand._demo.jobs import committed_total, wait_for
     from airflow_samza_expand._demo.verify import read_output_history
     from airflow_samza_expand._protocol.job import launch as detached
 
@@ -170,8 +170,9 @@ def test_growth_outside_airflow_waits_for_v2_then_the_event_driven_dag_finishes_
         result = s.verify_at_quiet_point(expected_versions=[1, 2])
         print(f"[growth outside airflow] {result.describe()}")
         assert result.ok, result.describe()
+        # the job caught up with every partition: verify_at_quiet_point waited for it while the
+        # producer was paused (checked after it, the resumed producer races the check)
         assert set(result.partitions_consumed) == {0, 1, 2, 3}
-        assert caught_up(admin, job, topic)
     finally:
         if submitted.get("detached") and detached.is_running(submitted):
             s.store.request_stop(2, "test finished")
