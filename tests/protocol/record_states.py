@@ -1,6 +1,6 @@
 """A job with one planned expansion on a real Kafka store, and its record put in any status:
 what the refusal and outcome-gate tests share (`planned_job`, `walk`, `put_status`,
-`cluster_state`)."""
+`cluster_state`); and the restart tests' file store with one expanded record (`store`)."""
 
 from __future__ import annotations
 
@@ -17,14 +17,18 @@ from airflow_samza_expand._kafka.config import client_config
 from airflow_samza_expand._protocol import records
 from airflow_samza_expand._protocol.ownership import cli_holder
 from airflow_samza_expand._protocol.steps.plan.step import PlanRequest, plan
+from airflow_samza_expand.core._clock import now_iso
 from airflow_samza_expand.core._plan import plan_expansion
 from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
 from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.store import CoordinatorStore
+from airflow_samza_expand.store._files import FileCoordinatorStore
 from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
 
 S = ExpansionStatus
 ORDER = records.ORDER
+JOB = "orders-counter"  # the job of the `store` fixture
+EXPANSION = "orders-counter~orders.2-4"  # its expansion, expanded 2 -> 4
 
 
 @dataclass
@@ -52,6 +56,21 @@ class PlannedJob:
         assert v1 is not None and v1.version == 1
         model = plan_expansion(v1, {self.topic: 4}, {self.topic: 4}).new_job_model
         return self.store.write_job_model(model)
+
+
+@pytest.fixture
+def store(tmp_path: Any) -> FileCoordinatorStore:
+    """A file store of `JOB` with job model v1 (orders: 2) and `EXPANSION` expanded 2 -> 4."""
+    made = FileCoordinatorStore(str(tmp_path), JOB)
+    made.write_job_model(JobModel.initial(JOB, {"orders": 2}))
+    stamp = now_iso()
+    record = ExpansionRecord(
+        expansion_id=EXPANSION, job_name=JOB, base_version=1, target_version=2,
+        plan={"counts_before": {"orders": 2}, "counts_after": {"orders": 4}},
+        status=ExpansionStatus.EXPANDED, owner="test", created_at=stamp, updated_at=stamp,
+    )  # fmt: skip
+    made.put_expansion(record, expected_revision=0)
+    return made
 
 
 @pytest.fixture

@@ -8,35 +8,15 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
-import pytest
-from record_states import walk
+from record_states import EXPANSION, JOB, walk
 
 from airflow_samza_expand._protocol import restart
 from airflow_samza_expand._protocol.job import launches
 from airflow_samza_expand._protocol.steps import standby
 from airflow_samza_expand._protocol.steps.submit import before_submit
 from airflow_samza_expand._testing.liveness import heartbeat_dead
-from airflow_samza_expand.core._clock import now_iso, to_iso, utc_now
-from airflow_samza_expand.core._record import ExpansionRecord, ExpansionStatus
-from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.store._files import FileCoordinatorStore
-
-JOB = "orders-counter"
-EXPANSION = "orders-counter~orders.2-4"
-
-
-@pytest.fixture
-def store(tmp_path):
-    made = FileCoordinatorStore(str(tmp_path), JOB)
-    made.write_job_model(JobModel.initial(JOB, {"orders": 2}))
-    stamp = now_iso()
-    record = ExpansionRecord(
-        expansion_id=EXPANSION, job_name=JOB, base_version=1, target_version=2,
-        plan={"counts_before": {"orders": 2}, "counts_after": {"orders": 4}},
-        status=ExpansionStatus.EXPANDED, owner="test", created_at=stamp, updated_at=stamp,
-    )  # fmt: skip
-    made.put_expansion(record, expected_revision=0)
-    return made
+from airflow_samza_expand.core._clock import to_iso, utc_now
+from airflow_samza_expand.core._record import ExpansionStatus
 
 
 def test_standby_args_name_the_new_version_once():
