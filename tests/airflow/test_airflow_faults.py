@@ -1,11 +1,13 @@
 """Faults in the middle of an expansion, through real Airflow task processes (``dag.test()`` in
 a process of its own, `dag_runner.py`) on the Kafka of the run (Apache Kafka in CI):
 
-* the process running the DAG is SIGKILLed (with its task processes) once a given step has
-  begun - the warm handover's own steps and its ack - and the run is then cleared (the same
-  logical date run again, as ``airflow tasks clear`` + the scheduler would): the expansion
-  completes exactly once (one growth, one job model v2, the job launched at most once more
-  than the chain launches it), and the record says completed;
+* one expansion whose DAG run process is SIGKILLed (with its task processes) once each of the
+  warm handover's own steps and its ack has begun, in turn: the run is cleared (the same
+  logical date run again, as ``airflow tasks clear`` + the scheduler would) and the clearing
+  killed in the next step, until a clearing completes it: the expansion completes exactly once
+  (one growth, one job model v2, the job launched at most once more than the chain launches
+  it), and the record says completed (each step killed in a run of its own, with the real job
+  and live traffic: ``kill/warm/<step>`` of benchmarks/fault_matrix.py);
 * lease takeover with two DAG runs: run A dies holding the expansion lease; run B (a manual
   trigger) waits for the lease to expire, takes the expansion over and finishes it; A,
   cleared later, ends with its steps skipped and writes nothing.
@@ -97,9 +99,8 @@ def _expanded_once(j, admin, fake_spark, expansion_id: str, *, max_launches: int
     assert acknowledging(j.store.processors(), 2), j.store.processors()
 
 
-@pytest.mark.parametrize("step", KILL_AT)
-def test_a_run_killed_once_a_step_began_completes_exactly_once_when_cleared(
-    job, admin, fake_spark, tmp_path, kafka_bootstrap, step
+def test_one_run_killed_midway_in_each_warm_step_completes_exactly_once_when_cleared(
+    job, admin, fake_spark, tmp_path, kafka_bootstrap
 ):
     j = job(2)
     spec = ownership._spec(
@@ -107,15 +108,19 @@ def test_a_run_killed_once_a_step_began_completes_exactly_once_when_cleared(
     )
     airflow_env.serialize_dag_to_db(build(**spec))
     v1 = handover._start_v1(j, tmp_path, kafka_bootstrap)
-    first, _ = _run(spec, A_DATE, tmp_path)
-    cleared, go = _run(spec, A_DATE, tmp_path, hold=True)  # the same run, cleared after the kill
+    run, _ = _run(spec, A_DATE, tmp_path)
+    runs = [run]
     try:
-        at_kill = _kill_when(first, j, step)
-        print(f"[fault] killed once {step!r} began: {at_kill}")
-        go.touch()
-        result = _result(cleared, tmp_path)
+        for step in KILL_AT:  # each clearing is killed in the next step, the last one completes
+            cleared, go = _run(spec, A_DATE, tmp_path, hold=True)
+            runs.append(cleared)
+            at_kill = _kill_when(run, j, step)
+            print(f"[fault] killed once {step!r} began: {at_kill}")
+            go.touch()
+            run = cleared
+        result = _result(run, tmp_path)
     finally:
-        _stop(first, cleared, v1)
+        _stop(*runs, v1)
     assert result["state"] == "success", result
     # a launch killed before it was recorded may be launched again: once more at most
     _expanded_once(j, admin, fake_spark, str(at_kill["id"]), max_launches=2)
