@@ -37,6 +37,7 @@ HELPERS = {
 }
 # smoke runs measured under the heavy lock (2 cores, the suite's machine); too long for CI
 HEAVY = {
+    "celery_workers.py": "Airflow's services, two Celery workers and a Spark job: minutes",
     "handover.py": "5 Spark processors in turn (in place, handover, cold, failover): 120 s",
     "fault_matrix.py": "Apache Kafka, a Spark job, a DAG run killed and cleared: minutes",
     "job_throughput.py": "3 spark-submits (job, JVM source, runtime) and the connector jars",
