@@ -73,7 +73,7 @@ class Scenario(DagRuns):
         self.outcomes: list[ExpansionOutcome] = []
         self.plain_restart_s: float | None = None
         self.latencies: list[Any] = []  # demo.latency.moved_key_latencies, set by the demo
-        self.interrupted_states: dict[str, str] = {}
+        self.interrupted_states: dict[str, dict[str, str]] = {}  # per interruption point
         self.models: list[Any] = []
 
     # -- setup ---------------------------------------------------------------------------------

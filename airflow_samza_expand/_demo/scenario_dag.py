@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,7 +30,7 @@ class DagRuns:
     store: Any
     job: Any
     outcomes: list[ExpansionOutcome]
-    interrupted_states: dict[str, str]
+    interrupted_states: dict[str, dict[str, str]]
     run_dag: Callable[..., Any]
     task_states: Callable[[Any], dict[str, str]]
     xcom: Callable[..., Any]
@@ -52,11 +52,12 @@ class DagRuns:
     def expand(
         self,
         *,
-        stop_after: str | None = None,
+        stop_after: str | Sequence[str] = (),
         on_task: Callable[[str, str], None] | None = None,
     ) -> ExpansionOutcome:
         """One expansion x2 by the DAG. ``stop_after``: first run the DAG only up to that task
-        (or ``"mid-barrier"``: with a barrier that gives up at once), then rerun it whole."""
+        (or ``"mid-barrier"``: with a barrier that gives up at once), then rerun it whole; a
+        sequence of tasks: the run cleared and interrupted again after each in turn."""
         from airflow_samza_expand._protocol.records import expansion_id_for
 
         before = self.store.latest_job_model().partition_counts()[self.topic]
@@ -70,8 +71,8 @@ class DagRuns:
             # One DAG run: an interrupted run is cleared and run again (the same run id, so the
             # same expansion-lease holder), as an operator clears a failed task.
             when = datetime.now(UTC)
-            if stop_after is not None:
-                self._interrupted_run(dag_id, stop_after, when)
+            for point in [stop_after] if isinstance(stop_after, str) else stop_after:
+                self._interrupted_run(dag_id, point, when)
             dag = self.build_dag(dag_id)
             if on_task is not None:
                 _attach_progress(dag, on_task)
@@ -145,9 +146,9 @@ class DagRuns:
         finally:
             if frozen is not None:
                 os.killpg(frozen, signal.SIGCONT)
-        self.interrupted_states = self.task_states(run)
+        states = self.interrupted_states[stop_after] = self.task_states(run)
         self._follow_restarted_job(self._launched(run, self.xcom(run, "submit")))
-        self.log(f"interrupted run (stopped after {stop_after}): {self.interrupted_states}")
+        self.log(f"interrupted run (stopped after {stop_after}): {states}")
 
 
 def _launches_nothing(mode: str | None) -> bool:
