@@ -38,7 +38,7 @@ CLASSES: list[str] = [
 EXTRA_LINKS: list[str] = ["airflow_samza_expand.airflow._ui.links.ExpansionJobLink"]
 
 # Section [samza_expand]: option -> (description, type, default, example); the defaults are
-# airflow/_ui/settings.py's (tests/test_provider_info.py holds the two together).
+# airflow/_ui/settings.py's (tests/project/test_provider_info.py holds the two together).
 SECTION = "samza_expand"
 CONFIG_OPTIONS: dict[str, tuple[str, str, str | None, str]] = {
     "ui_jobs": (

@@ -17,14 +17,14 @@ VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install --quiet --python .venv/bin/pyt
 # Bytecode for every process the demo and the tests start (_testing/bytecode.py: site-packages
 # once, pyspark's zips that Spark puts first on its Python processes' path, this checkout)
 .venv/bin/python -m airflow_samza_expand._testing.bytecode airflow_samza_expand dags tests benchmarks
-# tests/ui drive a real headless Chromium (Debian's package; never downloaded at test time)
+# tests/airflow/ui drive a real headless Chromium (Debian's package; never downloaded at test time)
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "[setup] installing Debian's chromium for the UI tests (apt-get)"
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
             --no-install-recommends chromium fonts-dejavu-core >/dev/null
     else
-        echo "[setup] note: no chromium - the browser tests in tests/ui skip (as root, setup installs it)"
+        echo "[setup] note: no chromium - the browser tests in tests/airflow/ui skip (as root, setup installs it)"
     fi
 fi
 if command -v mvn >/dev/null 2>&1 && command -v java >/dev/null 2>&1; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up .venv (idempotent) and run the whole test suite: lint (ruff, the layering contract),
 # then pytest in two parts, run as four lanes at once (see below: Spark / two Airflow / the rest):
-#   1. tests/kafka_layer, tests/airflow, tests/e2e, tests/kafka on Apache Kafka (started by the
+#   1. the folders of APACHE_CI_DIRS in tests/conftest.py on Apache Kafka (started by the
 #      fixtures from the Maven-fetched broker; marker apache_ci), minus the dev-broker fault tests;
 #   2. everything else, those fault tests, and the few part-1 tests marked dev_ci (their subject
 #      is not the Kafka: a Spark standalone cluster, a join) on the development broker.

@@ -13,9 +13,9 @@
 * `unique_topic`: factory `unique_topic(prefix="t") -> str` of collision-free topic names.
 
 Tests that use these fixtures are marked `kafka`; tests that use `dev_broker` also `dev_broker`;
-tests under tests/kafka_layer, tests/airflow, tests/e2e, tests/kafka, tests/cluster also
-`apache_ci` (the part scripts/test.sh runs on Apache Kafka; tests/cluster starts its own
-three-node cluster, marker `kafka_cluster`).
+tests in the folders of APACHE_CI_DIRS (below) also `apache_ci` (the part scripts/test.sh runs
+on Apache Kafka; tests/integration/cluster starts its own three-node cluster, marker
+`kafka_cluster`). The folders mirror the package (docs/testing.md "The layout").
 """
 
 from __future__ import annotations
@@ -44,8 +44,22 @@ KAFKA_FIXTURES = {
 }  # fmt: skip
 KAFKA_CHOICES = ("dev", "apache")
 KAFKA_ENV = "SAMZA_EXPAND_TEST_KAFKA"
-# Run on Apache Kafka by scripts/test.sh (the rest runs on the development broker).
-APACHE_CI_DIRS = ("kafka_layer", "airflow", "e2e", "kafka", "cluster")
+# Run on Apache Kafka by scripts/test.sh (the rest runs on the development broker): the tests whose
+# subject is Kafka itself or Airflow against it. A folder inside one of these that runs on the
+# development broker is in DEV_CI_DIRS (the UI's tests: their subject is the page, not Kafka).
+APACHE_CI_DIRS = (
+    "airflow", "demo", "e2e", "integration/cluster", "kafka", "protocol/barrier", "store",
+    "testing/conformance",
+)  # fmt: skip
+DEV_CI_DIRS = ("airflow/ui",)
+
+
+def runs_on_apache_kafka(relative: Path) -> bool:
+    """Whether the test file at ``relative`` (to tests/) is in scripts/test.sh's Apache part."""
+    def under(folders: tuple[str, ...]) -> bool:
+        return any(relative.is_relative_to(folder) for folder in folders)
+
+    return under(APACHE_CI_DIRS) and not under(DEV_CI_DIRS)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -261,8 +275,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "dev_broker" in fixtures:
             item.add_marker(pytest.mark.dev_broker)
         path = Path(str(item.path)).resolve()
-        if (
-            path.is_relative_to(tests_dir)
-            and path.relative_to(tests_dir).parts[0] in APACHE_CI_DIRS
-        ):
+        if path.is_relative_to(tests_dir) and runs_on_apache_kafka(path.relative_to(tests_dir)):
             item.add_marker(pytest.mark.apache_ci)

@@ -1,5 +1,5 @@
 """Golden test: the serialized example DAGs (every DAG in dags/ and the factory's DAGs below,
-one per path through the factory) are exactly what tests/dags_serialized/*.json holds - what
+one per path through the factory) are exactly what tests/dags/serialized/*.json holds - what
 Airflow's DAG processor stores (``DagSerialization.to_dict``). A change of the factory or the
 settings that alters a serialized DAG fails here: fix the change, not the fixture.
 
@@ -7,7 +7,7 @@ Only what varies by machine is normalised: the DAG file's location, the package'
 (the shipped job's path) and the processor's DAG folder (the test's temporary Airflow home).
 Each task's plain attributes are kept beside Airflow's record: Airflow serializes only the
 templated arguments. Regenerate a fixture only for a DAG that is new or deliberately changed:
-``.venv/bin/python tests/test_dags_serialized.py <name>``."""
+``.venv/bin/python tests/dags/test_dags_serialized.py <name>``."""
 
 from __future__ import annotations
 

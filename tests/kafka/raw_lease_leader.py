@@ -3,7 +3,7 @@ completes and who gets the lease partition, which a client library never lets a 
 
 Speaks the classic consumer group protocol ("cooperative-sticky", the lease group's assignor)
 with the subscription and assignment encodings of Kafka's ConsumerProtocol v0; the requests are
-those of the conformance suite's `RawMember` (tests/kafka/kafka_conformance_raw.py).
+those of the conformance suite's `RawMember` (tests/testing/conformance/kafka_conformance_raw.py).
 """
 
 from __future__ import annotations

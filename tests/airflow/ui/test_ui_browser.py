@@ -1,4 +1,5 @@
-"""The plugin's pages in a real headless Chromium, after a real expansion (tests/ui/conftest.py).
+"""The plugin's pages in a real headless Chromium, after a real expansion
+(tests/airflow/ui/conftest.py).
 
 Screenshots go to the session's ``ui-screenshots`` directory under pytest's base temp dir
 (printed at the end of the test; docs/ui/*.png are copies of them).

@@ -1,6 +1,6 @@
 """Every route of the plugin's app refuses a request without a token (401), read from the app
 object itself (`airflow._ui.app.create_app().routes`), so a route added later is covered without
-an edit here. Against the real api-server that mounts the app (tests/ui/conftest.py)."""
+an edit here. Against the real api-server that mounts the app (tests/airflow/ui/conftest.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
-import airflow_env  # tests/airflow, put on sys.path by tests/claims/conftest.py
+import airflow_env  # tests/airflow, put on sys.path by tests/integration/claims/conftest.py
 
 
 def point_kafka_default(bootstrap: str) -> None:

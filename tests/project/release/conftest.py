@@ -1,4 +1,5 @@
-"""The release's distributions, built once per session from this checkout (tests/release)."""
+"""The release's distributions, built once per session from this checkout
+(tests/project/release)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Building this checkout's distributions with `uv build` (tests/release)."""
+"""Building this checkout's distributions with `uv build` (tests/project/release)."""
 
 from __future__ import annotations
 
