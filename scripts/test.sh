@@ -117,7 +117,10 @@ rest_lane() {
 airflow_log="$(mktemp -t samza-expand-airflow-lane-XXXXXX.log)"
 airflow2_log="$(mktemp -t samza-expand-airflow2-lane-XXXXXX.log)"
 rest_log="$(mktemp -t samza-expand-rest-lane-XXXXXX.log)"
+SAMZA_EXPAND_JUNIT_DIR="${SAMZA_EXPAND_JUNIT_DIR:-$(mktemp -d -t samza-expand-junit-XXXXXX)}"
+export SAMZA_EXPAND_JUNIT_DIR  # every test's time, a JUnit XML per part (scripts/test_part.sh)
 started=$SECONDS
+echo "[test] every test's time goes to $SAMZA_EXPAND_JUNIT_DIR (JUnit XML per part)"
 echo "[test] pytest in four lanes; the airflow lanes and the rest lane write to $airflow_log, $airflow2_log and $rest_log (printed below when done)"
 airflow_lane >"$airflow_log" 2>&1 &
 airflow_pid=$!

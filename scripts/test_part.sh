@@ -7,7 +7,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 rc=0
-.venv/bin/pytest --durations=30 --skip-budget=tests/skip_allowlist.txt "$@" || rc=$?
+# Every test's time, for balancing the lanes: a JUnit XML per part when SAMZA_EXPAND_JUNIT_DIR
+# names a directory (scripts/test.sh sets it to a temporary one and prints where)
+junit=()
+if [ -n "${SAMZA_EXPAND_JUNIT_DIR:-}" ]; then
+    junit=(--junitxml "$(mktemp -p "$SAMZA_EXPAND_JUNIT_DIR" part-XXXXXX.xml)")
+fi
+.venv/bin/pytest --durations=30 --skip-budget=tests/skip_allowlist.txt "${junit[@]}" "$@" || rc=$?
 if [ "$rc" -eq 5 ]; then
     echo "[test] error: this part selected no test (pytest $*) - check its -m marker expression and paths" >&2
 fi
