@@ -8,9 +8,10 @@ a process of its own, `dag_runner.py`) on the Kafka of the run (Apache Kafka in 
   (one growth, one job model v2, the job launched at most once more than the chain launches
   it), and the record says completed (each step killed in a run of its own, with the real job
   and live traffic: ``kill/warm/<step>`` of benchmarks/fault_matrix.py);
-* lease takeover with two DAG runs: run A dies holding the expansion lease; run B (a manual
-  trigger) waits for the lease to expire, takes the expansion over and finishes it; A,
-  cleared later, ends with its steps skipped and writes nothing.
+* the lease with two DAG runs: run A's barrier, deferred longer than the lease's TTL, keeps
+  it renewed while run B (a manual trigger) waits; then A dies holding it, and B waits for
+  it to expire, takes the expansion over and finishes it; A, cleared later, ends with its
+  steps skipped and writes nothing.
 
 The job is `fake_spark_submit.py`: the coordinator protocol without Spark and without
 traffic, so these tests prove the chain's ownership and idempotence, not record counts.
@@ -126,15 +127,20 @@ def test_one_run_killed_midway_in_each_warm_step_completes_exactly_once_when_cle
     _expanded_once(j, admin, fake_spark, str(at_kill["id"]), max_launches=2)
 
 
-def test_a_run_that_died_holding_the_lease_is_taken_over_and_ends_skipped_when_cleared(
+def test_a_deferred_barrier_keeps_the_lease_past_its_ttl_and_a_dead_holder_is_taken_over(
     job, admin, fake_spark, tmp_path, kafka_bootstrap
 ):
-    """B is triggered while A holds the lease: it waits (deferred) until A's lease expires,
-    then finishes A's expansion; A, cleared later, finds it taken over and writes nothing."""
+    """A's barrier waits (deferred, a grace of three times its lease's TTL): its trigger renews
+    the lease, so B, triggered while A runs, finds it held past twice the TTL and waits (the
+    TTL stays above the longest step that does not renew: the standby launch's start-up
+    check). A then dies in the barrier holding the lease: B takes the expansion over once A's
+    lease expired and finishes it; A, cleared later, ends with its steps skipped and writes
+    nothing."""
+    ttl = 8.0
     j = job(2)
     spec = ownership._spec(
         j, tmp_path, kafka_bootstrap, f"takeover_{j.name}",
-        barrier={"producer_refresh_grace_s": 2.0}, ownership={"lease_ttl_s": 12.0},
+        barrier={"producer_refresh_grace_s": 3 * ttl}, ownership={"lease_ttl_s": ttl},
     )  # fmt: skip
     airflow_env.serialize_dag_to_db(build(**spec))
     v1 = handover._start_v1(j, tmp_path, kafka_bootstrap)
@@ -142,9 +148,12 @@ def test_a_run_that_died_holding_the_lease_is_taken_over_and_ends_skipped_when_c
     b, go_b = _run(spec, B_DATE, tmp_path, hold=True)
     a_again, go_a = _run(spec, A_DATE, tmp_path, hold=True)
     try:
+        _when_step_began(a, j, "plan")
+        lease_a = j.store.get_lease("expansion")  # taken before the plan's record
+        go_b.touch()  # B starts while A runs; its plan waits for A's lease
+        renewed = _when_renewed(a, j, lease_a, past_s=2 * ttl)  # B waiting all along
+        assert b.poll() is None, "B ended while A held the lease"
         at_kill = _kill_when(a, j, "barrier")
-        lease_a = j.store.get_lease("expansion")
-        go_b.touch()  # a manual trigger while A's lease has not expired yet
         b_result = _result(b, tmp_path)
         j.store.refresh()
         after_b = (j.store.get_lease("expansion"), j.store.get_expansion(str(at_kill["id"])))
@@ -152,6 +161,8 @@ def test_a_run_that_died_holding_the_lease_is_taken_over_and_ends_skipped_when_c
         a_result = _result(a_again, tmp_path)
     finally:
         _stop(a, b, a_again, v1)
+    assert "barrier" not in at_kill["ended"], at_kill  # A died in its deferred barrier
+    assert renewed.epoch == lease_a.epoch and renewed.holder == lease_a.holder, renewed
     assert b_result["state"] == "success", b_result
     assert set(b_result["tasks"].values()) == {"success"}, b_result
     _expanded_once(j, admin, fake_spark, str(at_kill["id"]), max_launches=1)
@@ -175,37 +186,18 @@ def _stop(*procs: subprocess.Popen) -> None:
             proc.wait(60)
 
 
-def test_a_deferred_barrier_longer_than_the_lease_ttl_keeps_the_lease(
-    job, admin, fake_spark, tmp_path, kafka_bootstrap
-):
-    """A's barrier waits (deferred) three times its lease's TTL: its trigger renews the lease,
-    so B, triggered while A runs, finds it held all along, waits, and ends skipped once A has
-    completed - it never takes A's expansion over. (The TTL stays above the longest step
-    that does not renew: the standby launch's start-up check.)"""
-    ttl = 8.0
-    j = job(2)
-    spec = ownership._spec(
-        j, tmp_path, kafka_bootstrap, f"renew_{j.name}",
-        barrier={"producer_refresh_grace_s": 3 * ttl}, ownership={"lease_ttl_s": ttl},
-    )  # fmt: skip
-    airflow_env.serialize_dag_to_db(build(**spec))
-    v1 = handover._start_v1(j, tmp_path, kafka_bootstrap)
-    a, _ = _run(spec, A_DATE, tmp_path)
-    b, go_b = _run(spec, B_DATE, tmp_path, hold=True)
-    try:
-        _when_step_began(a, j, "plan")
-        go_b.touch()  # B starts while A runs; its plan waits for A's lease
-        a_result, b_result = _result(a, tmp_path), _result(b, tmp_path)
-    finally:
-        _stop(a, b, v1)
-    assert set(a_result["tasks"].values()) == {"success"}, a_result  # A never lost its lease
-    assert b_result["tasks"]["plan"] == "skipped", b_result
-    j.store.refresh()
-    lease = j.store.get_lease("expansion")  # epoch 1: A's, all along; 2: B's, once A was done
-    assert lease.epoch == 2 and lease.released and lease.holder.endswith(B_DATE), lease
-    (record,) = j.store.expansions()
-    _expanded_once(j, admin, fake_spark, record.expansion_id, max_launches=1)
-    assert record.owner.endswith(A_DATE), record.owner
+def _when_renewed(proc: subprocess.Popen, j, lease, *, past_s: float):
+    """The expansion lease once its holder renewed it to expire ``past_s`` after ``lease``
+    did (the same holder and epoch, or the test fails)."""
+    deadline = time.monotonic() + 180
+    while True:
+        assert proc.poll() is None, "the run ended before its lease was renewed"
+        assert time.monotonic() < deadline, f"the lease was never renewed past {past_s} s"
+        now = j.store.get_lease("expansion")
+        assert now.holder == lease.holder and now.epoch == lease.epoch, (lease, now)
+        if (now.expires_at() - lease.expires_at()).total_seconds() >= past_s:
+            return now
+        time.sleep(0.2)
 
 
 def _when_step_began(proc: subprocess.Popen, j, step: str) -> float:
