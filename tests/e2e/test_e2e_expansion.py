@@ -63,7 +63,9 @@ def test_expansion_keeps_exact_counts_and_order_under_live_traffic(
 
 
 def test_naive_group_by_partition_writer_fails_the_check(scenario) -> None:
-    s = scenario(run_mode="continuous", naive=True)
+    # in place (the default restart of the shipped job): the running job takes the naive model
+    # on, no second Spark start - its moved keys lose their state as after any restart
+    s = scenario(run_mode="continuous", naive=True, restart="auto")
     s.start_producer()
     s.start_job()
     outcome = s.expand()  # one expansion: the naive model is (honestly) a plain-grouper model
@@ -75,3 +77,4 @@ def test_naive_group_by_partition_writer_fails_the_check(scenario) -> None:
     assert result.count_resets or result.order_violations
     assert s.models[-1].tasks() == [f"Partition {p}" for p in range(4)]
     assert s.models[-1].grouper == "GroupByPartition"
+    assert outcome.summary["restart"]["mode"] == "in-place", outcome.summary["restart"]
