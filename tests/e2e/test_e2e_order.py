@@ -2,15 +2,14 @@
 local[2]), dag.test() on SQLite, live keyed producers refreshing their metadata every second
 (grace 4 s). One job, two expansions:
 
-* 2 -> 4, in place (the shipped job's default restart: no second Spark start; the barrier is
-  the same for every restart), with one extra producer that keeps placing keys with the old
-  count for 7 s after the growth (past the 4 s grace, far within the 600 s barrier timeout):
-  the barrier waits until its stale placements stop for the quiet window (2 s, the factory's
-  ``stale_quiet_s``), the stale placements before the snapshot are counted, and the report
-  says ``order: proven`` (the job reads none beyond the barrier);
-* 4 -> 8, a warm handover, with ``on_stale_placement="fail"``: a record placed by hand into an
-  old partition after the snapshot (when the report step starts) -> the report step fails
-  naming the key (``order: at risk``), and the restarted job, given ``--barrier-offsets auto
+* 2 -> 4 with one extra producer that keeps placing keys with the old count for 7 s after the
+  growth (past the 4 s grace, far within the 600 s barrier timeout): the barrier waits until
+  its stale placements stop for the quiet window (2 s, the factory's ``stale_quiet_s``),
+  the stale placements before the snapshot are counted, and the report says
+  ``order: proven`` (the restarted job reads none beyond the barrier);
+* 4 -> 8 with ``on_stale_placement="fail"``: a record placed by hand into an old partition
+  after the snapshot (when the report step starts) -> the report step fails naming the key
+  (``order: at risk``), and the restarted job, given ``--barrier-offsets auto
   --on-stale-placement fail`` by the DAG, counts it into the record and stops (``failed``).
 
 (Producers refreshing within the grace -> ``order: proven``: tests/e2e/test_e2e_expansion.py.)
@@ -101,7 +100,7 @@ def test_slow_producer_is_held_by_the_barrier_and_a_late_record_fails_the_run(sc
 
     from airflow_samza_expand._protocol.records import expansion_id_for
 
-    s = scenario(run_mode="continuous", grace_s=GRACE_S, stale_quiet_s=QUIET_S, restart="auto")
+    s = scenario(run_mode="continuous", grace_s=GRACE_S, stale_quiet_s=QUIET_S)
     s.start_producer()
     slow = SlowRefresher(s.config, s.topic, 2, 4)
     slow.start()
@@ -112,7 +111,6 @@ def test_slow_producer_is_held_by_the_barrier_and_a_late_record_fails_the_run(sc
     finally:
         slow.stop()
     assert b.state == "success", b.tasks
-    assert b.restart == "in-place", b.summary["restart"]
     record = s.store.get_expansion(expansion_id_for(s.job_name, {s.topic: 2}, {s.topic: 4}))
     grace_ends = parse_iso(record.steps["expand"].ended_at).timestamp() + GRACE_S
     last_stale = parse_iso(record.stale_placements["last_stale_at"]).timestamp()
@@ -135,7 +133,6 @@ def test_slow_producer_is_held_by_the_barrier_and_a_late_record_fails_the_run(sc
             assert producer.flush(30) == 0
 
     s.cfg.on_stale_placement = "fail"
-    s.cfg.restart = "warm"  # a restarted job: the DAG gives it its order check
     c = s.expand(on_task=late_record)
     assert c.state == "failed", c.tasks
     assert c.tasks["report"] == "failed", c.tasks
