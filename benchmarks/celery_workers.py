@@ -52,8 +52,14 @@ RETRIES = {"retries": 2}
 # the start-up check outlasts the kill (the worker dies while the launching step runs); the
 # launch log in the launching worker's own temp directory, as on a machine of its own
 LAUNCHING = {**RETRIES, "spark": {"log_dir": None, "submit_kwargs": {"startup_check_s": 120.0}}}
-# the plan waits for the job in its worker (``[operators] default_deferrable`` is off)
-WAITING = {**RETRIES, "restart": {"job_down_timeout_s": 600.0}}
+# in-app named (``auto`` picks cold for a job that is down) and the DAG naming no application
+# (it never launches the job; the job's arguments given plain, not the shipped job's): the plan
+# waits for a job that is down, in its worker (``[operators] default_deferrable`` is off)
+WAITING = {
+    **RETRIES,
+    "restart": {"restart": "in-app", "job_down_timeout_s": 600.0},
+    "spark": {"application": None, "application_on_runtime": False},
+}
 # what a launching step's retry decided, by its log: no second launch either way
 RETRY_DECISIONS = {
     "waited-for-the-launch": ("not launching job", "not launching a standby"),
@@ -148,7 +154,9 @@ def in_app_case(ctx: Any, celery: Celery, case: Any) -> tuple[Any, dict[str, Any
     from airflow_samza_expand.core._liveness import statuses
 
     af, workers = celery.af, celery.workers
-    job = InAppJob(ctx, case, overrides=WAITING).start()  # it samples itself
+    job = InAppJob(ctx, case, overrides=WAITING)  # it samples the processors itself
+    job.spec["overrides"]["job"] = {"application_args": list(job.s.args())}
+    job.start()
     try:
         job.supervised.stop()  # the job down: its driver and supervisor gone
         store = job.s.store
