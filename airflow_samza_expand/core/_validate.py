@@ -8,10 +8,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from itertools import islice
+
 from airflow_samza_expand.core.errors import ExpansionError, InvalidJobModelError
-from airflow_samza_expand.core.expansion import DEFAULT_ALGORITHM_PATH, load_expansion_algorithm
+from airflow_samza_expand.core.expansion import (
+    DEFAULT_ALGORITHM_PATH,
+    PartitionExpansionAlgorithm,
+    load_expansion_algorithm,
+)
 from airflow_samza_expand.core.groupers import GROUPERS, grouper_by_name
 from airflow_samza_expand.core.model import JobModel, SystemStreamPartition
+
+MAX_LISTED_BREAKS = 10  # the refusal lists this many offending SSPs, over all streams
 
 
 def keeps_tasks_fixed(grouper: str) -> bool:
@@ -40,10 +49,21 @@ def check_fixed_tasks(model: JobModel, *, need_algorithm: bool = True) -> None:
             if need_algorithm:
                 raise
             return
-    offending: list[str] = []
+    offending = list(islice(_fixed_task_breaks(model, algorithm), MAX_LISTED_BREAKS))
+    if offending:
+        raise InvalidJobModelError(
+            f"job model v{model.version} of job {model.job_name!r} breaks the fixed tasks of "
+            f"grouper {model.grouper} (partition p belongs to the task of p % initial count): "
+            f"{'; '.join(offending)} - rebuild the mapping with plan_expansion from the previous "
+            "version (or move each listed SSP to the task named in parentheses)"
+        )
+
+
+def _fixed_task_breaks(
+    model: JobModel, algorithm: PartitionExpansionAlgorithm | None
+) -> Iterator[str]:
+    """Each SSP of `model` not in the task of its keys' partition before the expansion."""
     for s in model.streams:
-        if s.current == s.initial:
-            continue
         for p in range(s.initial, s.current):
             ssp = SystemStreamPartition(s.system, s.stream, p)
             task = model.ssp_to_task.get(ssp)
@@ -52,20 +72,11 @@ def check_fixed_tasks(model: JobModel, *, need_algorithm: bool = True) -> None:
             q = (
                 p % s.initial
                 if algorithm is None
-                else (algorithm.partition_before_expansion(p, s.current, s.initial))
+                else algorithm.partition_before_expansion(p, s.current, s.initial)
             )
             owner = model.ssp_to_task.get(SystemStreamPartition(s.system, s.stream, q))
             if owner is not None and owner != task:
-                offending.append(f"{ssp} in {task!r} (its keys' partition {q} is in {owner!r})")
-                if len(offending) >= 10:
-                    break
-    if offending:
-        raise InvalidJobModelError(
-            f"job model v{model.version} of job {model.job_name!r} breaks the fixed tasks of "
-            f"grouper {model.grouper} (partition p belongs to the task of p % initial count): "
-            f"{'; '.join(offending)} - rebuild the mapping with plan_expansion from the previous "
-            "version (or move each listed SSP to the task named in parentheses)"
-        )
+                yield f"{ssp} in {task!r} (its keys' partition {q} is in {owner!r})"
 
 
 def check_next_version(job_name: str, latest: JobModel | None, model: JobModel) -> None:

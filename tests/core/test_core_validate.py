@@ -84,3 +84,21 @@ def test_a_custom_algorithm_is_needed_to_write_not_to_read():
     with pytest.raises(ExpansionError, match="no_such_module"):
         check_fixed_tasks(custom)
     check_fixed_tasks(custom, need_algorithm=False)  # a reader without the plugin
+
+
+def test_the_refusal_lists_ten_breaks_over_all_streams():
+    """Two streams of twelve broken SSPs each: ten are listed in all, not ten a stream."""
+    streams = ("orders", "payments")
+    broken = JobModel(
+        version=2,
+        job_name="job",
+        streams=tuple(StreamPartitionCounts("kafka", s, 16, 4) for s in streams),
+        ssp_to_task={
+            SystemStreamPartition("kafka", s, p): f"Partition {(p + p // 4) % 4}"
+            for s in streams
+            for p in range(16)
+        },
+    )
+    with pytest.raises(InvalidJobModelError, match="fixed tasks") as caught:
+        check_fixed_tasks(broken)
+    assert str(caught.value).count("(its keys' partition") == 10
