@@ -41,7 +41,9 @@ def test_every_part_of_test_sh_runs_through_the_part_script_and_the_lanes_split_
     spark`) of the same selection; part 1's tests without Spark once more by path (the second
     Airflow lane takes AIRFLOW2_LANE, the first ignores exactly those), and part 1's Spark
     tests once more by path (the rest lane takes REST_LANE_SPARK, the Airflow lanes
-    AIRFLOW_LANE_SPARK and AIRFLOW2_LANE_SPARK, the Spark lane ignores exactly those):
+    AIRFLOW_LANE_SPARK and AIRFLOW2_LANE_SPARK, the Spark lane ignores exactly those), and
+    part 2's Spark tests in AIRFLOW2_LANE_DEV_SPARK in the second Airflow lane (the rest lane
+    ignores exactly those):
     together the runs select every test of both parts, once, each through the part script,
     and the lanes run at once."""
     script = (REPO / "scripts" / "test.sh").read_text()
@@ -65,9 +67,12 @@ def test_every_part_of_test_sh_runs_through_the_part_script_and_the_lanes_split_
         ),
         ("apache", "APACHE_PART", "spark", ' "${REST_LANE_SPARK[@]}"'),
         ("dev", "DEV_PART", "not spark", ""),
-        ("dev", "DEV_PART", "spark", ""),
+        ("dev", "DEV_PART", "spark", ' "${AIRFLOW2_LANE_DEV_SPARK[@]/#/--ignore=}"'),
+        ("dev", "DEV_PART", "spark", ' "${AIRFLOW2_LANE_DEV_SPARK[@]}"'),
     ], runs
-    for lane in ("REST_LANE_SPARK", "AIRFLOW_LANE_SPARK", "AIRFLOW2_LANE", "AIRFLOW2_LANE_SPARK"):
+    lanes = ("REST_LANE_SPARK", "AIRFLOW_LANE_SPARK", "AIRFLOW2_LANE", "AIRFLOW2_LANE_SPARK",
+             "AIRFLOW2_LANE_DEV_SPARK")  # fmt: skip
+    for lane in lanes:
         listed = re.search(rf"^{lane}=\(\n(.*?)\n\)", script, flags=re.M | re.S)
         assert listed, f"{lane}=( one path per line )"
         for path in listed.group(1).split():
