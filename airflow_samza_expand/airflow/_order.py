@@ -1,5 +1,5 @@
-"""Rule 1.5 (proof of order) on the Airflow surface: the restarted job's order-check arguments,
-the ``on_stale_placement`` setting, and the report step's verdict.
+"""The proof of order (docs/design.md 'Stale placements') on the Airflow surface: the restarted
+job's order-check arguments, the ``on_stale_placement`` setting, and the report step's verdict.
 
 * `with_order_check` - the shipped job's ``application_args`` plus ``--barrier-offsets auto``
   (the job takes the barrier and the detected partitioner from the record of the expansion

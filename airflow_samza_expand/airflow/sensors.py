@@ -120,9 +120,10 @@ class OrderingBarrierSensor(_WaitSensor):
     3. wait until the job's consumer group (default: the job name) has committed offsets
        ``>=`` the snapshot on every old partition. Each poll logs the lag per partition.
 
-    Rule 1.5: the snapshot waits, after the grace, for ``stale_quiet_s`` (None: the protocol's
-    default, min(30 s, grace)) without a stale placement in the old partitions; stale
-    placements still arriving at the deadline (``barrier_timeout_s`` after the later of the
+    Stale placements (docs/design.md): the snapshot waits, after the grace, for ``stale_quiet_s``
+    (None: the protocol's default, min(30 s, grace)) without a stale placement in the old
+    partitions; stale placements still arriving at the deadline (``barrier_timeout_s`` after
+    the later of the
     wait's start and the grace's end, `_protocol.barrier.wait.barrier_deadline`, one rule for poke
     and deferred mode) fail it with a ``BarrierTimeoutError`` naming them.
 

@@ -142,8 +142,9 @@ class OrderingBarrierTrigger(PollingTrigger):
     """Waits out the producer refresh grace, snapshots the old partitions' high watermarks
     (stored in the expansion record, so a rerun reuses them) and waits until the job's consumer
     group has committed offsets ``>=`` the snapshot on every old partition; renews ``holder``'s
-    expansion lease on every poll. Rule 1.5: the snapshot also waits ``stale_quiet_s`` without
-    a stale placement; stale placements still arriving at ``deadline`` refuse the barrier.
+    expansion lease on every poll. Stale placements (docs/design.md): the snapshot also waits
+    ``stale_quiet_s`` without a stale placement; stale placements still arriving at ``deadline``
+    refuse the barrier.
 
     Fires ``{"status": "holds", "result": {...}}`` or, past ``deadline`` (epoch seconds),
     ``{"status": "timeout", ...}`` with the lag still left per partition.

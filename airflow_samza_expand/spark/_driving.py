@@ -63,7 +63,8 @@ class QueryDriver:
         raise NotImplementedError
 
     def poll_switch(self) -> None:
-        """Rule 1.9's switch in place (`spark.runtime.Job`); nothing by default."""
+        """The switch in place (docs/design.md 'The switch in place') (`spark.runtime.Job`);
+        nothing by default."""
 
     def restart_query(self, query: Any) -> Any:
         """In-app: the query started again on the newer job model, ``query``

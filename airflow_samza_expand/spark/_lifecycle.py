@@ -141,9 +141,10 @@ class Lifecycle:
             )
 
     def capabilities(self) -> list[str]:
-        """Rule 1.8: with the lease it can wait as a warm standby (--standby); with the
-        provider's reader it can switch in place (Spark's own Kafka source cannot change
-        ``assign`` in a running query) and counts stale placements before an expansion's
+        """Capabilities (docs/design.md 'How a restart is chosen'): with the lease it can wait as a
+        warm standby (--standby); with the provider's reader it can switch in place (Spark's own
+        Kafka source cannot change ``assign`` in a running query) and counts stale placements
+        before an expansion's
         snapshot in its batches (`spark._stale_before`: the barrier then does not scan); handed
         the function that starts its query and reading with Spark's own source, it restarts
         that query on a newer job model inside the application (in-app)."""

@@ -1,4 +1,5 @@
-"""Rule 1.5 where the records are read anyway: stale placements counted in the job's micro-batches.
+"""The proof of order (docs/design.md 'Stale placements') where the records are read anyway: stale
+placements counted in the job's micro-batches.
 
 The provider's reader (`spark._source`) reads every record of the old partitions; with an order
 check on, each batch's task partitions carry the `StaleRule` of the expansion that made the job

@@ -1,5 +1,6 @@
-"""Rule 1.5 before the snapshot, in the job: stale placements counted in the records the running
-processor reads anyway, for the barrier (instead of its own re-read of the old partitions).
+"""The proof of order (docs/design.md 'Stale placements') before the snapshot, in the job: stale
+placements counted in the records the running processor reads anyway, for the barrier (instead of
+its own re-read of the old partitions).
 
 While an expansion of the job is in progress (grown, its record has a scan start - the old
 partitions' end offsets at the growth - and no barrier snapshot yet) and the processor reads

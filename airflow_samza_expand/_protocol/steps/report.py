@@ -115,7 +115,8 @@ def build_summary(
 
 
 def _order(record: ExpansionRecord | None) -> dict[str, Any] | None:
-    """Rule 1.5's verdict from the record's stale placements (as of the report)."""
+    """The stale-placement verdict (docs/design.md 'Stale placements') from the record's stale
+    placements (as of the report)."""
     if record is None:
         return None
     evidence = OrderEvidence.from_dict(record.stale_placements)

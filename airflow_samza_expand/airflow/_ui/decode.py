@@ -202,7 +202,8 @@ def _restart(record: ExpansionRecord) -> str | None:
 
 
 def _order(record: ExpansionRecord) -> dict[str, Any]:
-    """Rule 1.5's verdict from the record's stale placements, as the report words it."""
+    """The stale-placement verdict (docs/design.md 'Stale placements') from the record's stale
+    placements, as the report words it."""
     from airflow_samza_expand.core._order import OrderEvidence, order_report
 
     if not record.stale_placements:

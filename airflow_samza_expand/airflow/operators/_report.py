@@ -39,9 +39,10 @@ class ExpansionReportOperator(KafkaClients, BaseOperator):
     outcome (every grown topic at its target, job model vN+1 the newest and what the live
     processors run, the record completed) and fails naming what is missing otherwise.
 
-    Rule 1.5: the summary's ``order`` (and the last log line) says ``order: proven ...`` or
-    ``order: at risk ...``, from the restarted job's count and the step's own scan of the old
-    partitions beyond the barrier. With ``on_stale_placement="fail"`` an order at risk fails
+    The proof of order (docs/design.md 'Stale placements'): the summary's ``order`` (and the last
+    log line) says ``order: proven ...`` or ``order: at risk ...``, from the restarted job's count
+    and the step's own scan of the old partitions beyond the barrier. With
+    ``on_stale_placement="fail"`` an order at risk fails
     the task (AirflowFailException naming the keys) after the record is completed.
     """
 

@@ -12,7 +12,7 @@ SCANNED = ["airflow_samza_expand", "docs", "benchmarks", "dags", "scripts"]
 SCANNED_FILES = ["pyproject.toml", "README.md", "CHANGELOG.md"]
 SUFFIXES = {".py", ".md", ".toml", ".sh", ".yml", ".yaml", ".cfg", ".ini", ".txt", ".json", ".xml"}
 SUFFIXES |= {".html", ".js", ".css"}
-OUTSIDE = re.compile(r"rule 1\.[0-9]+|rules? [0-9]|DESIGN|[Ii]ssue [0-9]+|shared/DESIGN")
+OUTSIDE = re.compile(r"[Rr]ules? 1\.[0-9]+|[Rr]ules? [0-9]|DESIGN|[Ii]ssue [0-9]+|shared/DESIGN")
 CITATION = re.compile(r"docs/([\w-]+\.md) '([^']+)'")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 
