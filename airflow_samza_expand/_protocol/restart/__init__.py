@@ -107,11 +107,10 @@ def choose_restart(
     """Capabilities (docs/design.md 'How a restart is chosen'): ``auto`` takes the first registered
     strategy that fits the live processors of job model ``version`` (in place, in-app, the user's
     task when ``restart_task``, warm, cold); a mode asked for by name is taken or refused
-    (ExpansionError naming the processors
-    that cannot). Asking for a strategy that needs the user's restart task says one is supplied:
-    in place or in-app still come first (they launch nothing). ``launches`` False (the DAG
-    names no application and no restart task): only a strategy that launches nothing, else
-    ExpansionError naming the processors and the fix."""
+    (ExpansionError naming the processors that cannot). Asking for a strategy that needs the
+    user's restart task says one is supplied: in place or in-app still come first (they launch
+    nothing). ``launches`` False (the DAG names no application and no restart task): only a
+    strategy that launches nothing, else ExpansionError naming the processors and the fix."""
     requested = normalise_restart(requested)
     live = live_processors(processors, version)
     ctx = Context(live, version, restart_task, requested, launches or restart_task)

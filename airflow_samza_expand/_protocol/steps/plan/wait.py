@@ -51,16 +51,28 @@ def last_heartbeat(processors: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def job_back_poll(store: CoordinatorStore) -> Poll:
-    """Done once a live processor of the newest job model heartbeats; the detail names the
-    version and the last heartbeat either way."""
+    """Done once a live processor of the newest job model heartbeats past ``starting``: a driver
+    starting its query does not yet know what it can do (in-app needs its first read with
+    Spark's own source), so a plan deciding then could refuse a restart the job can do. The
+    detail names the version and the last heartbeat either way."""
     model = store.latest_job_model()
     version = model.version if model is not None else 0
     processors = store.processors()
-    live = sorted(s.processor_id for s in live_processors(processors, version))
+    working = live_processors(processors, version)
+    live = sorted(s.processor_id for s in working if s.state != "starting")
+    starting = sorted(s.processor_id for s in working if s.state == "starting")
     detail = {"version": version, "last_heartbeat": last_heartbeat(processors), "live": live}
     if live:
         message = f"job {store.job_name} is back: {', '.join(live)} on job model v{version}"
         return Poll(True, message, {"status": "running", **detail}, detail=detail)
+    if starting:
+        return Poll(
+            False,
+            f"job {store.job_name} is starting ({', '.join(starting)} on job model v{version}): "
+            "waiting for its first running heartbeat, which says what it can do",
+            detail=detail,
+            waiting_for=f"job {store.job_name} starting on v{version}",
+        )
     return Poll(
         False,
         f"job {store.job_name} is down ({describe_down(detail)}): waiting for it to come back "
