@@ -101,8 +101,11 @@ def _expanded_once(j, admin, fake_spark, expansion_id: str, *, max_launches: int
 
 
 def test_one_run_killed_midway_in_each_warm_step_completes_exactly_once_when_cleared(
-    job, admin, fake_spark, tmp_path, kafka_bootstrap
+    job, admin, fake_spark, tmp_path, kafka_bootstrap, monkeypatch
 ):
+    # the v2 standby is launched in the first run and must still run at the last check: the
+    # four runs and their kills take over the fixture's 90 s on a loaded machine
+    monkeypatch.setenv("FAKE_SPARK_RUN_S", "600")
     j = job(2)
     spec = ownership._spec(
         j, tmp_path, kafka_bootstrap, f"fault_{j.name}", barrier={"producer_refresh_grace_s": 2.0}
