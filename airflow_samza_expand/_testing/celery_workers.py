@@ -11,8 +11,7 @@ api-server) and the broker - each its own temp directory, HOME, host name for la
         ...
         other = workers.kill_on_retry(dag_id, run_id, "submit", first)
 
-Shared by tests/airflow/test_airflow_celery_workers.py (a fake job) and
-benchmarks/celery_workers.py (the real jobs).
+Used by benchmarks/celery_workers.py (the real jobs).
 """
 
 from __future__ import annotations
