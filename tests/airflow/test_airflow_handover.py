@@ -175,9 +175,10 @@ class _RunningWatch:
 def test_a_job_that_cannot_be_a_standby_is_never_run_twice_and_nothing_waits(
     job, fake_spark, tmp_path, kafka_bootstrap, run_dag, monkeypatch
 ):
-    """Rule 1.8: the default restart (``auto``) of an application that follows only the
-    five-step protocol is cold: no ``--standby`` launch beside the running v1 (before: a second
-    instance on v1, then the stop step waited out standby_warm_timeout_s)."""
+    """docs/design.md 'How a restart is chosen': the default restart (``auto``) of an
+    application that follows only the five-step protocol is cold: no ``--standby`` launch beside
+    the running v1 (before: a second instance on v1, then the stop step waited out
+    standby_warm_timeout_s)."""
     monkeypatch.setenv("FAKE_SPARK_NO_STANDBY", "1")
     j = job(2)
     v1 = _start_v1(j, tmp_path, kafka_bootstrap)

@@ -1,8 +1,8 @@
-"""Rule 1.5 on the Airflow surface: the factory turns the restarted job's order check on
-(``--barrier-offsets auto --on-stale-placement``), the barrier sensor/trigger take
-``stale_quiet_s`` and hold/refuse by it up to their deadline, and the report step fails with
-``on_stale_placement="fail"`` when a record was placed stale after the snapshot.
-(tests/e2e/test_e2e_order.py runs the same with the real job and live producers.)"""
+"""The proof of order (docs/design.md 'Stale placements') on the Airflow surface: the factory
+turns the restarted job's order check on (``--barrier-offsets auto --on-stale-placement``), the
+barrier sensor/trigger take ``stale_quiet_s`` and hold/refuse by it up to their deadline, and the
+report step fails with ``on_stale_placement="fail"`` when a record was placed stale after the
+snapshot. (tests/e2e/test_e2e_order.py runs the same with the real job and live producers.)"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Rule 1.9: which partitions of vN+1 a running job may read (parent before child, per parent)."""
+"""docs/design.md 'The switch in place': which partitions of vN+1 a running job may read
+(parent before child, per parent)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Rule 1.5 before the snapshot from the job's own count: when the barrier may take it
-(`job_coverage`), what the evidence keeps (`with_job_count`, ``counted_by``), the record."""
+"""Stale placements before the snapshot, from the job's own count (docs/design.md 'Stale placements'
+says who counts): when the barrier may take it (`job_coverage`), what the evidence keeps
+(`with_job_count`, ``counted_by``), the record."""
 
 from __future__ import annotations
 

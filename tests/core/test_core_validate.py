@@ -1,4 +1,4 @@
-"""Rule 1.3 and the max_partitions refusal (pure core)."""
+"""docs/design.md 'Fixed tasks' and the max_partitions refusal (pure core)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def model(mapping: dict[int, str], grouper: str = "GroupByPartitionFixedTasks") 
     )
 
 
-def test_rule_1_3_accepts_p_mod_initial_and_names_every_break():
+def test_fixed_tasks_accept_p_mod_initial_and_name_every_break():
     check_fixed_tasks(
         model({0: "Partition 0", 2: "Partition 0", 1: "Partition 1", 3: "Partition 1"})
     )
@@ -45,7 +45,7 @@ def test_rule_1_3_accepts_p_mod_initial_and_names_every_break():
     check_fixed_tasks(model({0: "P0", 1: "P0", 2: "P1", 3: "P1"}, grouper="GroupByPartition"))
 
 
-def test_plans_satisfy_rule_1_3_and_versions_follow():
+def test_plans_keep_fixed_tasks_and_versions_follow():
     v1 = JobModel.initial("job", {"orders": 2})
     v2 = plan_expansion(v1, None, {"orders": 8}).new_job_model
     check_fixed_tasks(v2)

@@ -42,7 +42,7 @@ def test_versions_start_at_one_and_follow_one_by_one():
         check_next_version("job", v1, dataclasses.replace(v1, version=3))
 
 
-def test_rule_1_3_across_a_broadcast_ssp_and_whichever_task_sorts_first():
+def test_fixed_tasks_across_a_broadcast_ssp_and_whichever_task_sorts_first():
     # partition 2 is broadcast (in no task); partition 3 belongs with 1 but is in Partition 0
     with pytest.raises(InvalidJobModelError, match=r"orders, 3\] in 'Partition 0'"):
         check_fixed_tasks(

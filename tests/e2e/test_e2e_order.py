@@ -1,6 +1,6 @@
-"""Rule 1.5 (proof of order) through the expansion DAG under live traffic: the real job (Spark
-local[2]), dag.test() on SQLite, live keyed producers refreshing their metadata every second
-(grace 4 s). One job, two expansions:
+"""The proof of order (docs/design.md 'Stale placements') through the expansion DAG under live
+traffic: the real job (Spark local[2]), dag.test() on SQLite, live keyed producers refreshing
+their metadata every second (grace 4 s). One job, two expansions:
 
 * 2 -> 4 with one extra producer that keeps placing keys with the old count for 7 s after the
   growth (past the 4 s grace, far within the 600 s barrier timeout): the barrier waits until

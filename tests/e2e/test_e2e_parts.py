@@ -109,10 +109,10 @@ def test_demo_without_java_says_how_to_install_it(tmp_path, capsys, monkeypatch)
 
 
 def test_demo_barrier_bound_includes_the_quiet_window_after_the_last_stale_placement() -> None:
-    """Rule 1.5: the barrier snapshots at max(grace, last stale placement + quiet window). A
-    producer refreshing 1.2 s after the expansion (grace 4 s, quiet 4 s) moves the snapshot to
-    5.2 s: a barrier that waited 5.4 s + 0.8 s drain is within the bound (the grace-only bound of
-    4 s + drain + poll called it ABOVE BOUND)."""
+    """docs/design.md 'Stale placements': the barrier snapshots at max(grace, last stale
+    placement + quiet window). A producer refreshing 1.2 s after the expansion (grace 4 s, quiet
+    4 s) moves the snapshot to 5.2 s: a barrier that waited 5.4 s + 0.8 s drain is within the
+    bound (the grace-only bound of 4 s + drain + poll called it ABOVE BOUND)."""
     from types import SimpleNamespace
 
     from airflow_samza_expand._demo.report import build_report, figure_lines

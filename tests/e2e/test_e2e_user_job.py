@@ -3,11 +3,12 @@
 the record key, expanded 2 -> 4 -> 8 by the expansion DAG under live keyed traffic, with the DAG
 factory's default restart (``auto``; the test does not choose one).
 
-Rule 1.8: the choice the plan records (``results.plan.restart``) is the first strategy every
-live processor of vN advertises in its heartbeat, and each source gets its own:
+docs/design.md 'How a restart is chosen': the choice the plan records (``results.plan.restart``)
+is the first strategy every live processor of vN advertises in its heartbeat, and each source
+gets its own:
 
 * the provider's reader (``--source python``) advertises ``in-place``: the running job switches
-  to the new job model at a batch boundary (docs/own-job.md, "Which restart your job gets") -
+  to the new job model at a batch boundary (docs/own-job.md 'Which restart your job gets') -
   the same driver process, nothing launched;
 * Spark's own Kafka source cannot switch in place; the runtime advertises ``in-app``, so the
   running application restarts its query on each new job model once the barrier has passed
@@ -52,7 +53,7 @@ def factory_default_restart() -> str:
 
 
 def expected_mode(capabilities: list[tuple[str, ...]]) -> str:
-    """Rule 1.8 over the live processors' advertised capabilities."""
+    """docs/design.md 'How a restart is chosen' over the live processors' capabilities."""
     for mode, capability in PREFERENCE:
         if capabilities and all(capability in c for c in capabilities):
             return mode

@@ -1,4 +1,5 @@
-"""Rule 1.7 in the protocol: a dead processor is never acknowledged and never blocks a stop."""
+"""docs/design.md 'Processors and the active lease' in the protocol: a dead processor is never
+acknowledged and never blocks a stop."""
 
 from __future__ import annotations
 

@@ -103,8 +103,8 @@ def test_dead_records_are_reaped_on_start(lives):
 
 
 def test_heartbeats_advertise_the_standby_capability_only_with_the_lease(tmp_path) -> None:
-    """Rule 1.8: the DAG launches a warm standby only for a processor that says it can wait as
-    one; the shipped job can while it uses the active lease."""
+    """docs/design.md 'How a restart is chosen': the DAG launches a warm standby only for a
+    processor that says it can wait as one; the shipped job can while it uses the active lease."""
     from airflow_samza_expand.core._liveness import statuses
     from airflow_samza_expand.store._files import FileCoordinatorStore as Files
 

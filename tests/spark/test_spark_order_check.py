@@ -185,8 +185,9 @@ def test_auto_takes_the_barrier_and_partitioner_from_the_record(kafka_bootstrap,
 
 
 def test_the_heartbeat_counts_the_stale_placements_per_key(kafka_bootstrap, grown, tmp_path):
-    """Rule 1.5: the processor's heartbeat carries its order check's counts per key, so the ack
-    step and the UI see the order at risk while the job runs (not only in the record)."""
+    """docs/design.md 'Stale placements': the processor's heartbeat carries its order check's
+    counts per key, so the ack step and the UI see the order at risk while the job runs (not only
+    in the record)."""
     from airflow_samza_expand.spark._lifecycle import Lifecycle
     from airflow_samza_expand.store._files import FileCoordinatorStore
 

@@ -1,6 +1,7 @@
-"""Rule 1.5 end to end at the protocol level (no Airflow: the DAG wiring is the integrator's):
-live keyed traffic, a 2 -> 4 growth, the barrier's `order_poll` loop, the restarted real job
-(Spark local[2]) with `job_order_args`, and the report's order line from the record.
+"""The proof of order (docs/design.md 'Stale placements') end to end at the protocol level (no
+Airflow: the DAG wiring is the integrator's): live keyed traffic, a 2 -> 4 growth, the barrier's
+`order_poll` loop, the restarted real job (Spark local[2]) with `job_order_args`, and the
+report's order line from the record.
 
 * a producer refreshing slower than the grace (3 s vs 1 s): the barrier waits past the grace
   while its stale placements arrive, snapshots after a quiet window, and the run is still

@@ -1,6 +1,7 @@
-"""Rule 1.5 counted where the records are read anyway: the provider's reader counts stale
-placements beyond the barrier in the job's micro-batches (vectorised, raw key bytes) and
-reports them per range; the driver's order check takes the reports and re-reads nothing."""
+"""Stale placements counted where the records are read anyway (docs/design.md 'Stale placements'
+says who counts): the provider's reader counts stale placements beyond the barrier in the job's
+micro-batches (vectorised, raw key bytes) and reports them per range; the driver's order check
+takes the reports and re-reads nothing."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Rule 1.5 before the snapshot at production rates: the running job (the shipped job on the
-provider's reader, Spark local[2]) counts the stale placements of an expansion in progress in
-its own micro-batches and publishes them through the coordinator store; the barrier's look
-(`order_poll`) takes that count (``counted_by`` the job) and reads nothing itself. A job that
-does not advertise ``counts-stale`` still gets the barrier's scan, from where the job's count
-ended (nothing counted twice)."""
+"""Stale placements before the snapshot at production rates (docs/design.md 'Stale placements'):
+the running job (the shipped job on the provider's reader, Spark local[2]) counts the stale
+placements of an expansion in progress in its own micro-batches and publishes them through the
+coordinator store; the barrier's look (`order_poll`) takes that count (``counted_by`` the job)
+and reads nothing itself. A job that does not advertise ``counts-stale`` still gets the barrier's
+scan, from where the job's count ended (nothing counted twice)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Rule 1.9, the switch in place, driven directly: the driver publishes vN+1 (`spark._switch`),
-the provider's reader takes it at a batch's planning and admits a child partition once its own
-position on the parent reached the barrier snapshot (no Spark session needed)."""
+"""docs/design.md 'The switch in place', driven directly: the driver publishes vN+1
+(`spark._switch`), the provider's reader takes it at a batch's planning and admits a child
+partition once its own position on the parent reached the barrier snapshot (no Spark session
+needed)."""
 
 from __future__ import annotations
 

@@ -53,8 +53,9 @@ def test_dead_processor_record_is_tombstoned(store):
 
 
 def test_a_processors_stale_count_is_one_record_per_expansion(store):
-    """Rule 1.5 before the snapshot: a processor publishes its count per expansion (the barrier
-    takes it); a replayed or repeated publish replaces it, never adds to it."""
+    """Stale placements before the snapshot, counted by the job: a processor publishes its count
+    per expansion (the barrier takes it); a replayed or repeated publish replaces it, never adds
+    to it."""
     from airflow_samza_expand.core._order import JobStaleCount
     from airflow_samza_expand.core._stale import StalePlacement, StaleSummary
 

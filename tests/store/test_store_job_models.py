@@ -1,4 +1,4 @@
-"""Rule 1.3 and version order, enforced by both stores on write and on read."""
+"""docs/design.md 'Fixed tasks' and version order, enforced by both stores on write and on read."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def broken_v2(job: str) -> JobModel:
     )
 
 
-def test_a_model_breaking_rule_1_3_is_refused_on_write(make_store):
+def test_a_model_breaking_fixed_tasks_is_refused_on_write(make_store):
     store = make_store()
     store.write_job_model(v1(store.job_name))
     with pytest.raises(InvalidJobModelError, match="fixed tasks") as caught:
@@ -49,7 +49,7 @@ def test_a_model_breaking_rule_1_3_is_refused_on_write(make_store):
     assert store.write_job_model(good) == good
 
 
-def test_a_stored_model_breaking_rule_1_3_is_refused_on_read(make_store, store_kind):
+def test_a_stored_model_breaking_fixed_tasks_is_refused_on_read(make_store, store_kind):
     store = make_store()
     store.write_job_model(v1(store.job_name))
     bad = broken_v2(store.job_name).to_json().encode()

@@ -205,8 +205,8 @@ def test_the_log_tail_starts_at_a_whole_line(tmp_path):
 
 
 def test_the_order_verdict_is_on_the_expansions_row(tmp_path):
-    """Rule 1.5's verdict ("order: proven" / "at risk", stale placements before and after the
-    snapshot) on the page, as the report words it."""
+    """The order verdict of docs/design.md 'Stale placements' ("order: proven" / "at risk",
+    stale placements before and after the snapshot) on the page, as the report words it."""
     import dataclasses
 
     from ui_helpers import planned_record

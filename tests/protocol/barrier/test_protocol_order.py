@@ -1,6 +1,7 @@
-"""Rule 1.5 at the protocol level, on a real broker and a typed coordinator store: the barrier
-waits while stale placements arrive and counts them in the record; the submit arguments; the
-restarted job's counts land in the record; the report's order line."""
+"""The proof of order (docs/design.md 'Stale placements') at the protocol level, on a real
+broker and a typed coordinator store: the barrier waits while stale placements arrive and counts
+them in the record; the submit arguments; the restarted job's counts land in the record; the
+report's order line."""
 
 from __future__ import annotations
 
@@ -321,7 +322,7 @@ def test_stale_placements_after_the_snapshot_stay_one_warning_each(config, admin
 
 @pytest.mark.parametrize("mode", ["warm", "in-place"])
 def test_in_place_barrier_passes_at_the_snapshot_without_the_drain(config, admin, setup, mode):
-    """Rule 1.9: under the switch in place the job itself reads a child only once it passed its
+    """docs/design.md 'The switch in place': the job itself reads a child only once it passed its
     parent's snapshot, so the barrier holds at the snapshot; a restart waits for the drain (the
     group ``g`` committed nothing of the 30 records). The report names the restart."""
     from airflow_samza_expand._protocol.barrier import step as barrier

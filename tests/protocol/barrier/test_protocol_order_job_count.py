@@ -1,7 +1,8 @@
-"""Rule 1.5 before the snapshot from the job's own count, at the protocol level (real broker,
-typed file store): the barrier takes the count its live active processor publishes when it
-advertises ``counts-stale`` and reads nothing itself; it waits while that count is behind; it
-scans when no such processor publishes one (from where the count ended: nothing twice)."""
+"""Stale placements before the snapshot, from the job's own count (docs/design.md 'Stale placements'
+says who counts), at the protocol level (real broker, typed file store): the barrier takes the
+count its live active processor publishes when it advertises ``counts-stale`` and reads nothing
+itself; it waits while that count is behind; it scans when no such processor publishes one (from
+where the count ended: nothing twice)."""
 
 from __future__ import annotations
 
