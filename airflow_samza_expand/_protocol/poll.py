@@ -36,11 +36,23 @@ class Poll:
 
 class Reconnect:
     """After `after` transient failures in a row, the caller replaces its clients (a client
-    whose connection broke may keep timing out; a new one reconnects)."""
+    whose connection broke may keep timing out; a new one reconnects). The time Kafka could
+    not be reached does not count against the wait's deadline (`begin`), and the caller times
+    a wait out only on a poll that got through: an outage of any length is waited out."""
 
     def __init__(self, after: int = RECONNECT_AFTER) -> None:
         self.after = after
         self.failures = 0
+        self._began: float | None = None
+
+    def begin(self, at: float, deadline: float | None) -> float | None:
+        """A poll begins at ``at`` (epoch s): the wait's ``deadline`` moved by the time since
+        the previous poll began when that poll failed (Kafka unreachable all along), else
+        unchanged. Over an outage, from the start of its first failed poll to the start of
+        the first poll that gets through, the deadline moves by the outage's length."""
+        lost = at - self._began if self.failures and self._began is not None else 0.0
+        self._began = at
+        return None if deadline is None else deadline + max(lost, 0.0)
 
     def failed(self) -> bool:
         """Count one failure; True when the clients should be reopened now."""

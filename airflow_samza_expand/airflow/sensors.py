@@ -77,6 +77,9 @@ class _WaitSensor(KafkaClients, BaseSensorOperator):
 
     def poke(self, context: Any) -> PokeReturnValue | bool:
         polled_at = time.time()  # time out only after a poll that began past the deadline
+        deadline = self._reconnect.begin(polled_at, self._trigger.deadline)  # outages don't count
+        if deadline is not None:
+            self._trigger.deadline = deadline
         try:
             with protocol_outcomes():
                 progress = self._trigger.poll(self.admin, self.store if self.job_name else None)
@@ -91,8 +94,7 @@ class _WaitSensor(KafkaClients, BaseSensorOperator):
             return PokeReturnValue(True, self.on_event(context, self._trigger.event(progress)))
         if progress is not None:
             self._waits.info(progress.message, key=progress.log_key)
-        deadline = self._trigger.deadline
-        if deadline is not None and polled_at >= deadline:
+        if progress is not None and deadline is not None and polled_at >= deadline:
             self.on_event(context, self._trigger.timeout_event(progress))
         return False
 

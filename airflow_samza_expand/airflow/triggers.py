@@ -96,6 +96,9 @@ class PollingTrigger(BaseTrigger):
             while True:
                 progress: Poll | None = None
                 polled_at = time.time()  # time out only after a poll that began past the deadline
+                deadline = reconnect.begin(polled_at, self.deadline)  # an outage doesn't count
+                if deadline is not None:
+                    self.deadline = deadline
                 try:
                     progress = await asyncio.to_thread(self.poll, admin, store)
                     reconnect.ok()
@@ -114,13 +117,18 @@ class PollingTrigger(BaseTrigger):
                         return
                 elif progress is not None:
                     waits.info(progress.message, key=progress.log_key)
-                if self.deadline is not None and polled_at >= self.deadline:
+                if (  # a poll that failed reached no verdict: no timeout on it
+                    progress is not None
+                    and self.deadline is not None
+                    and polled_at >= self.deadline
+                ):
                     yield TriggerEvent(self.timeout_event(progress))
                     return
                 pause = self.poll_interval_s
                 if progress is not None and progress.sleep_s is not None:
                     pause = max(min(pause, progress.sleep_s), 0.0)
-                if self.deadline is not None:  # look once more right at the deadline
+                if progress is not None and self.deadline is not None:  # look once more
+                    # right at the deadline (after a failed poll: the poll interval)
                     pause = min(pause, max(self.deadline - time.time(), 0.0))
                 await asyncio.sleep(pause)
         except ExpansionError as exc:

@@ -8,6 +8,7 @@ import asyncio
 import threading
 import time
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
@@ -284,3 +285,71 @@ def test_barrier_timeout_in_reschedule_mode_counts_from_the_first_reschedule(job
     )
     with pytest.raises(AirflowFailException, match="BarrierTimeoutError"):
         sensor.execute({"ti": ti})
+
+
+def test_barrier_deadline_does_not_count_a_broker_outage(tmp_path, monkeypatch):
+    """A broker of this test's own goes down right after the barrier's snapshot (the job 10
+    records behind it); the deadline falls 1 s after the first poll that cannot reach it, and
+    the broker comes back once a poll begun past the deadline found it unreachable. The job
+    commits past the snapshot only after that (a driver fenced by the outage takes its lease
+    again then). The barrier neither times out on a poll that could not reach Kafka nor at its
+    first look after the outage: its deadline moved by the outage, and it holds once the group
+    commits. The trigger's own polls stop and start the broker and set the deadline (a
+    subclass), so each happens at an exact point of the wait, whatever the polls' durations."""
+    import airflow_env
+
+    from airflow_samza_expand._kafka.admin import KafkaAdmin, KafkaUnavailableError
+    from airflow_samza_expand._kafka.config import client_config
+    from airflow_samza_expand._testing import DevBrokerProcess
+    from airflow_samza_expand.core.model import JobModel
+    from airflow_samza_expand.store._kafka import KafkaCoordinatorStore
+
+    broker = DevBrokerProcess(data_dir=tmp_path / "data", log_path=tmp_path / "broker.log")
+    broker.start()
+    config = client_config(broker.bootstrap)
+    store = KafkaCoordinatorStore(config, "job-outage")
+    try:
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_KAFKA_DEFAULT", airflow_env.kafka_connection_env(broker.bootstrap)
+        )
+        with KafkaAdmin(config, timeout_s=15) as admin:
+            admin.ensure_topic("orders-outage", 2)
+        store.write_job_model(JobModel.initial("job-outage", {"orders-outage": 2}))
+        j = SimpleNamespace(name="job-outage", topic="orders-outage", store=store, config=config)
+        produce_keyed(j.config, j.topic, 10)
+        expansion_id = plan_and_expand(j, 4)
+        deadline = [time.time() + 60.0]  # set 1 s into the outage by its first poll
+        looks: list[str] = []
+
+        class OutageTrigger(OrderingBarrierTrigger):
+            def poll(self, admin, store):
+                began = time.time()
+                try:
+                    progress = super().poll(admin, store)
+                except KafkaUnavailableError:
+                    looks.append("unreachable")
+                    if looks == ["waits", "unreachable"]:
+                        self.deadline = deadline[0] = began + 1.0
+                    elif began >= deadline[0] and broker.proc is None:
+                        broker.start()  # the same port and data
+                        looks.append("back")
+                    raise
+                looks.append("holds" if progress.done else "waits")
+                if looks == ["waits"]:  # the snapshot, the job behind it
+                    broker.stop()
+                elif "back" in looks and "committed" not in looks:  # its first look after
+                    commit_offsets(j.config, j.name, j.topic, stored_barrier(store, expansion_id))
+                    looks.append("committed")  # the job took its lease again and caught up
+                return progress
+
+        trigger = OutageTrigger(
+            job_name=j.name, expansion_id=expansion_id, producer_refresh_grace_s=0,
+            stale_quiet_s=0.0, deadline=deadline[0], poll_interval_s=0.2, request_timeout_s=2,
+        )  # fmt: skip
+        event = asyncio.run(first_event(trigger, 120)).payload
+    finally:
+        store.close()
+        broker.close()
+    assert event["status"] == "holds", (event, looks)
+    assert looks[:2] == ["waits", "unreachable"] and looks[-2:] == ["committed", "holds"], looks
+    assert event["result"]["lag_drained"] == 10
