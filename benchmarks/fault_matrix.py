@@ -143,6 +143,9 @@ class Context:
     kafka: Any
     work: Path
     log: Callable[[str], None] = print
+    # the jobs' micro-batch cadence (None: the demo's 500 ms); CI's subset passes a slower one
+    # (tests/e2e/conftest.py's E2E_TRIGGER): a batch costs driver CPU whatever it carries
+    trigger: str | None = None
     _services: Any = None
 
     @property
@@ -360,6 +363,8 @@ class Job:
         cfg = {"bootstrap": ctx.bootstrap, "work_dir": str(work), "restart": handover,
                "grace_s": 3.0, "poll_s": 0.5, "application_args": [*app_args, *ttl],
                "name": f"fm-{uuid.uuid4().hex[:8]}"}  # fmt: skip
+        if ctx.trigger:
+            cfg["trigger"] = ctx.trigger
         if application:
             cfg["application"] = application
         self.spec = {"cfg": cfg, "dag_id": f"fault_{cfg['name'].replace('-', '_')}",

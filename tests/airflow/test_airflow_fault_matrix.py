@@ -59,7 +59,11 @@ def context(kafka: Any, airflow_home: str, tmp_path: Path, monkeypatch) -> fault
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", spark_connection_env("local[2]"))
     monkeypatch.setenv("PATH", spark_env()["PATH"])
     assert os.environ["AIRFLOW_HOME"] == airflow_home
-    return fault_matrix.Context(kafka, tmp_path, lambda line: print(line, flush=True))
+    from e2e_settings import E2E_TRIGGER
+
+    return fault_matrix.Context(
+        kafka, tmp_path, lambda line: print(line, flush=True), trigger=E2E_TRIGGER
+    )
 
 
 def run(ctx: fault_matrix.Context, name: str) -> None:

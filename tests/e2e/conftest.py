@@ -13,19 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "airflow"))
 import airflow_env  # noqa: E402,I001 - sets a temporary AIRFLOW_HOME before airflow is imported
 
 import pytest  # noqa: E402
+from e2e_settings import E2E_GRACE_S, E2E_POLL_S, E2E_TRIGGER  # noqa: E402
 
 pytest.importorskip("pyspark")
-
-# The jobs' micro-batch cadence in these tests: half the demo's (500 ms), so half the batches -
-# a Spark micro-batch costs CPU whether it carries 30 records or 60, and nothing here measures
-# the cadence. A test about batch timing passes its own ``trigger=``.
-E2E_TRIGGER = "processing-time=1s"
-# The barrier's producer refresh grace (and so the order check's quiet window) and the waits'
-# poll interval of these tests: the producers refresh their metadata every second, so 3 s
-# covers a refresh plus delivery (the demo keeps 4 s); a wait polled every 0.5 s ends up to
-# half a second sooner. A test about the grace or the polling passes its own.
-E2E_GRACE_S = 3.0
-E2E_POLL_S = 0.5
 
 
 @pytest.fixture(scope="session")

@@ -67,7 +67,7 @@ class Processor(JobProcess):
             "--job-name", job.name, "--bootstrap-servers", job.bootstrap,
             "--coordinator", job.coordinator, "--checkpoint-dir", job.checkpoint,
             "--output-topic", job.output, "--processor-id", pid, "--ttl", str(TTL_S),
-            "--trigger", "processing-time=300ms", "--max-records-per-batch", "200",
+            "--trigger", "processing-time=1s", "--max-records-per-batch", "200",
             "--shuffle-partitions", "2", "--spark-conf", "spark.ui.enabled=false",
             *extra,
         ]  # fmt: skip
