@@ -10,7 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -69,11 +69,11 @@ class KafkaAdmin(LeaderOffsets):
         future: concurrent.futures.Future,
         what: str,
         *,
-        passthrough: frozenset[int] = frozenset(),
+        passthrough: Callable[[KafkaError | None], bool] | None = None,
     ) -> Any:
         """Wait for an admin future; translate timeouts into KafkaUnavailableError.
 
-        Errors whose code is in ``passthrough`` are re-raised as they are, for the caller.
+        Errors ``passthrough`` accepts are re-raised as they are, for the caller.
         """
         try:
             return watched(
@@ -88,7 +88,7 @@ class KafkaAdmin(LeaderOffsets):
             raise unavailable(what, self.config, f"no answer within {self.timeout_s:g} s") from None
         except KafkaException as exc:
             error = kafka_error_of(exc)
-            if is_unavailable(error) and (error is None or error.code() not in passthrough):
+            if is_unavailable(error) and not (passthrough is not None and passthrough(error)):
                 raise unavailable(what, self.config, error.str() if error else exc) from None
             raise
 

@@ -114,3 +114,48 @@ LEADER_ELECTION_CODES = frozenset(
         KafkaError.OFFSET_NOT_AVAILABLE,
     }
 )
+# what Kafka's protocol marks retriable (its clients' RetriableException: the broker may answer
+# otherwise a moment later) - an error built from an answer's code carries no retriable() flag
+KAFKA_RETRIABLE_CODES = frozenset(
+    {
+        KafkaError.INVALID_MSG,  # CORRUPT_MESSAGE
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,  # NOT_LEADER_OR_FOLLOWER
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.REPLICA_NOT_AVAILABLE,
+        KafkaError.NETWORK_EXCEPTION,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        KafkaError.NOT_CONTROLLER,
+        KafkaError.KAFKA_STORAGE_ERROR,
+        KafkaError.CONCURRENT_TRANSACTIONS,
+        KafkaError.FETCH_SESSION_ID_NOT_FOUND,
+        KafkaError.INVALID_FETCH_SESSION_EPOCH,
+        KafkaError.LISTENER_NOT_FOUND,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.PREFERRED_LEADER_NOT_AVAILABLE,
+        KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+        KafkaError.UNSTABLE_OFFSET_COMMIT,
+        KafkaError.THROTTLING_QUOTA_EXCEEDED,
+        KafkaError.UNKNOWN_TOPIC_ID,
+        KafkaError.INCONSISTENT_TOPIC_ID,
+    }
+)
+
+
+RETRIABLE_CODES = (
+    KAFKA_RETRIABLE_CODES | LEADER_ELECTION_CODES | BROKER_GONE_CODES | NO_LEADER_CODES
+    | UNAVAILABLE_CODES
+)  # fmt: skip
+
+
+def is_retriable(error: KafkaError | None) -> bool:
+    """True for an error Kafka marks retriable: librdkafka's flag, a code Kafka's protocol
+    lists as retriable, or a request that met no live broker or no leader (`RETRIABLE_CODES`)."""
+    return error is not None and (bool(error.retriable()) or error.code() in RETRIABLE_CODES)

@@ -2,9 +2,10 @@
 watermark reads of `KafkaAdmin` (a mixin over its client, its result and metadata helpers).
 
 Which broker's answer counts: the partition leader's, asked through ListOffsets. A cluster's
-brokers learn a new leader at their own moment; an answer that is an error of a leader being
-elected, a partition this client does not know yet, no offset, or no answer within a round is
-asked again until the admin's timeout - never taken as an offset."""
+brokers learn a new leader at their own moment, and a restarted broker fences the leader epoch
+a client cached; an answer that is an error Kafka marks retriable (a leader being elected or
+fenced, no leader), a partition this client does not know yet, no offset, or no answer within a
+round is asked again until the admin's timeout - never taken as an offset."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from airflow_samza_expand._kafka.errors import (
     LEADER_ELECTION_CODES,
     NO_LEADER_CODES,
     UNKNOWN_TOPIC_CODES,
+    is_retriable,
     kafka_error_of,
     unavailable,
     without_consumer_settings,
@@ -29,11 +31,10 @@ from airflow_samza_expand._kafka.errors import (
 from airflow_samza_expand.core.errors import ExpansionError
 
 log = logging.getLogger("airflow_samza_expand._kafka.admin")
-# offsets are asked in rounds of at most ROUND_S; a round that times out (a dead leader), loses
-# its connection or its broker handle, or finds no leader, is asked again through a new client
+# offsets are asked in rounds of at most ROUND_S; a partition whose round times out (a dead
+# leader), loses its connection or its broker handle, finds no leader, or is answered with
+# another error Kafka marks retriable, is asked again through a new client
 ROUND_S = 5.0
-ROUND_TIMEOUT_CODES = BROKER_GONE_CODES | NO_LEADER_CODES
-ROUND_RETRY_CODES = LEADER_ELECTION_CODES | ROUND_TIMEOUT_CODES
 
 
 # the answers of a partition whose leader moves: asked again, never taken as offsets
@@ -91,11 +92,12 @@ class LeaderOffsets:
     def _list_offsets(
         self, topic_partitions: Mapping[str, Iterable[int]], spec: OffsetSpec, what: str
     ) -> dict[str, dict[int, int]]:
-        """Offsets of many partitions, each from its partition leader. A partition whose leader
-        is being elected, that this client does not know yet (added since its metadata was
-        cached), or that gives no offset (-1001 once its leader died, or no answer in a round)
-        is asked again - the latter through a new admin client (`_renew_client`) - until
-        `timeout_s`: a barrier must never snapshot an unknown high watermark."""
+        """Offsets of many partitions, each from its partition leader. A partition answered
+        with an error Kafka marks retriable (`is_retriable`: a leader being elected or fenced,
+        a broker gone, no leader known), one this client does not know yet (added since its
+        metadata was cached), or no offset (-1001 once its leader died, or no answer in a
+        round) is asked again through a new admin client (`_renew_client`) until `timeout_s`:
+        a barrier must never snapshot an unknown high watermark."""
         pending = {
             TopicPartition(topic, int(p)): spec
             for topic, partitions in topic_partitions.items()
@@ -110,17 +112,14 @@ class LeaderOffsets:
             futures = self._client.list_offsets(pending, request_timeout=round_s)
             again: dict[TopicPartition, OffsetSpec] = {}
             unknown: list[str] = []
+            answers: set[str] = set()
+            seen: dict[str, Any] = {}  # the round's metadata, read once
             for tp, future in futures.items():
                 try:
-                    info = self._result(future, what, passthrough=ROUND_RETRY_CODES)
+                    info = self._result(future, what, passthrough=is_retriable)
                 except KafkaException as exc:
-                    error = kafka_error_of(exc)
-                    if error is None or error.code() not in ROUND_TIMEOUT_CODES:
-                        self._raise_unless_transient(tp, exc, deadline, what)
-                    elif time.monotonic() >= deadline:
-                        raise unavailable(what, self.config, error.str()) from None
-                    else:  # no answer from the leader it knows: a new client asks the new one
-                        unknown.append(f"{tp.topic}-{tp.partition}")
+                    answers.add(self._retry_detail(tp, exc, what, seen))
+                    unknown.append(f"{tp.topic}-{tp.partition}")
                     again[tp] = spec
                     continue
                 if int(info.offset) < 0:
@@ -129,13 +128,14 @@ class LeaderOffsets:
                     continue
                 result[tp.topic][tp.partition] = int(info.offset)
             if unknown:
+                why = "; ".join(sorted(answers)) or "its leader is moving"
                 if time.monotonic() >= deadline:
-                    raise unavailable(what, self.config, f"no offset for {', '.join(unknown)}")
-                log.info("%s: no offset yet for %s (its leader is moving); asking again through "
-                         "a new admin client", what, ", ".join(unknown))  # fmt: skip
+                    raise unavailable(
+                        what, self.config, f"no offset for {', '.join(unknown)} ({why})"
+                    )
+                log.info("%s: no offset yet for %s (%s); asking again through a new admin client",
+                         what, ", ".join(unknown), why)  # fmt: skip
                 self._renew_client()
-            if again:
-                log.debug("%s: %d partition(s) not ready yet, asking again", what, len(again))
                 time.sleep(pause)
                 pause = min(pause * 2, 1.0)
             pending = again
@@ -150,31 +150,30 @@ class LeaderOffsets:
             self._auth.client_settings(without_consumer_settings(self.config))
         )
 
-    def _raise_unless_transient(
-        self, tp: TopicPartition, exc: KafkaException, deadline: float, what: str
-    ) -> None:
-        """Return when ``tp`` is worth asking again (before ``deadline``); raise otherwise."""
+    def _retry_detail(
+        self, tp: TopicPartition, exc: KafkaException, what: str, seen: dict[str, Any]
+    ) -> str:
+        """Why ``tp`` is worth asking again: its error, if Kafka marks it retriable or the
+        partition exists but this client does not know it yet; raise otherwise (a refusal
+        naming a missing topic, partition or ACL, or the error as it is)."""
         error = kafka_error_of(exc)
-        code = error.code() if error is not None else None
-        if code in LEADER_ELECTION_CODES:
-            if time.monotonic() < deadline:
-                return  # created or moved a moment ago: its leader is not known yet
-            raise unavailable(what, self.config, error.str() if error else code)
-        if code in UNKNOWN_TOPIC_CODES:
-            metadata = self._metadata("listing topics")  # also refreshes the client's cache
+        if error is not None and error.code() in UNKNOWN_TOPIC_CODES:
+            if "metadata" not in seen:  # also refreshes the client's cache
+                seen["metadata"] = self._metadata("listing topics")
+            metadata = seen["metadata"]
             topic = metadata.topics.get(tp.topic)
-            if topic is None or topic.error is not None:
+            listed = topic.error if topic is not None else None  # retriable: asked again
+            if topic is None or (listed is not None and not _still_loading(listed)):
                 raise self._unknown_topic(tp.topic, metadata)
-            if tp.partition not in topic.partitions:
+            if listed is None and tp.partition not in topic.partitions:
                 raise ExpansionError(
                     f"topic {tp.topic!r} has no partition {tp.partition} (it has "
                     f"{len(topic.partitions)}) - ask for partitions 0..{len(topic.partitions) - 1}"
                 )
-            if time.monotonic() < deadline:
-                return  # added since this client cached its metadata
-            raise unavailable(what, self.config, error.str() if error else code)
-        self._raise_if_denied(error, "DESCRIBE", tp.topic, what)
-        raise exc
+        elif not is_retriable(error):
+            self._raise_if_denied(error, "DESCRIBE", tp.topic, what)
+            raise exc
+        return error.str() if error is not None else str(exc)
 
     def high_watermarks(
         self, topic_partitions: Mapping[str, Iterable[int]]
@@ -194,3 +193,9 @@ class LeaderOffsets:
         lows = self.low_watermarks(wanted)[topic]
         highs = self.high_watermarks(wanted)[topic]
         return {p: (lows[p], highs[p]) for p in wanted[topic]}
+
+
+def _still_loading(error: Any) -> bool:
+    """A topic listed with an error Kafka marks retriable other than "unknown topic" (its
+    leaders not known yet, as after a restart): the topic exists."""
+    return error.code() not in UNKNOWN_TOPIC_CODES and is_retriable(error)

@@ -26,8 +26,8 @@ barrier snapshot in the batches; a switch brings the new job model's rule) and
 ``stale_before_path`` (the file holding the rule of the count before an expansion's snapshot,
 `spark._stale_before`: stale placements from the growth on, for the barrier) and
 ``max_read_splits`` (0 = no explicit cap), ``read_cores`` (0 = unknown: one read split per
-partition) and ``plan_report`` (a file the reader
-replaces with each batch's planned splits: its own report of how many read tasks a batch has).
+partition) and ``plan_report`` (a file the reader replaces with each batch's planned splits:
+its own report of how many read tasks a batch has).
 
 Switch in place (docs/design.md 'The switch in place'): at each micro-batch's planning the
 reader takes a newer job model published in ``switch_path`` (read only when the file changed)
@@ -41,7 +41,6 @@ import contextlib
 import json
 import logging
 import os
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -93,8 +92,7 @@ SOURCE_SCHEMA = StructType(
     ]
 )
 KAFKA_SYSTEM = "kafka"
-# the driver's watermark reads ride out a partition leader's death (a new one in seconds)
-WATERMARKS_TIMEOUT_S = 60.0
+WATERMARKS_TIMEOUT_S = 60.0  # the driver's watermark reads ride out a leader's move (seconds)
 
 Offsets = dict[str, dict[str, int]]
 
@@ -161,6 +159,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._use(JobModel.from_json(self.options["job_model"]))
         self._target: Offsets | None = None
         self._consumer: Any = None  # driver-side client, created lazily (never pickled)
+        self._admin: Any = None  # driver-side watermark reads, likewise
 
     def _use(self, model: JobModel) -> None:
         for ssp in model.ssp_to_task:
@@ -195,7 +194,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_consumer"] = None
+        state["_consumer"] = state["_admin"] = None
         return state
 
     # -- driver side ---------------------------------------------------------------------------
@@ -215,27 +214,28 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def _watermarks(
         self, ssps: list[tuple[str, int]] | None = None
     ) -> dict[tuple[str, int], tuple[int, int]]:
-        from confluent_kafka import TopicPartition
+        """(low, high) of each SSP: a ListOffsets per leader broker and kind, whatever the
+        partition count; `KafkaAdmin` asks again what Kafka marks retriable (a leader moved or
+        fenced by a broker's restart) until `WATERMARKS_TIMEOUT_S`."""
+        wanted = self.ssps if ssps is None else ssps
+        topics = {t: [p for u, p in wanted if u == t] for t in dict.fromkeys(t for t, _ in wanted)}
+        if self._admin is None:
+            from airflow_samza_expand._kafka.admin import KafkaAdmin
 
-        from airflow_samza_expand._kafka.leader_offsets import consumer_watermarks
-
-        marks = {}
-        # a partition whose leader died answers again once Kafka elected a new one (seconds)
-        deadline = time.monotonic() + WATERMARKS_TIMEOUT_S
-        for topic, partition in self.ssps if ssps is None else ssps:
-
-            def failed(detail: str, topic: str = topic, partition: int = partition) -> Exception:
-                return RuntimeError(
-                    f"cannot read watermarks of {topic}[{partition}] for job "
-                    f"{self.model.job_name!r}: {detail} - check the topic exists with the job "
-                    "model's partition count and the brokers are reachable"
-                )
-
-            tp = TopicPartition(topic, partition)
-            marks[(topic, partition)] = consumer_watermarks(
-                self._driver_consumer, tp, deadline, failed
+            self._admin = KafkaAdmin(
+                kafka_client_config(self.options), timeout_s=WATERMARKS_TIMEOUT_S
             )
-        return marks
+        try:
+            lows = self._admin.low_watermarks(topics)
+            highs = self._admin.high_watermarks(topics)
+        except Exception as exc:  # noqa: BLE001 - named for the job, with the fix
+            self._admin = None  # a new client next time
+            raise RuntimeError(
+                f"cannot read watermarks of {sorted(topics)} for job {self.model.job_name!r}: "
+                f"{exc} - check the topic exists with the job model's partition count and the "
+                "brokers are reachable"
+            ) from None
+        return {(t, p): (lows[t][p], highs[t][p]) for t, p in wanted}
 
     def initialOffset(self) -> dict:
         """A fresh checkpoint's start: the group's committed offsets, else the log start
@@ -341,6 +341,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def stop(self) -> None:
         self._close_consumer()
+        self._admin = None
 
     def _close_consumer(self) -> None:
         consumer, self._consumer = self._consumer, None
