@@ -137,16 +137,20 @@ def caught_up(admin: KafkaAdmin, group: str, topic: str) -> bool:
 def stop_job(
     store: CoordinatorStore, version: int, *, timeout_s: float = 180.0, log: Any = None
 ) -> float:
-    """Request a stop of ``version`` and wait until no processor of it runs; returns the time."""
+    """Request a stop of ``version`` and wait until a processor of it ended and no live one
+    works on it (a driver killed while it ran, silent past its TTL, does not hold the stop, as
+    in the product's stop); returns the time."""
+    from airflow_samza_expand.core._liveness import FINAL_STATES, blocking_stop
+
     store.request_stop(version, "demo")
 
     def stopped() -> bool:
-        states = [
-            p.get("state")
-            for p in store.processors().values()
-            if p.get("job_model_version") == version
-        ]
-        return bool(states) and all(s in ("stopped", "failed") for s in states)
+        processors = store.processors()
+        ended = any(
+            p.get("job_model_version") == version and p.get("state") in FINAL_STATES
+            for p in processors.values()
+        )
+        return ended and not blocking_stop(processors, version)
 
     wait_for(f"job model v{version} to stop", stopped, timeout_s=timeout_s, log=log)
     return time.monotonic()
