@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from file_stores import job_store
 
 from airflow_samza_expand._kafka.admin import KafkaAdmin
 from airflow_samza_expand._kafka.config import client_config
@@ -61,8 +62,7 @@ class PlannedJob:
 @pytest.fixture
 def store(tmp_path: Any) -> FileCoordinatorStore:
     """A file store of `JOB` with job model v1 (orders: 2) and `EXPANSION` expanded 2 -> 4."""
-    made = FileCoordinatorStore(str(tmp_path), JOB)
-    made.write_job_model(JobModel.initial(JOB, {"orders": 2}))
+    made = job_store(tmp_path, JOB)
     stamp = now_iso()
     record = ExpansionRecord(
         expansion_id=EXPANSION, job_name=JOB, base_version=1, target_version=2,

@@ -8,13 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from file_stores import job_store
 
 from airflow_samza_expand._protocol.steps.plan.wait import (
     JobDownError,
     job_back_poll,
     require_live,
 )
-from airflow_samza_expand.core.model import JobModel
 from airflow_samza_expand.store._files import FileCoordinatorStore
 
 JOB = "orders-counter"
@@ -22,9 +22,7 @@ JOB = "orders-counter"
 
 @pytest.fixture
 def store(tmp_path: Path) -> FileCoordinatorStore:
-    s = FileCoordinatorStore(str(tmp_path), JOB)
-    s.write_job_model(JobModel.initial(JOB, {"orders": 2}))
-    return s
+    return job_store(tmp_path, JOB)
 
 
 def test_a_starting_driver_is_not_back_yet_its_first_running_heartbeat_is(store) -> None:

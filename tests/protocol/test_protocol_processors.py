@@ -4,21 +4,18 @@ acknowledged and never blocks a stop."""
 from __future__ import annotations
 
 import pytest
+from file_stores import job_store
 
 from airflow_samza_expand._protocol.steps import ack, standby, stop
 from airflow_samza_expand._protocol.steps.submit import before_submit
 from airflow_samza_expand._testing.liveness import heartbeat_dead
-from airflow_samza_expand.core.model import JobModel
-from airflow_samza_expand.store._files import FileCoordinatorStore
 
 JOB = "orders-counter"
 
 
 @pytest.fixture
 def store(tmp_path):
-    made = FileCoordinatorStore(str(tmp_path), JOB)
-    made.write_job_model(JobModel.initial(JOB, {"orders": 2}))
-    return made
+    return job_store(tmp_path, JOB)
 
 
 def test_dead_processor_is_not_acknowledged(store):
