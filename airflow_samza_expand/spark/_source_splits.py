@@ -135,12 +135,43 @@ def make_splits(
 
 
 def read_cores_of(spark: Any) -> int:
-    """The cores the application has for read tasks: Spark's default parallelism (the
-    executors' cores, or ``spark.default.parallelism`` when set); 0 when Spark cannot tell."""
+    """The cores the application has for read tasks (`cores_for_reads` of its master, Spark's
+    default parallelism and its settings); 0 when Spark cannot tell."""
     try:
-        return max(0, int(spark.sparkContext.defaultParallelism))
+        context = spark.sparkContext
+        return cores_for_reads(
+            str(context.master), int(context.defaultParallelism), dict(context.getConf().getAll())
+        )
     except Exception:  # noqa: BLE001 - e.g. Spark Connect has no SparkContext: no cap
         return 0
+
+
+def cores_for_reads(master: str, default_parallelism: int, conf: dict[str, str]) -> int:
+    """The cores an application has for read tasks. On a local master, and with
+    ``spark.default.parallelism`` set, Spark's default parallelism. On a cluster it counts only
+    the executors registered so far, which at a query's start may be none (2): the cores the
+    application asks for win when it names them - ``spark.cores.max`` (standalone), else
+    ``spark.executor.instances`` x ``spark.executor.cores`` (YARN, Kubernetes), or the most
+    executors of dynamic allocation x their cores."""
+    registered = max(0, default_parallelism)
+    if master.startswith("local") or conf.get("spark.default.parallelism"):
+        return registered
+
+    def whole(key: str) -> int:
+        try:
+            return max(0, int(str(conf.get(key, "0")).strip()))
+        except ValueError:
+            return 0
+
+    asked = whole("spark.cores.max")
+    if not asked:
+        executors = (
+            whole("spark.dynamicAllocation.maxExecutors")
+            if conf.get("spark.dynamicAllocation.enabled", "").lower() == "true"
+            else whole("spark.executor.instances")
+        )
+        asked = executors * (whole("spark.executor.cores") or 1)
+    return max(registered, asked)
 
 
 def write_plan_report(
@@ -182,6 +213,7 @@ __all__ = [
     "pack",
     "plan_choice",
     "parse_max_splits",
+    "cores_for_reads",
     "read_cores_of",
     "read_plan_report",
     "write_plan_report",

@@ -13,6 +13,7 @@ from test_spark_source_splits import END, RANGES, START, T, _grown, _reader
 
 from airflow_samza_expand.spark._source_splits import (
     choose_cap,
+    cores_for_reads,
     pack,
     plan_choice,
     read_cores_of,
@@ -81,6 +82,32 @@ def test_the_cores_of_a_real_spark_application(spark) -> None:
     """local[2] (the shared session): 2 cores for read tasks; no SparkContext: no cap."""
     assert read_cores_of(spark) == spark.sparkContext.defaultParallelism == 2
     assert read_cores_of(object()) == 0
+
+
+def test_on_a_cluster_the_cores_asked_for_count_before_the_executors_register() -> None:
+    """At a query's start on a standalone cluster Spark's default parallelism may count no
+    executor yet (2): an application given 8 cores read an 8-partition topic with 2 tasks
+    (benchmarks/read_scaling.py --cores 8). The cores it asks for count."""
+    standalone = "spark://127.0.0.1:7077"
+    assert cores_for_reads(standalone, 2, {"spark.cores.max": "8"}) == 8
+    assert cores_for_reads(standalone, 12, {"spark.cores.max": "8"}) == 12  # registered more
+    yarn = {"spark.executor.instances": "3", "spark.executor.cores": "4"}
+    assert cores_for_reads("yarn", 2, yarn) == 12
+    assert cores_for_reads("k8s://https://api:6443", 2, {"spark.executor.instances": "5"}) == 5
+    dynamic = {
+        "spark.dynamicAllocation.enabled": "true",
+        "spark.executor.instances": "1",
+        "spark.dynamicAllocation.maxExecutors": "6",
+        "spark.executor.cores": "2",
+    }
+    assert cores_for_reads("yarn", 2, dynamic) == 12
+    # nothing asked, or a value Spark would refuse itself: the executors registered so far
+    assert cores_for_reads(standalone, 2, {}) == 2
+    assert cores_for_reads(standalone, 2, {"spark.cores.max": "lots"}) == 2
+    # a local master's parallelism is exact, and an explicit default parallelism is the user's
+    assert cores_for_reads("local[2]", 2, {"spark.cores.max": "8"}) == 2
+    assert cores_for_reads(standalone, 3, {"spark.default.parallelism": "3",
+                                           "spark.cores.max": "8"}) == 3  # fmt: skip
 
 
 @pytest.mark.kafka
