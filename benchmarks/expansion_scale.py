@@ -265,6 +265,11 @@ def main(argv: list[str] | None = None) -> int:
         "--job-kinds", default="in-place,in-app", help="in-place (shipped job), in-app (user job)"
     )
     parser.add_argument("--job-rate", type=float, default=100.0, help="records/s with a job")
+    parser.add_argument(
+        "--job-max-records", type=int, default=0,
+        help="the shipped job's --max-records-per-batch (0: no cap): the first batch on vN+1 "
+        "then takes at most this many of the records the barrier held back",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CI size: 4 -> 8, 400 keys")
     args = parser.parse_args(argv)
     sizes = [4] if args.smoke else [int(s) for s in args.sizes.split(",") if s]
@@ -324,7 +329,8 @@ def run_jobs(bootstrap: str, work: Path, sizes: list[int], keys: int, args: Any)
         for kind in args.job_kinds.split(","):
             say(f"[{kind} {size}] {size} -> {2 * size} partitions, {keys} keys, a job running")
             try:
-                jobs.append(run_job(bootstrap, work, size, kind, keys, args.job_rate, say))
+                jobs.append(run_job(bootstrap, work, size, kind, keys, args.job_rate, say,
+                                    max_records=args.job_max_records))  # fmt: skip
                 say(job_line(jobs[-1]))
             except Exception as exc:  # noqa: BLE001 - a figure run: the next size goes on
                 say(f"job={kind} size={size} failed: {exc!r}")
