@@ -610,14 +610,19 @@ dag = build_dag(json.loads({spec!r}))
 """
 
 
+def triggerer_overrides(step: str) -> dict[str, Any]:
+    """The DAG settings of a triggerer case: killed in the barrier, a grace long enough for the
+    kill to land in it (the barrier settings group's field)."""
+    return {"barrier": {"producer_refresh_grace_s": 20.0}} if step == "barrier" else {}
+
+
 def triggerer_case(ctx: Context, case: Case) -> Outcome:
     """Real Airflow services run the DAG; once the barrier (in its grace) or the ack (cold: the
     restarted job's Spark start) is deferred and its trigger polls in the triggerer, the
     triggerer is SIGKILLed and a new one started: the same trigger goes on there, the task
     keeps its try, the run ends success."""
     af = ctx.services()
-    grace = {"barrier": {"producer_refresh_grace_s": 20.0}}.get(case.step, {})
-    job = Job(ctx, case, overrides=grace).start()
+    job = Job(ctx, case, overrides=triggerer_overrides(case.step)).start()
     try:
         dag_id = job.spec["dag_id"]
         paths = [str(ROOT), str(HERE.parent)]
