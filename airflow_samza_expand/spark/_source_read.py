@@ -5,6 +5,8 @@ side uses too (this module imports nothing of `spark._source`)."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -27,8 +29,16 @@ READ_FETCH_SETTINGS = {
     "queued.min.messages": str(ARROW_BATCH_ROWS),
     "fetch.queue.backoff.ms": "5",
 }
+log = logging.getLogger(__name__)
+
 # A read gives up when no record arrives for this long although the range is not done.
 READ_STALL_TIMEOUT_S = 120.0
+# A read whose client got no record for this long although its ranges are not done asks again
+# through a new client, from the offsets it reached: a broker restarted under a client may never
+# serve it again (the fault matrix's broker/in-place/between: a pooled consumer from before the
+# restart read nothing for 120 s, the batch failed), as the driver's admin reads found
+# (`_kafka.leader_offsets`: a client's cached leader epochs answered as fenced).
+READ_CLIENT_REFRESH_S = 15.0
 
 
 def kafka_client_config(options: Mapping[str, str]) -> dict[str, str]:
@@ -94,21 +104,27 @@ def read_ranges(
         consumer.assign([TopicPartition(t, p, s) for t, p, s, _e in ranges])
         columns: dict[str, list] = {name: [] for name in arrow_schema.names}
         last_progress = time.monotonic()
+        refresh_after = READ_CLIENT_REFRESH_S
         while pending:
             # consume() returns once it has num_messages or at its timeout: ask for no more
             # than the ranges have left, or every read would wait out the timeout at its end
             left = sum(end[ssp] - position[ssp] for ssp in pending)
             want = max(1, min(ARROW_BATCH_ROWS, left))
             messages = consumer.consume(num_messages=want, timeout=1.0)
-            if not messages:
-                if time.monotonic() - last_progress > READ_STALL_TIMEOUT_S:
+            if not any((m.topic(), m.partition()) in pending for m in messages):
+                stalled = time.monotonic() - last_progress
+                if stalled > READ_STALL_TIMEOUT_S:
                     raise RuntimeError(
                         f"no records for {READ_STALL_TIMEOUT_S:.0f}s while "
                         f"reading {sorted(pending)} up to {[end[s] for s in sorted(pending)]} - "
                         "the brokers are unreachable or the records were deleted"
                     )
+                if stalled > refresh_after:
+                    consumer = _new_client(consumer, config, Consumer, position, pending)
+                    refresh_after += READ_CLIENT_REFRESH_S
                 continue
             last_progress = time.monotonic()
+            refresh_after = READ_CLIENT_REFRESH_S
             done: list[tuple[str, int]] = []
             for msg in messages:
                 ssp = (msg.topic(), msg.partition())
@@ -171,6 +187,31 @@ MAX_IDLE_CONSUMERS = 8
 def _take_consumer(config: Mapping[str, str], make: Any) -> Any:
     idle = _IDLE.get(tuple(sorted(config.items())))
     return idle.pop() if idle else make(dict(config))
+
+
+def _new_client(
+    stuck: Any,
+    config: Mapping[str, str],
+    make: Any,
+    position: Mapping[tuple[str, int], int],
+    pending: set[tuple[str, int]],
+) -> Any:
+    """A new consumer in place of ``stuck``, assigned the pending ranges from the offsets read
+    so far (``stuck`` is closed, never pooled)."""
+    from confluent_kafka import TopicPartition
+
+    at = {f"{t}[{p}]": position[(t, p)] for t, p in sorted(pending)}
+    log.warning(
+        "reading %s: no record for %.0fs although the ranges are not done - asking again "
+        "through a new Kafka client from the offsets reached",
+        at,
+        READ_CLIENT_REFRESH_S,
+    )
+    with contextlib.suppress(Exception):  # a client the brokers do not serve may not close cleanly
+        stuck.close()
+    consumer = make(dict(config))
+    consumer.assign([TopicPartition(t, p, position[(t, p)]) for t, p in sorted(pending)])
+    return consumer
 
 
 def _give_back(config: Mapping[str, str], consumer: Any, *, reusable: bool) -> None:
