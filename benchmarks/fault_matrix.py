@@ -612,8 +612,13 @@ dag = build_dag(json.loads({spec!r}))
 
 def triggerer_overrides(step: str) -> dict[str, Any]:
     """The DAG settings of a triggerer case: killed in the barrier, a grace long enough for the
-    kill to land in it (the barrier settings group's field)."""
-    return {"barrier": {"producer_refresh_grace_s": 20.0}} if step == "barrier" else {}
+    kill to land in it (the barrier settings group's field); one retry per task, as the factory
+    gives by default - Airflow 3.3's scheduler fails a deferred task whose trigger fired before
+    it handled the worker's exit on deferral (the executor's stale "success" met the task queued
+    again: "state changed externally"), which met the barrier of ``triggerer/ack`` once. The
+    killed step itself must still end on its first try (`triggerer_case`)."""
+    grace = {"barrier": {"producer_refresh_grace_s": 20.0}} if step == "barrier" else {}
+    return {"retries": 1, **grace}
 
 
 def triggerer_case(ctx: Context, case: Case) -> Outcome:

@@ -25,3 +25,4 @@ def test_a_triggerer_case_builds_its_dag_settings(tmp_path, step) -> None:
     settings = dag_settings(cfg, job, None, overrides)
     assert settings.barrier.barrier_timeout_s == 180.0  # the matrix's bound, kept
     assert settings.barrier.producer_refresh_grace_s == (20.0 if step == "barrier" else 3.0)
+    assert settings.retries == 1
