@@ -120,7 +120,10 @@ def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: f
     if kind == "in-place" and max_records > 0:
         own = {"application_args": ("--max-records-per-batch", str(max_records))}
     if kind == "in-app":
-        own = {"application": USER_JOB, "application_args": ("--source", "kafka")}
+        # Spark's Kafka source keeps a consumer per partition and executor in a pool of 64 by
+        # default: past it every batch opens consumers again (48 - 95 s batches at 256 -> 512)
+        own = {"application": USER_JOB, "application_args": ("--source", "kafka"),
+               "spark_conf": {"spark.kafka.consumer.cache.capacity": str(4 * size)}}  # fmt: skip
     cfg = ScenarioConfig(
         bootstrap=bootstrap, work_dir=work / f"{kind}-{size}", restart="auto", keys=keys,
         rate=rate, grace_s=GRACE_S, poll_s=POLL_S, trigger="processing-time=1s",

@@ -37,6 +37,9 @@ class ScenarioConfig:
     # your own must be on spark.runtime (examples/user_job.py); it gets Spark's Kafka connector
     application: str | None = None
     application_args: tuple[str, ...] = ()
+    # more Spark settings of the job and of the restarts the DAG launches (e.g. Spark's Kafka
+    # consumer pool: spark.kafka.consumer.cache.capacity for more than 64 partitions)
+    spark_conf: dict[str, str] | None = None
     # the DAG's restart (RestartSettings.restart); "auto" picks in-place for the shipped job
     restart: str = "warm"
     # the user's "start vN+1" task (RestartSettings.task: an operator, or a callable
@@ -98,12 +101,14 @@ def dag_settings(
 
 
 def application_conf(cfg: ScenarioConfig) -> dict[str, str]:
-    """Spark settings a job of your own needs: Spark's Kafka connector (fetched once)."""
+    """Spark settings of the job: a job of your own needs Spark's Kafka connector (fetched
+    once); then the scenario's own (``spark_conf``)."""
+    conf = dict(cfg.spark_conf or {})
     if not cfg.application:
-        return {}
+        return conf
     from airflow_samza_expand._testing.spark_kafka import connector_jars
 
-    return {"spark.jars": ",".join(connector_jars())}
+    return {"spark.jars": ",".join(connector_jars()), **conf}
 
 
 def env_problems() -> list[str]:
