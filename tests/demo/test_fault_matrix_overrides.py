@@ -26,3 +26,10 @@ def test_a_triggerer_case_builds_its_dag_settings(tmp_path, step) -> None:
     assert settings.barrier.barrier_timeout_s == 180.0  # the matrix's bound, kept
     assert settings.barrier.producer_refresh_grace_s == (20.0 if step == "barrier" else 3.0)
     assert settings.retries == 1
+    if step == "ack":  # the ack waits for the job's start: the submit step does not
+        assert settings.spark.submit_kwargs == {"startup_check_s": 0.0}
+    from airflow_samza_expand.dags import build_expansion_dag
+
+    dag = build_expansion_dag(f"fault_triggerer_{step}", settings)
+    if step == "ack":
+        assert dag.get_task("submit").startup_check_s == 0.0
