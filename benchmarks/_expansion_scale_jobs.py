@@ -121,7 +121,7 @@ def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: f
         own = {"application_args": ("--max-records-per-batch", str(max_records))}
     if kind == "in-app":
         # Spark's Kafka source keeps a consumer per partition and executor in a pool of 64 by
-        # default: past it every batch opens consumers again (48 - 95 s batches at 256 -> 512)
+        # default and opens consumers again past it (docs/own-job.md)
         own = {"application": USER_JOB, "application_args": ("--source", "kafka"),
                "spark_conf": {"spark.kafka.consumer.cache.capacity": str(4 * size)}}  # fmt: skip
     cfg = ScenarioConfig(
