@@ -91,33 +91,34 @@ class Burst:
             self.thread.join(120)
 
 
+def offset_log(checkpoint: Path) -> list[Path]:
+    """The Spark checkpoint's offset log (``offsets/<batch>``), in batch order; a batch file is
+    written whole (Spark renames it into place), so a running job's log can be read."""
+    files = [f for f in checkpoint.glob("offsets/[0-9]*") if f.name.isdigit()]
+    return sorted(files, key=lambda path: int(path.name))
+
+
+def batch_ends(path: Path, topic: str) -> dict[int, int]:
+    """One batch's end offsets of ``topic`` (a version line, a metadata line, one per source)."""
+    ends: dict[int, int] = {}
+    for line in path.read_text().splitlines()[2:]:
+        ends.update({int(p): int(o) for p, o in json.loads(line).get(topic, {}).items()})
+    return ends
+
+
 def batch_end_offsets(checkpoint: Path, topic: str) -> list[dict[int, int]]:
-    """Each micro-batch's end offsets of ``topic``, in batch order, from the Spark checkpoint's
-    offset log (``offsets/<batch>``: a version line, a metadata line, one line per source).
+    """Each micro-batch's end offsets of ``topic``, in batch order, from the offset log.
     Exact per batch, where the group commits are not: the job commits the newest finished
     batch when it looks, so one commit can cover two batches."""
-    files = sorted(checkpoint.glob("offsets/[0-9]*"), key=lambda path: int(path.name))
+    files = offset_log(checkpoint)
     assert files, f"no micro-batch offsets under {checkpoint}"
-    batches = []
-    for path in files:
-        ends: dict[int, int] = {}
-        for line in path.read_text().splitlines()[2:]:
-            ends.update({int(p): int(o) for p, o in json.loads(line).get(topic, {}).items()})
-        batches.append(ends)
-    return batches
+    return [batch_ends(path, topic) for path in files]
 
 
 def newest_end(checkpoint: Path, topic: str, partition: int) -> int:
     """The end offset of ``topic[partition]`` in the newest micro-batch of the offset log."""
-    files = [f for f in checkpoint.glob("offsets/[0-9]*") if f.name.isdigit()]
-    if not files:
-        return 0
-    newest = max(files, key=lambda path: int(path.name))
-    for line in newest.read_text().splitlines()[2:]:
-        end = json.loads(line).get(topic, {}).get(str(partition))
-        if end is not None:
-            return int(end)
-    return 0
+    files = offset_log(checkpoint)
+    return batch_ends(files[-1], topic).get(partition, 0) if files else 0
 
 
 def test_child_of_another_parent_is_read_before_the_slow_partition_drained(scenario) -> None:
