@@ -120,7 +120,7 @@ def read_ranges(
                         "the brokers are unreachable or the records were deleted"
                     )
                 if stalled > refresh_after:
-                    consumer = _new_client(consumer, config, Consumer, position, pending)
+                    consumer = _new_client(consumer, config, Consumer, position, pending, stalled)
                     refresh_after += READ_CLIENT_REFRESH_S
                 continue
             last_progress = time.monotonic()
@@ -195,9 +195,11 @@ def _new_client(
     make: Any,
     position: Mapping[tuple[str, int], int],
     pending: set[tuple[str, int]],
+    stalled: float,
 ) -> Any:
-    """A new consumer in place of ``stuck``, assigned the pending ranges from the offsets read
-    so far (``stuck`` is closed, never pooled)."""
+    """A new consumer in place of ``stuck``, which read nothing for ``stalled`` seconds,
+    assigned the pending ranges from the offsets read so far (``stuck`` is closed, never
+    pooled)."""
     from confluent_kafka import TopicPartition
 
     at = {f"{t}[{p}]": position[(t, p)] for t, p in sorted(pending)}
@@ -205,7 +207,7 @@ def _new_client(
         "reading %s: no record for %.0fs although the ranges are not done - asking again "
         "through a new Kafka client from the offsets reached",
         at,
-        READ_CLIENT_REFRESH_S,
+        stalled,
     )
     with contextlib.suppress(Exception):  # a client the brokers do not serve may not close cleanly
         stuck.close()
