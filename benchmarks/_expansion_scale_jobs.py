@@ -105,9 +105,10 @@ def job_switch_downtime(s: Any, record: Any) -> float | None:
 
 
 def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: float,
-            say: Any, max_records: int = 0) -> dict[str, Any]:  # fmt: skip
+            say: Any, shipped_args: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
     """One expansion ``size`` -> 2*size with the ``kind`` job ("in-place": the shipped job,
-    ``max_records`` its cap per micro-batch when > 0; "in-app": the example user job)."""
+    with ``shipped_args`` - its batch cap, its state layout -; "in-app": the example user
+    job)."""
     from expansion_scale import page
 
     from airflow_samza_expand._demo import airflow_home
@@ -117,8 +118,8 @@ def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: f
     from airflow_samza_expand._demo.scenario_config import ScenarioConfig
 
     own: dict[str, Any] = {}
-    if kind == "in-place" and max_records > 0:
-        own = {"application_args": ("--max-records-per-batch", str(max_records))}
+    if kind == "in-place" and shipped_args:
+        own = {"application_args": shipped_args}
     if kind == "in-app":
         # Spark's Kafka source keeps a consumer per partition and executor in a pool of 64 by
         # default and opens consumers again past it (docs/own-job.md)

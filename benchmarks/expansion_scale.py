@@ -270,6 +270,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the shipped job's --max-records-per-batch (0: no cap): the first batch on vN+1 "
         "then takes at most this many of the records the barrier held back",
     )  # fmt: skip
+    parser.add_argument(
+        "--job-state-shards", type=int, default=0,
+        help="the shipped job's --state-shards (0: its default, state per (task, key)): a "
+        "batch then pays Spark's per-group cost at most this many times, not once per key",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CI size: 4 -> 8, 400 keys")
     args = parser.parse_args(argv)
     sizes = [4] if args.smoke else [int(s) for s in args.sizes.split(",") if s]
@@ -324,13 +329,18 @@ def run_jobs(bootstrap: str, work: Path, sizes: list[int], keys: int, args: Any)
     in-app; a run that fails is its line, not the end."""
     from _expansion_scale_jobs import job_line, run_job
 
+    shipped_args: tuple[str, ...] = ()
+    if args.job_max_records > 0:
+        shipped_args += ("--max-records-per-batch", str(args.job_max_records))
+    if args.job_state_shards > 0:
+        shipped_args += ("--state-shards", str(args.job_state_shards))
     jobs = []
     for size in sizes:
         for kind in args.job_kinds.split(","):
             say(f"[{kind} {size}] {size} -> {2 * size} partitions, {keys} keys, a job running")
             try:
                 jobs.append(run_job(bootstrap, work, size, kind, keys, args.job_rate, say,
-                                    max_records=args.job_max_records))  # fmt: skip
+                                    shipped_args=shipped_args))  # fmt: skip
                 say(job_line(jobs[-1]))
             except Exception as exc:  # noqa: BLE001 - a figure run: the next size goes on
                 say(f"job={kind} size={size} failed: {exc!r}")

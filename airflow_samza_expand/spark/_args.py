@@ -134,6 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
         "its keys' states - far fewer Python calls per batch (fixed once the checkpoint exists)",
     )
     p.add_argument(
+        "--state-shards",
+        type=int,
+        default=0,
+        help="N: state in N Spark groups, each holding the states of the (task, key) pairs "
+        "hashed to it - at most N Python calls per batch however many tasks and keys (fixed "
+        "once the checkpoint exists; not with --state-buckets)",
+    )
+    p.add_argument(
         "--max-read-splits",
         type=int,
         default=0,
@@ -204,6 +212,12 @@ def validate_args(args: argparse.Namespace) -> None:
         raise UsageError("no output topic - pass --output-topic")
     if args.state_buckets < 0:
         raise UsageError("--state-buckets must be >= 0 (0 means one state row per key)")
+    if args.state_shards < 0:
+        raise UsageError("--state-shards must be >= 0 (0 means no shards)")
+    if args.state_buckets and args.state_shards:
+        raise UsageError(
+            "--state-buckets and --state-shards are two state layouts - give one of them"
+        )
     if args.shuffle_partitions <= 0:
         raise UsageError("--shuffle-partitions must be >= 1")
     if args.max_read_splits < 0:

@@ -1,8 +1,9 @@
-"""Per-(task, key) state in Spark's state store, and the checkpoint's task-set guard.
+"""The job's keyed state in Spark's state store, and the checkpoint's task-set guard.
 
-State is kept with ``applyInPandasWithState`` keyed by ``(task, key)``: the processor's state
-dict is stored as one JSON string per group. Spark does not order rows inside a group, so the
-rows of a group are sorted by ``(topic, partition, offset)`` before the processor sees them.
+State is kept with ``applyInPandasWithState``, per ``(task, key)`` by default, or a group of
+keys per Spark group (`StatefulFunction`'s layouts): the group's state is one JSON string.
+Spark does not order rows inside a group, so the rows of a key are sorted by ``(topic,
+partition, offset)`` before the processor sees them.
 
 Beside Spark's checkpoint the job stores the task set it ran with (`TASK_SET_FILE`). A restart
 under a job model whose tasks differ (e.g. plain GroupByPartition after a partition expansion,
@@ -50,8 +51,8 @@ def _processor(path: str) -> Any:
     return _processors[path]
 
 
-def _in_order(rows: pd.DataFrame, *, by_key: bool = False) -> pd.DataFrame:
-    """``rows`` sorted by ([key,] topic, partition, offset); untouched when already so."""
+def _in_order(rows: pd.DataFrame, *, by_key: bool = False, by_task: bool = False) -> pd.DataFrame:
+    """``rows`` sorted by ([task,] [key,] topic, partition, offset); untouched when already so."""
     offsets = rows["offset"].to_numpy()
     columns = [offsets, rows["partition"].to_numpy()]
     topics = rows["topic"]
@@ -59,48 +60,79 @@ def _in_order(rows: pd.DataFrame, *, by_key: bool = False) -> pd.DataFrame:
         columns.append(pd.factorize(topics, sort=True)[0])
     if by_key:
         columns.append(pd.factorize(rows["key"].fillna(_NULL_KEY), sort=True)[0])
+    if by_task:
+        columns.append(pd.factorize(rows["task"], sort=True)[0])
     order = np.lexsort(columns)
     if (order == np.arange(len(order))).all():
         return rows.reset_index(drop=True)
     return rows.take(order).reset_index(drop=True)
 
 
-def _output_frame(task: str, keys: list, records: list[int], values: list) -> pd.DataFrame:
-    return pd.DataFrame(
-        {"task": [task] * len(keys), "key": keys, "records": records, "value": values}
-    )
+def _output_frame(tasks: list, keys: list, records: list[int], values: list) -> pd.DataFrame:
+    return pd.DataFrame({"task": tasks, "key": keys, "records": records, "value": values})
 
 
-def _apply(processor: Any, state: dict, rows: pd.DataFrame, out: tuple[list, list, list]) -> dict:
+Outputs = tuple[list, list, list, list]  # task, key, records, value of each output row
+
+
+def _apply(processor: Any, state: dict, rows: pd.DataFrame, out: Outputs) -> dict:
     """Run the processor over one key's ordered rows; append its outputs to ``out``."""
     new_state, outputs = processor.process(state, rows)
-    key = rows["key"].iat[0]
-    keys, records, values = out
+    task, key = rows["task"].iat[0], rows["key"].iat[0]
+    tasks, keys, records, values = out
     if not outputs:  # still report the applied records so the per-task counts stay exact
-        keys.append(key)
-        records.append(len(rows))
-        values.append(None)
+        outputs = [None]
     for i, output in enumerate(outputs):
+        tasks.append(task)
         keys.append(key)
         records.append(len(rows) if i == 0 else 0)
-        values.append(json.dumps(output, sort_keys=True, default=str))
+        values.append(None if output is None else json.dumps(output, sort_keys=True, default=str))
     return new_state
+
+
+def _apply_each_key(processor: Any, rows: pd.DataFrame, states: dict, out: Outputs) -> None:
+    """Run the processor over each ``(task, key)`` of ``rows`` (sorted by task, key, then
+    position) with its state in ``states`` (updated in place; a key not in it starts empty)."""
+    tasks = rows["task"].to_numpy()
+    keys = rows["key"].fillna(_NULL_KEY).to_numpy()
+    bounds = (np.flatnonzero((keys[1:] != keys[:-1]) | (tasks[1:] != tasks[:-1])) + 1).tolist()
+    for a, b in zip([0, *bounds], [*bounds, len(rows)], strict=True):
+        key_rows = rows.iloc[a:b].reset_index(drop=True)
+        name = (key_rows["task"].iat[0], key_rows["key"].iat[0])
+        current = states.get(name)
+        states[name] = _apply(
+            processor, processor.init_state() if current is None else current, key_rows, out
+        )
+
+
+def _saved_order(name: tuple) -> tuple:
+    task, key = name
+    return (task, key is None, key or "")
 
 
 class StatefulFunction:
     """The ``applyInPandasWithState`` function: run the processor over one group's rows.
 
-    ``buckets == 0``: the group is ``(task, key)`` and its state is that key's state.
-    ``buckets > 0``: the group is ``(task, bucket)`` with ``bucket = pmod(xxhash64(key),
-    buckets)``; its state maps each key of the bucket to that key's state. The processor sees
-    the same thing either way (one key's rows in order, that key's state); the bucketed layout
-    pays Spark's per-group cost once per bucket instead of once per key, at the price of
-    rewriting a whole bucket's state when one of its keys changes.
+    The processor sees the same thing in every layout (one key's rows in order, that key's
+    state); the layouts differ in what one Spark group (one state row) holds:
+
+    * ``buckets == shards == 0``: the group is ``(task, key)`` and its state that key's state.
+    * ``buckets > 0``: the group is ``(task, bucket)`` with ``bucket = pmod(xxhash64(key),
+      buckets)``; its state maps each key of the bucket to that key's state.
+    * ``shards > 0``: the group is ``shard = pmod(xxhash64(task, key), shards)``, whatever
+      the number of tasks; its state maps each ``(task, key)`` of the shard to its state.
+
+    Spark's per-group cost (Arrow to pandas, a DataFrame per group) is paid once per group and
+    micro-batch: per key, per task and bucket, or at most ``shards`` times. The price is
+    rewriting a whole group's state when one of its keys changes.
     """
 
-    def __init__(self, processor_path: str, buckets: int = 0) -> None:
+    def __init__(self, processor_path: str, buckets: int = 0, shards: int = 0) -> None:
+        if buckets and shards:
+            raise ValueError("state buckets and state shards exclude each other - give one")
         self.processor_path = processor_path
         self.buckets = buckets
+        self.shards = shards
 
     def __call__(self, group_key: tuple, pdfs: Iterator[pd.DataFrame], state: Any) -> Iterator:
         freeze_after_first_task()  # Spark's per-task collection scans less (spark._python_workers)
@@ -109,31 +141,32 @@ class StatefulFunction:
         if not frames:
             return
         rows = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        task = group_key[0]
-        out: tuple[list, list, list] = ([], [], [])
-        if not self.buckets:
+        out: Outputs = ([], [], [], [])
+        if not self.buckets and not self.shards:
             current = json.loads(state.get[0]) if state.exists else processor.init_state()
             new_state = _apply(processor, current, _in_order(rows), out)
             state.update((json.dumps(new_state, sort_keys=True),))
-            yield _output_frame(task, *out)
+            yield _output_frame(*out)
             return
-        rows = _in_order(rows.drop(columns=["bucket"], errors="ignore"), by_key=True)
+        rows = _in_order(
+            rows.drop(columns=["bucket", "shard"], errors="ignore"),
+            by_key=True,
+            by_task=bool(self.shards),
+        )
         saved = json.loads(state.get[0]) if state.exists else []
-        states = {k: v for k, v in saved}
-        keys = rows["key"].fillna(_NULL_KEY).to_numpy()
-        bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
-        starts = [0, *bounds.tolist()]
-        ends = [*bounds.tolist(), len(rows)]
-        for a, b in zip(starts, ends, strict=True):
-            key_rows = rows.iloc[a:b].reset_index(drop=True)
-            key = key_rows["key"].iat[0]
-            current = states.get(key)
-            states[key] = _apply(
-                processor, processor.init_state() if current is None else current, key_rows, out
-            )
-        ordered = sorted(states.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))
-        state.update((json.dumps([[k, v] for k, v in ordered], sort_keys=True),))
-        yield _output_frame(task, *out)
+        if self.shards:
+            states = {(t, k): v for t, k, v in saved}
+        else:
+            task = group_key[0]
+            states = {(task, k): v for k, v in saved}
+        _apply_each_key(processor, rows, states, out)
+        ordered = sorted(states.items(), key=lambda item: _saved_order(item[0]))
+        if self.shards:
+            doc = [[t, k, v] for (t, k), v in ordered]
+        else:
+            doc = [[k, v] for (_, k), v in ordered]
+        state.update((json.dumps(doc, sort_keys=True),))
+        yield _output_frame(*out)
 
 
 # -- checkpoint task-set guard -----------------------------------------------------------------
@@ -174,8 +207,10 @@ def read_task_set(checkpoint_dir: str) -> dict[str, Any] | None:
         ) from None
 
 
-def state_layout(buckets: int) -> str:
-    """Name of a state layout: ``key`` or ``bucket/<n>``."""
+def state_layout(buckets: int, shards: int = 0) -> str:
+    """Name of a state layout: ``key``, ``bucket/<n>`` or ``shard/<n>``."""
+    if shards:
+        return f"shard/{shards}"
     return f"bucket/{buckets}" if buckets else "key"
 
 
@@ -205,8 +240,8 @@ def check_task_set(
         if record.get("state_layout", "key") != layout:
             raise IncompatibleCheckpointError(
                 f"checkpoint {path} keeps state in layout {record.get('state_layout', 'key')!r}, "
-                f"not {layout!r} - pass the same --state-buckets as before or use a new "
-                "--checkpoint-dir"
+                f"not {layout!r} - pass the same --state-buckets or --state-shards as before "
+                "or use a new --checkpoint-dir"
             )
         old_tasks = set(record.get("tasks", []))
         new_tasks = set(model.tasks())

@@ -24,19 +24,25 @@ WARM_UP_TIMEOUT_S = 300.0
 WARM_UP_KEYS = 8
 
 
-def stateful_outputs(records: Any, processor_spec: str, buckets: int) -> Any:
+def stateful_outputs(records: Any, processor_spec: str, buckets: int, shards: int = 0) -> Any:
     """The job's stateful operator over ``records`` (the source's columns): one group per
-    ``(task, key)`` (or ``(task, bucket)`` with ``buckets``), the processor's outputs."""
+    ``(task, key)``, per ``(task, bucket)`` with ``buckets``, per shard of ``(task, key)``
+    with ``shards`` (`StatefulFunction`); the processor's outputs."""
+    from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     from airflow_samza_expand.spark._state import OUTPUT_SCHEMA, STATE_SCHEMA, StatefulFunction
 
-    if buckets:
-        from pyspark.sql import functions as F
-
+    if shards:
+        records = records.withColumn("shard", F.pmod(F.xxhash64("task", "key"), F.lit(shards)))
+        grouped = records.groupBy("shard")
+    elif buckets:
         records = records.withColumn("bucket", F.pmod(F.xxhash64("key"), F.lit(buckets)))
-    return records.groupBy("task", "bucket" if buckets else "key").applyInPandasWithState(
-        StatefulFunction(processor_spec, buckets),
+        grouped = records.groupBy("task", "bucket")
+    else:
+        grouped = records.groupBy("task", "key")
+    return grouped.applyInPandasWithState(
+        StatefulFunction(processor_spec, buckets, shards),
         OUTPUT_SCHEMA,
         STATE_SCHEMA,
         "Update",
@@ -47,7 +53,6 @@ def stateful_outputs(records: Any, processor_spec: str, buckets: int) -> Any:
 def _discard(batches: Iterator[Any]) -> Iterator[Any]:
     """The output path's executor side without producing: Arrow in, the summary out."""
     import pyarrow as pa
-
 
     tasks: dict[str, int] = {}
     for batch in batches:
@@ -61,7 +66,7 @@ def _discard(batches: Iterator[Any]) -> Iterator[Any]:
     )
 
 
-def warm_up_pipeline(spark: Any, processor_spec: str, buckets: int = 0) -> float:
+def warm_up_pipeline(spark: Any, processor_spec: str, buckets: int = 0, shards: int = 0) -> float:
     """Run the stateful plan once on a few throwaway rows (module docstring); the seconds it
     took. A failure is logged, never raised: a cold first batch is slower, not wrong."""
     import json
@@ -81,7 +86,7 @@ def warm_up_pipeline(spark: Any, processor_spec: str, buckets: int = 0) -> float
         source = os.path.join(work, "input")
         spark.createDataFrame(rows, SOURCE_SCHEMA).coalesce(1).write.parquet(source)
         records = spark.readStream.schema(SOURCE_SCHEMA).parquet(source)
-        outputs = stateful_outputs(records, processor_spec, buckets)
+        outputs = stateful_outputs(records, processor_spec, buckets, shards)
 
         def each(batch_df: Any, _batch_id: int) -> None:
             batch_df.mapInArrow(_discard, SUMMARY_SCHEMA).collect()

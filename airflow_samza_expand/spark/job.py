@@ -137,7 +137,9 @@ class StreamJob(Job):
             max_read_splits=str(self.args.max_read_splits),
             read_cores=str(read_cores_of(self.spark)),
         )
-        outputs = stateful_outputs(records, self.args.processor, self.args.state_buckets)
+        outputs = stateful_outputs(
+            records, self.args.processor, self.args.state_buckets, self.args.state_shards
+        )
         return (
             outputs.writeStream.foreachBatch(self.on_batch)
             .outputMode("update")
@@ -153,7 +155,9 @@ class StreamJob(Job):
 
         args = self.args
         took = warm_up(self._spark(), args.processor)
-        took += warm_up_pipeline(self._spark(), args.processor, args.state_buckets)
+        took += warm_up_pipeline(
+            self._spark(), args.processor, args.state_buckets, args.state_shards
+        )
         model = self.lifecycle.store.latest_job_model() or JobModel.initial(
             args.job_name, {"warm-up": 1}
         )
@@ -173,7 +177,7 @@ class StreamJob(Job):
             log.info("job %r: stop requested while a standby: exiting", args.job_name)
             return 0
         self.start(model)
-        layout = state_layout(args.state_buckets)
+        layout = state_layout(args.state_buckets, args.state_shards)
         try:
             problems = check_task_set(
                 args.checkpoint_dir, model, allow_task_change=args.allow_task_change, layout=layout

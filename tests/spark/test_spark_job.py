@@ -44,6 +44,7 @@ class Job:
         partitions: int = 2,
         state_buckets: int = 0,
         coordinator: str = "file",
+        state_shards: int = 0,
     ) -> None:
         self.spark = spark
         self.bootstrap = bootstrap
@@ -56,6 +57,7 @@ class Job:
         self.checkpoint = str(tmp_path / "checkpoint")
         self.store = open_store(self.coordinator, self.name, {"bootstrap.servers": bootstrap})
         self.state_buckets = state_buckets
+        self.state_shards = state_shards
 
     def argv(self, *extra: str, trigger: str = "available-now") -> list[str]:
         return [
@@ -75,6 +77,8 @@ class Job:
             "proc-1",
             "--state-buckets",
             str(self.state_buckets),
+            "--state-shards",
+            str(self.state_shards),
             *extra,
         ]
 
@@ -200,11 +204,12 @@ def _grow(job: Job, v2: JobModel, *extra: str) -> tuple[dict[str, dict], set[str
     return job.outputs(), moved, rc
 
 
-@pytest.mark.parametrize("state_buckets", [0, 8], ids=["state-per-key", "state-8-buckets"])
+@pytest.mark.parametrize("state_shards", [0, 3], ids=["state-per-key", "state-3-shards"])
 def test_growth_with_fixed_tasks_continues_every_keys_count(
-    spark, kafka_bootstrap, unique_topic, tmp_path, state_buckets
+    spark, kafka_bootstrap, unique_topic, tmp_path, state_shards
 ) -> None:
-    job = Job(spark, kafka_bootstrap, unique_topic, tmp_path, state_buckets=state_buckets)
+    # three shards for two tasks: a shard holds keys of both tasks (their states kept apart)
+    job = Job(spark, kafka_bootstrap, unique_topic, tmp_path, state_shards=state_shards)
     v1 = job.store.write_job_model(JobModel.initial(job.name, {job.topic: 2}))
     v2 = plan_expansion(v1, {job.topic: 2}, {job.topic: 4}).new_job_model
     outputs, moved, rc = _grow(job, v2)

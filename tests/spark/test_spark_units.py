@@ -199,12 +199,13 @@ def _shuffled_rows(task: str, keys_seqs: dict[str, list[int]], seed: int) -> pd.
     return pd.DataFrame(rows, columns=["task", "topic", "partition", "offset", "key", "value"])
 
 
-@pytest.mark.parametrize("buckets", [0, 4])
-def test_stateful_function_orders_rows_and_keeps_state_per_key(buckets: int) -> None:
+@pytest.mark.parametrize(("buckets", "shards"), [(0, 0), (4, 0), (0, 4)])
+def test_stateful_function_orders_rows_and_keeps_state_per_key(buckets: int, shards: int) -> None:
     from airflow_samza_expand.spark._processor import DEFAULT_PROCESSOR
     from airflow_samza_expand.spark._state import StatefulFunction
 
-    fn = StatefulFunction(DEFAULT_PROCESSOR, buckets)
+    fn = StatefulFunction(DEFAULT_PROCESSOR, buckets, shards)
+    buckets = buckets or shards  # one shared state row for both keys either way
     # Rows arrive shuffled and split in two chunks; sorted by (partition, offset) they are in
     # seq order, so no violation shows.
     seqs = {"a": list(range(10)), "b": list(range(6))}
@@ -234,6 +235,82 @@ def test_stateful_function_orders_rows_and_keeps_state_per_key(buckets: int) -> 
     assert json.loads(out.value.iloc[0])["count"] == 11
 
 
+def test_state_shards_keep_one_state_per_task_and_key_across_tasks() -> None:
+    """One shard holds keys of two tasks, the same key name in both: each (task, key) keeps its
+    own state and its output names its own task, batch after batch (state keyed by the key
+    alone would count both tasks' "a" as one sequence)."""
+    from airflow_samza_expand.spark._processor import DEFAULT_PROCESSOR
+    from airflow_samza_expand.spark._state import StatefulFunction
+
+    fn = StatefulFunction(DEFAULT_PROCESSOR, shards=4)
+    state = FakeGroupState()
+    first = pd.concat(
+        [
+            _shuffled_rows("Partition 0", {"a": list(range(8)), "b": list(range(3))}, seed=2),
+            _shuffled_rows("Partition 1", {"a": list(range(5))}, seed=3),
+        ],
+        ignore_index=True,
+    ).sample(frac=1.0, random_state=4)
+    first = first.assign(shard=3)  # the grouping column Spark passes along
+    (out,) = list(fn((3,), iter([first.iloc[:7], first.iloc[7:]]), state))
+    seen = {
+        (t, k): (n, json.loads(v))
+        for t, k, n, v in zip(out.task, out.key, out.records, out.value, strict=True)
+    }
+    assert {name: n for name, (n, _) in seen.items()} == {
+        ("Partition 0", "a"): 8, ("Partition 0", "b"): 3, ("Partition 1", "a"): 5,
+    }  # fmt: skip
+    for (task, key), (_, value) in seen.items():
+        assert value["task"] == task and value["key"] == key and value["violations"] == 0
+    more = pd.DataFrame(
+        [
+            ("Partition 1", "t", 0, 200, "a", b'{"seq": 5}'),
+            ("Partition 0", "t", 0, 200, "a", b'{"seq": 8}'),
+        ],
+        columns=["task", "topic", "partition", "offset", "key", "value"],
+    )
+    (out,) = list(fn((3,), iter([more]), state))
+    counts = {(t, json.loads(v)["count"]) for t, v in zip(out.task, out.value, strict=True)}
+    assert counts == {("Partition 0", 9), ("Partition 1", 6)}
+    saved = json.loads(state.get[0])
+    assert [row[:2] for row in saved] == [
+        ["Partition 0", "a"],
+        ["Partition 0", "b"],
+        ["Partition 1", "a"],
+    ]
+
+
+def test_state_buckets_and_shards_exclude_each_other() -> None:
+    from airflow_samza_expand.spark._processor import DEFAULT_PROCESSOR
+    from airflow_samza_expand.spark._state import StatefulFunction, state_layout
+
+    with pytest.raises(ValueError, match="exclude each other"):
+        StatefulFunction(DEFAULT_PROCESSOR, buckets=2, shards=2)
+    assert [state_layout(0), state_layout(8), state_layout(0, 16)] == [
+        "key",
+        "bucket/8",
+        "shard/16",
+    ]
+
+
+def test_a_checkpoint_keeps_the_state_layout_it_was_written_in(tmp_path) -> None:
+    """Restarting a checkpoint in another state layout would read no state for any key: it is
+    refused, naming both layouts and the fix."""
+    from airflow_samza_expand.spark._state import (
+        IncompatibleCheckpointError,
+        check_task_set,
+        state_layout,
+        write_task_set,
+    )
+
+    model = JobModel.initial("j", {"orders": 2})
+    write_task_set(str(tmp_path), model, state_layout(0, 8))
+    assert check_task_set(str(tmp_path), model, allow_task_change=False, layout="shard/8") == []
+    for other in (state_layout(0), state_layout(8), state_layout(0, 16)):
+        with pytest.raises(IncompatibleCheckpointError, match=f"'shard/8', not '{other}'"):
+            check_task_set(str(tmp_path), model, allow_task_change=False, layout=other)
+
+
 def test_job_bad_input_exits_2_with_a_clear_message_and_changes_nothing(tmp_path, capsys) -> None:
     from airflow_samza_expand.spark.job import main
 
@@ -245,6 +322,11 @@ def test_job_bad_input_exits_2_with_a_clear_message_and_changes_nothing(tmp_path
         (["--bootstrap-servers", "127.0.0.1:1", "--processor", "nope:X"], "cannot import"),
         (["--bootstrap-servers", "127.0.0.1:1", "--max-records-per-batch", "-1"], ">= 0"),
         (["--bootstrap-servers", "127.0.0.1:1", "--max-read-splits", "-2"], "--max-read-splits"),
+        (["--bootstrap-servers", "127.0.0.1:1", "--state-shards", "-1"], "--state-shards must"),
+        (
+            ["--bootstrap-servers", "127.0.0.1:1", "--state-shards", "4", "--state-buckets", "4"],
+            "give one of them",
+        ),
         (["--bootstrap-servers", "127.0.0.1:1"], "has no job model for job 'j'"),
     ]
     for extra, message in cases:
