@@ -9,6 +9,7 @@ job page (`expansion_scale.page`)."""
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import time
@@ -92,6 +93,30 @@ def switch_downtime(text: str, written_at: float, steady: int = 10) -> float | N
     return round(max(0.0, first[0] - last[-1] - cadence), 3)
 
 
+def first_batch_after_take_on(s: Any, progress: Path) -> dict[str, int] | None:
+    """Spark's durations (ms) of the job's first batch on vN+1 and the batch before it (keys
+    ``<part>`` and ``before_<part>``), from its ``--progress-file``; None without both."""
+    if not progress.exists():
+        return None
+    from airflow_samza_expand._demo.latency import _log_time
+
+    taken = [_log_time(m[1]) for m in TAKE_ON.finditer(Path(s.job.handle["log_path"]).read_text(
+        errors="replace"))]  # fmt: skip
+    reports = [json.loads(line) for line in progress.read_text().splitlines() if line.strip()]
+    if not taken or not reports:
+        return None
+    from airflow_samza_expand.core._clock import parse_iso
+
+    # the reader takes vN+1 on while it plans a batch: the last one started before that
+    started = [parse_iso(r["timestamp"]).timestamp() for r in reports]
+    planned = [i for i, t in enumerate(started) if t <= taken[0]]
+    if not planned or planned[-1] == 0:
+        return None
+    first, before = reports[planned[-1]], reports[planned[-1] - 1]
+    return {**{f"before_{k}": v for k, v in before["durationMs"].items()},
+            **first["durationMs"], "rows": first["numInputRows"]}  # fmt: skip
+
+
 def job_switch_downtime(s: Any, record: Any) -> float | None:
     """`switch_downtime` of ``s``'s running job for the expansion ``record`` (None without a
     write step)."""
@@ -118,8 +143,9 @@ def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: f
     from airflow_samza_expand._demo.scenario_config import ScenarioConfig
 
     own: dict[str, Any] = {}
-    if kind == "in-place" and shipped_args:
-        own = {"application_args": shipped_args}
+    progress = work / f"{kind}-{size}-progress.jsonl"
+    if kind == "in-place":  # Spark's durations per batch: where the first batch on vN+1 goes
+        own = {"application_args": (*shipped_args, "--progress-file", str(progress))}
     if kind == "in-app":
         # Spark's Kafka source keeps a consumer per partition and executor in a pool of 64 by
         # default and opens consumers again past it (docs/own-job.md)
@@ -143,6 +169,7 @@ def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: f
             f"({outcome.restart})")  # fmt: skip
         record = s.store.expansions()[0]
         downtime = job_switch_downtime(s, record) if outcome.state == "success" else None
+        first_on_new = first_batch_after_take_on(s, progress)
         # the cold restart after the expansion (on vN+1): measured before it, its backlog
         # would be the barrier's drain
         cold = measure_restart(s.job, s.store, s.admin, topic=s.topic, version=2, log=s.log)
@@ -161,7 +188,7 @@ def run_job(bootstrap: str, work: Path, size: int, kind: str, keys: int, rate: f
             "latency_over_grace": None if latency.max_s is None else latency.max_s / GRACE_S,
             "exact": verification.ok, "model_bytes": len(model.to_json().encode()),
             "record_bytes": len(record.to_json().encode()), "page_ms": page_ms,
-            "page_bytes": page_bytes,
+            "page_bytes": page_bytes, "first_batch_ms": first_on_new,
         }  # fmt: skip
     finally:
         s.close()
@@ -187,4 +214,6 @@ def job_line(r: dict[str, Any]) -> str:
         f"ratio={f(r['ratio'])} moved_latency_over_grace={f(r['latency_over_grace'], '.2f')} "
         f"exact={r['exact']} model_bytes={r['model_bytes']} record_bytes={r['record_bytes']} "
         f"page_ms={r['page_ms']:.0f}"
-    )
+        + (f" first_batch_ms={json.dumps(r['first_batch_ms'], sort_keys=True)}"
+           if r.get("first_batch_ms") else "")
+    )  # fmt: skip
