@@ -29,6 +29,51 @@ from airflow_samza_expand.spark._driving import EXIT_USAGE, QueryDriver
 
 log = logging.getLogger("airflow_samza_expand.spark.runtime")
 
+# Spark's Kafka source keeps a consumer per partition in a pool, and a consumer that read its
+# range up to the log end leaves a fetch waiting there for fetch.max.wait.ms (500 ms by
+# default): the next batch's read of that partition waits it out first. With a read task per
+# partition that is about half a second per partition and batch (256 partitions on 2 cores:
+# about a minute a batch). A fetch at the log end returns after 10 ms instead, as the
+# provider's reader's does (`spark._source_read.READ_FETCH_SETTINGS`); the connection's own
+# setting and the job's read_kafka options win.
+SPARK_SOURCE_FETCH = {"kafka.fetch.max.wait.ms": "10"}
+# Spark's pool keys its consumers by group id and partition, and a query without a group id
+# of its own gets a new random one at each start: an in-app restart would open a consumer
+# for every partition again (512 at 256 -> 512: seconds of the restarted query's first
+# batch). The source reads by ``assign`` - no group membership, no commits -, so one group
+# id per job (`source_group_id`) lets the restarted query take the pooled consumers back.
+SOURCE_GROUP_SUFFIX = ".spark-source"
+
+
+def source_group_id(consumer_group: str) -> str:
+    """The group id of Spark's Kafka consumers for the job committing to ``consumer_group``
+    (never that group itself: nothing is committed under this one)."""
+    return consumer_group + SOURCE_GROUP_SUFFIX
+
+
+def spark_source_settings(
+    model: JobModel,
+    kafka_options: Mapping[str, str],
+    starting_offsets: str,
+    max_records_per_batch: int,
+    options: Mapping[str, str],
+    consumer_group: str,
+) -> dict[str, str]:
+    """The options of Spark's Kafka source on ``model``'s SSPs: `SPARK_SOURCE_FETCH`, the
+    consumers' group id (`source_group_id`), the connection's ``kafka.*`` options, the
+    assignment and start, the batch cap; then the job's own ``options`` (they win)."""
+    cap = max_records_per_batch
+    return {
+        **SPARK_SOURCE_FETCH,
+        "kafka.group.id": source_group_id(consumer_group),
+        **kafka_options,
+        "assign": json.dumps(assignment(model), sort_keys=True),
+        "startingOffsets": starting_offsets,
+        "failOnDataLoss": "true",
+        **({"maxOffsetsPerTrigger": str(cap)} if cap else {}),
+        **options,
+    }
+
 
 class InAppRestart(QueryDriver):
     """The in-app side of `spark.runtime.Job` (module docstring)."""
@@ -59,19 +104,18 @@ class InAppRestart(QueryDriver):
             self.check_checkpoint(model)
         # handed the function starting the query, the runtime restarts it in-app
         self.lifecycle.in_app = self.start_query is not None
-        cap = self.args.max_records_per_batch
-        settings = {
-            **self.spark_kafka_options(),
-            "assign": json.dumps(assignment(model), sort_keys=True),
+        settings = spark_source_settings(
+            model,
+            self.spark_kafka_options(),
             # a fresh checkpoint reads the job model's partitions from the group's committed
             # offsets, from their log start where it has none; a restarted query reads a
             # partition new to its checkpoint from its log start (Spark ignores startingOffsets
             # once the checkpoint has offsets)
-            "startingOffsets": self.starting_offsets(model),
-            "failOnDataLoss": "true",
-            **({"maxOffsetsPerTrigger": str(cap)} if cap else {}),
-            **options,
-        }
+            self.starting_offsets(model),
+            self.args.max_records_per_batch,
+            options,
+            self.consumer_group,
+        )
         if any("jaas" in k or "password" in k for k in settings):
             from airflow_samza_expand.spark._kafka_options import REDACTION_REGEX
 

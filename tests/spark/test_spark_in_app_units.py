@@ -5,6 +5,7 @@ source, and restarts on vN+1 only once the expansion's barrier has passed."""
 from __future__ import annotations
 
 import argparse
+import json
 
 from airflow_samza_expand.core._clock import now_iso
 from airflow_samza_expand.core._liveness import statuses
@@ -72,3 +73,29 @@ def test_run_refuses_a_start_function_that_does_not_return_a_query(tmp_path):
         assert "start() returned 'not a query'" in str(exc) and "writeStream" in str(exc)
     else:
         raise AssertionError("a start() without a query was accepted")
+
+
+def test_sparks_source_reads_with_a_short_fetch_wait_unless_the_job_sets_one():
+    """Spark's pooled consumer of a partition otherwise waits out a 500 ms fetch at the log end
+    before each batch's read of it; the connection's setting and the job's own options win."""
+    from airflow_samza_expand.spark._in_app import spark_source_settings
+
+    model = JobModel.initial(JOB, {"orders": 2})
+    settings = spark_source_settings(model, {"kafka.bootstrap.servers": "k:9092"}, "{}", 0, {}, "g")
+    assert settings["kafka.fetch.max.wait.ms"] == "10"
+    assert (
+        settings["kafka.bootstrap.servers"] == "k:9092" and "maxOffsetsPerTrigger" not in settings
+    )
+    assert json.loads(settings["assign"]) == {"orders": [0, 1]}
+    # one group id per job, never the committed group: a restarted query finds Spark's pooled
+    # consumers again (a query without one gets a new random group id at each start)
+    assert settings["kafka.group.id"] == "g.spark-source"
+    connection = {"kafka.fetch.max.wait.ms": "200"}
+    assert (
+        spark_source_settings(model, connection, "{}", 0, {}, "g")["kafka.fetch.max.wait.ms"]
+        == "200"
+    )
+    own = spark_source_settings(
+        model, connection, "{}", 50, {"kafka.fetch.max.wait.ms": "500"}, "g"
+    )
+    assert own["kafka.fetch.max.wait.ms"] == "500" and own["maxOffsetsPerTrigger"] == "50"

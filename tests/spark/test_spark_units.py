@@ -390,3 +390,46 @@ def test_a_python_worker_freezes_its_heap_from_its_second_task(spark) -> None:
     assert any(len(r) >= 2 for r in runs.values()), f"no worker was reused: {runs}"
     for pid, seen in runs.items():
         assert all(after > 0 for _, after in seen[1:]), f"worker {pid} never froze: {seen}"
+
+
+def test_commit_progress_reads_only_the_newest_report_unless_batches_were_missed(tmp_path) -> None:
+    """Spark's ``recentProgress`` (up to 100 reports, each with every partition's offsets) is
+    parsed whole at each read: the watch reads it only when the progress file missed a batch."""
+    import argparse
+
+    from airflow_samza_expand.spark._driving import QueryDriver
+
+    def report(batch: int) -> dict:
+        return {"batchId": batch, "numInputRows": 1, "durationMs": {"addBatch": 5},
+                "timestamp": "t", "stateOperators": [], "sources": []}  # fmt: skip
+
+    class Query:
+        def __init__(self) -> None:
+            self.reports: list[dict] = []
+            self.recent_reads = 0
+
+        @property
+        def lastProgress(self) -> dict | None:  # noqa: N802 - Spark's name
+            return self.reports[-1] if self.reports else None
+
+        @property
+        def recentProgress(self) -> list[dict]:  # noqa: N802 - Spark's name
+            self.recent_reads += 1
+            return list(self.reports)
+
+    driver = QueryDriver()
+    progress = tmp_path / "progress.jsonl"
+    driver.args = argparse.Namespace(progress_file=str(progress))
+    driver.model, driver.last_batch_reported = None, -1
+    query = Query()
+    driver.commit_progress(query)  # no batch yet
+    for batch in (0, 1):
+        query.reports.append(report(batch))
+        driver.commit_progress(query)
+        driver.commit_progress(query)  # the same batch again: nothing more
+    assert query.recent_reads == 0
+    query.reports += [report(2), report(3), report(4)]  # two batches between polls
+    driver.commit_progress(query)
+    assert query.recent_reads == 1
+    written = [json.loads(line)["batchId"] for line in progress.read_text().splitlines()]
+    assert written == [0, 1, 2, 3, 4] and driver.last_batch_reported == 4
