@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_samza_expand.core.errors import ExpansionError
+from airflow_samza_expand.spark._batch_events import BatchEvents, listen
 from airflow_samza_expand.spark._lifecycle import (
     EXIT_LEASE_LOST,
     STORE_UNAVAILABLE,
@@ -32,6 +33,9 @@ POLL_S = 0.5
 FAST_POLL_S = 0.05
 STOP_SETTLE_S = 0.1
 FIRST_COMMIT_FAST_S = 60.0
+# with a batch listener (`spark._batch_events`) the watch wakes when a batch ends, then asks
+# the query whether it ended this briefly
+AWAIT_CHECK_S = 0.001
 
 Offsets = dict[str, dict[str, int]]
 
@@ -54,6 +58,7 @@ class QueryDriver:
     # (monotonic s; `spark.runtime.Job.poll_switch`); the watch then ends the running query
     # as it does on a stop, and `run` starts it again (`restart_query`)
     restart_due: float | None = None
+    batch_events: BatchEvents | None = None  # wakes the watch when a batch ends (`run`)
 
     @property
     def lifecycle(self) -> Lifecycle:
@@ -153,6 +158,7 @@ class QueryDriver:
         """Drive ``query`` until it ends or a stop is requested; the exit code."""
         life = self.lifecycle
         self._starting.close()
+        self.batch_events = listen(getattr(self, "spark", None))
         try:
             life.try_heartbeat("running")
             try:
@@ -176,6 +182,9 @@ class QueryDriver:
             finally:
                 if query.isActive:
                     query.stop()
+                if self.batch_events is not None:
+                    self.batch_events.close()
+                    self.batch_events = None
         except BaseException:
             life.try_heartbeat("failed")
             raise
@@ -252,7 +261,7 @@ class QueryDriver:
             first_commit_due = self.committed is None and time.monotonic() < fast_until
             fast = life.stop_event.is_set() or first_commit_due or self.restart_due is not None
             try:
-                ended = query.awaitTermination(FAST_POLL_S if fast else POLL_S)
+                ended = self._await(query, FAST_POLL_S if fast else POLL_S)
             except Exception:  # noqa: BLE001 - the query failed: its exception is below
                 ended = True
             if ended:
@@ -303,6 +312,14 @@ class QueryDriver:
             if now >= next_heartbeat:
                 life.try_heartbeat("running")
                 next_heartbeat = now + interval
+
+    def _await(self, query: Any, timeout_s: float) -> bool:
+        """Wait until a batch ends (`spark._batch_events`) or ``timeout_s`` passes; whether
+        ``query`` has ended (its failure raised, as by ``awaitTermination``)."""
+        if self.batch_events is None:
+            return bool(query.awaitTermination(timeout_s))
+        self.batch_events.wait(timeout_s)
+        return bool(query.awaitTermination(AWAIT_CHECK_S))
 
     def poll_store(self) -> None:
         """The switch in place and the stop request, from the coordinator store. A store the

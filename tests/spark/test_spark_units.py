@@ -433,3 +433,25 @@ def test_commit_progress_reads_only_the_newest_report_unless_batches_were_missed
     assert query.recent_reads == 1
     written = [json.loads(line)["batchId"] for line in progress.read_text().splitlines()]
     assert written == [0, 1, 2, 3, 4] and driver.last_batch_reported == 4
+
+
+def test_the_batch_listener_wakes_the_watch_when_a_batch_ends(spark, tmp_path) -> None:
+    """`spark._batch_events`: Spark's listener bus sets the event at a batch's end (the watch
+    then commits it at once instead of at its next poll); without a session there is none."""
+    from airflow_samza_expand.spark._batch_events import listen
+
+    assert listen(None) is None
+    source = str(tmp_path / "in")
+    spark.createDataFrame([(1,), (2,)], "n long").write.parquet(source)
+    events = listen(spark)
+    assert events is not None
+    try:
+        query = (
+            spark.readStream.schema("n long").parquet(source).writeStream.format("noop")
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True).start()
+        )  # fmt: skip
+        query.awaitTermination(120)
+        assert events.wait(60)  # the batch's progress and the query's end were reported
+    finally:
+        events.close()
