@@ -97,6 +97,7 @@ def read_ranges(
     consumer = _take_consumer(config, Consumer)
     finished = False
     try:
+        _know_partitions(consumer, ranges)
         end = {(t, p): e for t, p, _s, e in ranges}
         checked = _CheckedRanges(rules, ranges)
         pending = set(end)
@@ -184,6 +185,40 @@ _IDLE: dict[tuple[tuple[str, str], ...], list[Any]] = {}
 MAX_IDLE_CONSUMERS = 8
 
 
+# The partition counts each pooled consumer's metadata knows, by id(consumer); dropped when it
+# closes. A consumer assigned a partition its cached metadata does not have (one a growth
+# added since the consumer last read the topic) waits for its next metadata refresh before it
+# fetches: about 0.9 s for 64 new partitions on the development broker, against 0.05 s when its
+# metadata is asked for first (`_know_partitions`). The first batches after a switch in place
+# read exactly such partitions.
+_KNOWN: dict[int, dict[str, int]] = {}
+METADATA_TIMEOUT_S = 3.0
+
+
+def _know_partitions(consumer: Any, ranges: Sequence[Range]) -> None:
+    """Ask for the metadata of each topic of ``ranges`` with a partition ``consumer`` does not
+    know yet, before it is assigned them. Best effort: without an answer the read goes on and
+    the client finds the partitions at its own next refresh."""
+    known = _KNOWN.setdefault(id(consumer), {})
+    needed: dict[str, int] = {}
+    for topic, partition, _s, _e in ranges:
+        needed[topic] = max(needed.get(topic, 0), partition + 1)
+    for topic, count in sorted(needed.items()):
+        if known.get(topic, 0) >= count:
+            continue
+        try:
+            metadata = consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
+            known[topic] = len(metadata.topics[topic].partitions)
+        except Exception as exc:  # noqa: BLE001 - an optimisation: the read goes on without it
+            log.debug("no metadata for %s before reading it (%s): the client finds it later",
+                      topic, exc)  # fmt: skip
+
+
+def _close(consumer: Any) -> None:
+    _KNOWN.pop(id(consumer), None)
+    consumer.close()
+
+
 def _take_consumer(config: Mapping[str, str], make: Any) -> Any:
     idle = _IDLE.get(tuple(sorted(config.items())))
     return idle.pop() if idle else make(dict(config))
@@ -210,7 +245,7 @@ def _new_client(
         stalled,
     )
     with contextlib.suppress(Exception):  # a client the brokers do not serve may not close cleanly
-        stuck.close()
+        _close(stuck)
     consumer = make(dict(config))
     consumer.assign([TopicPartition(t, p, position[(t, p)]) for t, p in sorted(pending)])
     return consumer
@@ -225,7 +260,7 @@ def _give_back(config: Mapping[str, str], consumer: Any, *, reusable: bool) -> N
             return
         except Exception:  # noqa: BLE001 - a consumer that cannot unassign is closed below
             pass
-    consumer.close()
+    _close(consumer)
 
 
 class _CheckedRanges:

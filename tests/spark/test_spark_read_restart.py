@@ -5,7 +5,9 @@ never serves again - the fault matrix's ``broker/in-place/between`` once ("no re
 while reading [(..., 0)]", the batch and the query failed) - is left for a new client from the
 offsets the read reached, so the read ends instead of waiting out its stall timeout. That
 client is a stand-in (its ``consume`` returns nothing): the real broker did it once in the
-matrix and not again in this file's real restarts. Driven directly, no Spark."""
+matrix and not again in this file's real restarts. And a pooled consumer asks for the metadata
+of partitions a growth added before it is assigned them (without it the client waits for its
+next metadata refresh first). Driven directly, no Spark."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import threading
 import time
 
 import pytest
-from spark_helpers import create_topic, new_topic_name, produce_sequenced
+from spark_helpers import create_topic, grow_topic, new_topic_name, produce_sequenced
 
 from airflow_samza_expand.spark import _source_read
 from airflow_samza_expand.spark._source import SOURCE_SCHEMA
@@ -25,7 +27,9 @@ KEYS = [f"key-{i}" for i in range(20)]
 STALL_S = 60.0  # the read's stall timeout here: well past the client refresh, short of 120 s
 
 
-def watermarks(bootstrap: str, topic: str) -> list[tuple[str, int, int, int]]:
+def watermarks(
+    bootstrap: str, topic: str, partitions: int = PARTITIONS
+) -> list[tuple[str, int, int, int]]:
     """Each partition's whole log as a range ``(topic, partition, 0, high)``."""
     from confluent_kafka import Consumer, TopicPartition
 
@@ -33,7 +37,7 @@ def watermarks(bootstrap: str, topic: str) -> list[tuple[str, int, int, int]]:
     try:
         highs = [
             consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-            for p in range(PARTITIONS)
+            for p in range(partitions)
         ]
     finally:
         consumer.close()
@@ -131,3 +135,54 @@ def test_a_read_whose_client_gets_nothing_goes_on_with_a_new_client(
     assert [u.closed for u in unserved] == [True]  # left, closed, never pooled
     assert "asking again through a new Kafka client from the offsets reached" in caplog.text
     assert sum(len(idle) for idle in _source_read._IDLE.values()) == 1  # the new one, pooled
+
+
+class Recording:
+    """A consumer that records its metadata requests and assignments, in order."""
+
+    def __init__(self, consumer, calls: list) -> None:
+        self.consumer, self.calls = consumer, calls
+
+    def list_topics(self, topic=None, timeout: float = -1):
+        self.calls.append(("metadata", topic))
+        return self.consumer.list_topics(topic, timeout=timeout)
+
+    def assign(self, partitions) -> None:
+        self.calls.append(("assign", sorted(tp.partition for tp in partitions)))
+        self.consumer.assign(partitions)
+
+    def __getattr__(self, name: str):
+        return getattr(self.consumer, name)
+
+
+def test_a_pooled_consumer_asks_for_the_partitions_a_growth_added_before_reading_them(
+    kafka_bootstrap, monkeypatch
+) -> None:
+    from airflow_samza_expand._kafka.clients import Consumer
+
+    calls: list = []
+    take = _source_read._take_consumer
+    monkeypatch.setattr(_source_read, "_IDLE", {})
+
+    def recording(config, _make):
+        return take(config, lambda c: Recording(Consumer(c), calls))
+
+    monkeypatch.setattr(_source_read, "_take_consumer", recording)
+    topic = new_topic_name("grown")
+    create_topic(kafka_bootstrap, topic, 2)
+    produce_sequenced(kafka_bootstrap, topic, KEYS, 2)
+    options = {"bootstrap_servers": kafka_bootstrap}
+    old = watermarks(kafka_bootstrap, topic, 2)
+    read_all(options, old)
+    grow_topic(kafka_bootstrap, topic, PARTITIONS)
+    produce_sequenced(kafka_bootstrap, topic, KEYS, 2, first_seq={k: 2 for k in KEYS})
+    grown = [r for r in watermarks(kafka_bootstrap, topic) if r[1] >= 2]
+    assert all(high > 0 for _t, _p, _s, high in grown)
+    got = read_all(options, grown)
+    assert sorted(got) == sorted((p, o) for _t, p, s, e in grown for o in range(s, e))
+    read_all(options, grown)  # partitions it knows now: no metadata request
+    assert calls == [
+        ("metadata", topic), ("assign", [0, 1]),  # a new consumer: its first look
+        ("metadata", topic), ("assign", [2, 3]),  # the pooled one, before the new partitions
+        ("assign", [2, 3]),
+    ]  # fmt: skip
