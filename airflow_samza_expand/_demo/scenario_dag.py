@@ -90,6 +90,7 @@ class DagRuns:
         finally:
             probe.close()
         t_expand = summary and summary.get("seconds_per_step")
+        restart_mode = ((summary or {}).get("restart") or {}).get("mode")
         outcome = ExpansionOutcome(
             factor=2,
             counts=(before, after),
@@ -101,9 +102,8 @@ class DagRuns:
                 "barrier_reached_at": probe.barrier_reached_at,
             },
             wall_s=time.monotonic() - started,
-            standby_took_over=states.get("submit_standby") == "success"
-            and bool((submit or {}).get("already_running")),
-            restart=((summary or {}).get("restart") or {}).get("mode"),
+            standby_took_over=standby_took_over(states, submit, restart_mode),
+            restart=restart_mode,
         )
         if in_place and self.cfg.run_mode == "continuous" and outcome.state == "success":
             outcome.probe["downtime_s"] = in_place_downtime(self, expansion_id)
@@ -149,6 +149,22 @@ class DagRuns:
         states = self.interrupted_states[stop_after] = self.task_states(run)
         self._follow_restarted_job(self._launched(run, self.xcom(run, "submit")))
         self.log(f"interrupted run (stopped after {stop_after}): {states}")
+
+
+def standby_took_over(states: dict[str, str], submit: Any, mode: str | None) -> bool:
+    """The vN+1 standby took over: the restart was a handover to a standby (its strategy
+    launches one), the standby step succeeded and the submit step found vN+1 running, so it
+    launched nothing. An in-place or in-app restart launches no standby: its processor on
+    vN+1, which the submit step may well find running already, is the same application."""
+    from airflow_samza_expand._protocol.restart import STRATEGIES
+
+    handover = mode in STRATEGIES and STRATEGIES[mode].launches_standby
+    return bool(
+        handover
+        and states.get("submit_standby") == "success"
+        and isinstance(submit, dict)
+        and submit.get("already_running")
+    )
 
 
 def _launches_nothing(mode: str | None) -> bool:

@@ -273,3 +273,19 @@ def test_demo_reads_the_switch_downtime_from_the_job_log_and_skips_a_relaunch(tm
     assert in_place_downtime(scenario, "e", timeout_s=0) == 1.4
     log.write_text("".join(line(at, commit) for at in (11.9, 12.4, 12.9)))
     assert in_place_downtime(scenario, "e", timeout_s=600) is None
+
+
+def test_an_in_app_or_in_place_restart_is_no_standby_taking_over() -> None:
+    """Only a handover's standby takes over. An in-app processor that restarted its query on
+    vN+1 before the submit step looked is found running too, and the standby step (which
+    launched nothing) succeeded - that is not a standby taking over."""
+    from airflow_samza_expand._demo.scenario_dag import standby_took_over
+
+    done = {"submit_standby": "success", "submit": "skipped"}
+    running = {"already_running": ["vm-1"], "reason": "in-app restart: launching nothing"}
+    assert standby_took_over(done, running, "warm")
+    assert not standby_took_over(done, running, "in-app")
+    assert not standby_took_over(done, running, "in-place")
+    assert not standby_took_over(done, {"already_running": []}, "warm")
+    assert not standby_took_over({**done, "submit_standby": "failed"}, running, "warm")
+    assert not standby_took_over(done, None, "warm")
