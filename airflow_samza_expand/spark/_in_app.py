@@ -75,6 +75,48 @@ def spark_source_settings(
     }
 
 
+# Spark's Kafka source keeps a consumer per partition an executor reads, in a pool of this
+# many per executor; past it each new borrow closes the oldest idle consumers, so the next
+# batch opens them again. Spark reads the setting when the executor starts: the runtime can
+# only say so (`warn_small_consumer_pool`), at each query start on a job model.
+CONSUMER_POOL = "spark.kafka.consumer.cache.capacity"
+CONSUMER_POOL_DEFAULT = 64
+
+
+def consumer_pool_shortfall(spark: Any, model: JobModel) -> tuple[int, int] | None:
+    """``(partitions per executor, pool capacity)`` when ``model``'s SSPs spread over the
+    application's executors exceed Spark's Kafka consumer pool; None when they fit or the
+    application cannot be asked (Spark Connect)."""
+    try:
+        context = spark.sparkContext
+        capacity = int(str(context.getConf().get(CONSUMER_POOL, str(CONSUMER_POOL_DEFAULT))))
+    except Exception:  # noqa: BLE001 - Spark Connect: no SparkContext to ask
+        return None
+    try:  # the driver is one of the infos; local mode has only it, and it reads
+        executors = max(len(context._jsc.sc().statusTracker().getExecutorInfos()) - 1, 1)
+    except Exception:  # noqa: BLE001 - counted as one executor: the warning errs on the safe side
+        executors = 1
+    partitions = sum(model.partition_counts().values())
+    per_executor = -(-partitions // executors)
+    return (per_executor, capacity) if per_executor > capacity else None
+
+
+def warn_small_consumer_pool(spark: Any, model: JobModel) -> bool:
+    """Log how to size Spark's Kafka consumer pool when ``model``'s partitions outgrow it
+    (`consumer_pool_shortfall`); whether it warned."""
+    shortfall = consumer_pool_shortfall(spark, model)
+    if shortfall is None:
+        return False
+    per_executor, capacity = shortfall
+    log.warning(
+        "job model v%d has up to %d partitions per executor, more than Spark's Kafka consumer "
+        "pool keeps (%s=%d): Spark closes and opens consumers again every batch - start the "
+        "application with --conf %s=<partitions per executor after the growths you plan>",
+        model.version, per_executor, CONSUMER_POOL, capacity, CONSUMER_POOL,
+    )  # fmt: skip
+    return True
+
+
 class InAppRestart(QueryDriver):
     """The in-app side of `spark.runtime.Job` (module docstring)."""
 
@@ -120,6 +162,7 @@ class InAppRestart(QueryDriver):
             from airflow_samza_expand.spark._kafka_options import REDACTION_REGEX
 
             self.spark.conf.set("spark.sql.redaction.options.regex", REDACTION_REGEX)
+        warn_small_consumer_pool(self.spark, model)
         frame = self.spark.readStream.format("kafka").options(**settings).load()
         pairs = [F.lit(x) for key, task in sorted(task_of(model).items()) for x in (key, task)]
         where = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))

@@ -455,3 +455,31 @@ def test_the_batch_listener_wakes_the_watch_when_a_batch_ends(spark, tmp_path) -
         assert events.wait(60)  # the batch's progress and the query's end were reported
     finally:
         events.close()
+
+
+def test_a_job_model_past_sparks_kafka_consumer_pool_is_told_how_to_size_it(spark, caplog) -> None:
+    """Spark's Kafka source keeps one pooled consumer per partition an executor reads, 64 by
+    default; past that it closes and opens consumers every batch, and only a setting at the
+    application's start changes it. A query start on a job model with more partitions per
+    executor than the pool holds logs the setting to give (local[2]: one executor)."""
+    import logging
+
+    from airflow_samza_expand.core.model import JobModel
+    from airflow_samza_expand.spark._in_app import (
+        CONSUMER_POOL,
+        consumer_pool_shortfall,
+        warn_small_consumer_pool,
+    )
+
+    capacity = int(spark.sparkContext.getConf().get(CONSUMER_POOL, "64"))
+    fits = JobModel.initial("pool", {"orders": capacity // 2, "payments": capacity // 2})
+    grown = JobModel.initial("pool", {"orders": capacity, "payments": 2})
+    assert consumer_pool_shortfall(spark, fits) is None
+    assert consumer_pool_shortfall(spark, grown) == (capacity + 2, capacity)
+    with caplog.at_level(logging.WARNING, logger="airflow_samza_expand.spark.runtime"):
+        assert not warn_small_consumer_pool(spark, fits)
+        assert not caplog.records
+        assert warn_small_consumer_pool(spark, grown)
+    (record,) = caplog.records
+    assert f"--conf {CONSUMER_POOL}=" in record.getMessage()
+    assert f"up to {capacity + 2} partitions per executor" in record.getMessage()
