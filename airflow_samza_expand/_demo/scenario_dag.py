@@ -79,18 +79,18 @@ class DagRuns:
             run = self.run_dag(dag, logical_date=when, run_after=when)
             states = self.task_states(run)
             summary = self.xcom(run, "report")
+            restart_mode = ((summary or {}).get("restart") or {}).get("mode")
             submit = self.xcom(run, "submit")
             self._follow_restarted_job(self._launched(run, submit))
             # Let the probe see the restarted job's first commit (in place, in-app: the running
             # application takes vN+1 itself, nothing stops - protocol.restart)
-            in_place = _launches_nothing(((summary or {}).get("restart") or {}).get("mode"))
+            in_place = _launches_nothing(restart_mode)
             if self.cfg.run_mode == "continuous" and str(run.state) == "success" and not in_place:
                 wait_for("the first committed batch after the restart",
                          lambda: probe.first_commit_at, timeout_s=120)  # fmt: skip
         finally:
             probe.close()
         t_expand = summary and summary.get("seconds_per_step")
-        restart_mode = ((summary or {}).get("restart") or {}).get("mode")
         outcome = ExpansionOutcome(
             factor=2,
             counts=(before, after),
@@ -156,11 +156,10 @@ def standby_took_over(states: dict[str, str], submit: Any, mode: str | None) -> 
     launches one), the standby step succeeded and the submit step found vN+1 running, so it
     launched nothing. An in-place or in-app restart launches no standby: its processor on
     vN+1, which the submit step may well find running already, is the same application."""
-    from airflow_samza_expand._protocol.restart import STRATEGIES
-
-    handover = mode in STRATEGIES and STRATEGIES[mode].launches_standby
+    strategy = _strategy_of(mode)
     return bool(
-        handover
+        strategy is not None
+        and strategy.launches_standby
         and states.get("submit_standby") == "success"
         and isinstance(submit, dict)
         and submit.get("already_running")
@@ -169,9 +168,15 @@ def standby_took_over(states: dict[str, str], submit: Any, mode: str | None) -> 
 
 def _launches_nothing(mode: str | None) -> bool:
     """The restart ``mode`` stops and launches nothing (in place, in-app)."""
+    strategy = _strategy_of(mode)
+    return strategy is not None and strategy.launches_nothing
+
+
+def _strategy_of(mode: str | None) -> Any:
+    """The registered restart strategy named ``mode``; None for none or an unknown name."""
     from airflow_samza_expand._protocol.restart import STRATEGIES
 
-    return mode in STRATEGIES and STRATEGIES[mode].launches_nothing
+    return STRATEGIES.get(mode) if mode else None
 
 
 def _attach_progress(dag: Any, on_task: Callable[[str, str], None]) -> None:
